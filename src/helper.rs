@@ -1,0 +1,254 @@
+//! The helper's IO loop: reads Git's requests from stdin, answers on stdout (through one
+//! writer), reports on stderr in Git's words. Everything it decides, it asks of `remote`.
+
+use std::io::{BufRead, Write};
+
+use crate::lake::Lake;
+use crate::progress::{self, Progress};
+use crate::protocol::{self, OptionReply, Options, Parser, Request};
+use crate::remote::{Listing, Remote, RemoteError};
+use crate::repo::Repo;
+use crate::store::{Store, StoreUrl};
+use crate::trace;
+
+/// A failure that ends the session: `fatal: <message>` and optional `hint:` lines.
+#[derive(Debug)]
+pub struct Fatal {
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+impl From<RemoteError> for Fatal {
+    fn from(e: RemoteError) -> Fatal {
+        Fatal {
+            hint: e.hint(),
+            message: e.to_string(),
+        }
+    }
+}
+
+impl Fatal {
+    fn new(message: impl Into<String>) -> Fatal {
+        Fatal {
+            message: message.into(),
+            hint: None,
+        }
+    }
+
+    /// Prints the error Git-style.
+    pub fn report(&self) {
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(err, "fatal: {}", crate::store::redact(&self.message));
+        if let Some(h) = &self.hint {
+            for line in h.lines() {
+                let _ = writeln!(err, "hint: {line}");
+            }
+        }
+    }
+}
+
+/// The one writer of stdout, tracing what it sends.
+struct Out {
+    trace: bool,
+}
+
+impl Out {
+    fn send(&self, text: &str) -> Result<(), Fatal> {
+        if self.trace {
+            for line in text.split_inclusive('\n') {
+                trace::line(&format!("-> {}", line.trim_end_matches('\n')));
+            }
+        }
+        let mut out = std::io::stdout().lock();
+        out.write_all(text.as_bytes())
+            .and_then(|_| out.flush())
+            .map_err(|e| Fatal::new(format!("cannot write to Git: {e}")))
+    }
+}
+
+/// Git's configuration keys for a remote, mapped to object_store option names.
+pub const CONFIG_KEYS: [(&str, &str); 3] = [
+    ("fdlEndpoint", "endpoint"),
+    ("fdlRegion", "region"),
+    ("fdlAllowHttp", "allow_http"),
+];
+
+/// Store options for remote `name` from Git's configuration.
+pub fn store_options(repo: Option<&Repo>, name: &str) -> Result<Vec<(String, String)>, Fatal> {
+    let Some(repo) = repo else { return Ok(Vec::new()) };
+    // Without a configured remote (a bare URL), Git passes the URL as the name.
+    if name.contains([':', '/', '\\']) {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    for (key, option) in CONFIG_KEYS {
+        if let Some(v) = repo.config(&format!("remote.{name}.{key}")) {
+            out.push((option.to_string(), v));
+        }
+    }
+    for raw in repo.config_all(&format!("remote.{name}.fdlOption")) {
+        let (k, v) = raw.split_once('=').ok_or_else(|| Fatal {
+            message: format!("remote.{name}.fdlOption: '{}' is not key=value", raw.split('=').next().unwrap_or("")),
+            hint: Some("example: git config --add remote.origin.fdlOption aws_skip_signature=true".into()),
+        })?;
+        out.push((k.trim().to_string(), v.trim().to_string()));
+    }
+    Ok(out)
+}
+
+/// Runs a protocol session for `git-remote-fdl <remote> [<url>]`; returns the exit code.
+pub fn run(remote_name: &str, url: Option<&str>) -> i32 {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            Fatal::new(format!("cannot start: {e}")).report();
+            return 128;
+        }
+    };
+    match runtime.block_on(session(remote_name, url.unwrap_or(remote_name))) {
+        Ok(()) => 0,
+        Err(f) => {
+            f.report();
+            128
+        }
+    }
+}
+
+struct State {
+    remote_name: String,
+    url: String,
+    options: Options,
+    remote: Option<Remote>,
+    listing: Option<Listing>,
+}
+
+impl State {
+    async fn remote(&mut self) -> Result<&mut Remote, Fatal> {
+        if self.remote.is_none() {
+            let addr = self.url.strip_prefix("fdl::").unwrap_or(&self.url);
+            let cwd = std::env::current_dir().map_err(|e| Fatal::new(format!("no current folder: {e}")))?;
+            let url = StoreUrl::parse(addr, &cwd).map_err(|e| Fatal::new(e.to_string()))?;
+            let repo = Repo::from_env().map_err(|e| Fatal::new(e.to_string()))?;
+            let opts = store_options(repo.as_ref(), &self.remote_name)?;
+            let store = Store::open(&url, &opts).map_err(|e| Fatal {
+                message: format!("cannot open lake '{url}': {e}"),
+                hint: Some("see 'git-remote-fdl help' for addresses and configuration".into()),
+            })?;
+            let lake = Lake::open(store).await.map_err(|e| Fatal::from(RemoteError::from(e)))?;
+            self.remote = Some(Remote::new(lake, repo));
+        }
+        Ok(self.remote.as_mut().expect("just opened"))
+    }
+
+    fn progress(&self) -> Box<dyn Progress> {
+        if self.options.progress {
+            Box::new(progress::Stderr::default())
+        } else {
+            Box::new(progress::Silent)
+        }
+    }
+
+    fn show_warnings(&self) {
+        if let Some(r) = &self.remote {
+            for w in r.take_warnings() {
+                eprintln!("warning: {}", crate::store::redact(&w));
+            }
+        }
+    }
+}
+
+async fn session(remote_name: &str, url: &str) -> Result<(), Fatal> {
+    let tracing = trace::enabled();
+    let out = Out { trace: tracing };
+    let mut state = State {
+        remote_name: remote_name.to_string(),
+        url: url.to_string(),
+        options: Options::default(),
+        remote: None,
+        listing: None,
+    };
+    let mut parser = Parser::default();
+    let stdin = std::io::stdin();
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let n = stdin
+            .lock()
+            .read_line(&mut line)
+            .map_err(|e| Fatal::new(format!("cannot read from Git: {e}")))?;
+        if tracing {
+            trace::line(&format!("<- {}", line.trim_end_matches('\n')));
+        }
+        let request = if n == 0 {
+            Request::Quit
+        } else {
+            match parser.feed(line.trim_end_matches('\n')) {
+                Ok(Some(r)) => r,
+                Ok(None) => continue,
+                Err(e) => return Err(Fatal::new(format!("protocol error: {e}"))),
+            }
+        };
+        match request {
+            Request::Quit => return Ok(()),
+            Request::Capabilities => out.send(&protocol::capabilities(false))?,
+            Request::Option { name, value } => {
+                let reply = state.options.set(&name, &value, false);
+                out.send(&reply.line())?;
+                if let OptionReply::Error(_) = reply {
+                    continue;
+                }
+            }
+            Request::List { for_push } => {
+                if for_push {
+                    return Err(Fatal {
+                        message: format!("pushing to lake '{}' is not supported yet", state.url),
+                        hint: None,
+                    });
+                }
+                let progress = state.progress();
+                let listing = state.remote().await?.list(progress.as_ref()).await;
+                state.show_warnings();
+                let listing = listing?;
+                out.send(&protocol::list(&listing.lines(), state.options.object_format))?;
+                state.listing = Some(listing);
+            }
+            Request::Fetch(items) => {
+                let progress = state.progress();
+                let mut listing = state
+                    .listing
+                    .take()
+                    .ok_or_else(|| Fatal::new("protocol error: fetch before list"))?;
+                let verbose = state.options.progress || state.options.verbosity > 1;
+                let remote = state.remote().await?;
+                let outcome = remote.fetch(&mut listing, &items, progress.as_ref()).await;
+                let lake_name = remote.lake.name();
+                let stats = remote.lake.store.stats.summary();
+                state.show_warnings();
+                let outcome = outcome?;
+                if verbose && outcome.versions > 0 {
+                    eprintln!(
+                        "Fetched {} version{} ({} objects) from lake '{lake_name}'",
+                        outcome.versions,
+                        if outcome.versions == 1 { "" } else { "s" },
+                        outcome.objects
+                    );
+                }
+                if tracing {
+                    trace::line(&format!("requests: {stats}"));
+                }
+                state.listing = Some(listing);
+                out.send("\n")?;
+            }
+            Request::Push(_) => return Err(Fatal::new("protocol error: push is not advertised")),
+        }
+        if tracing {
+            if let Some(r) = &state.remote {
+                trace::line(&format!("requests so far: {}", r.lake.store.stats.summary()));
+            }
+        }
+    }
+}

@@ -1,0 +1,209 @@
+//! Resolving history: from ref tips to the commit ID of every version they reach, reading as
+//! few records as possible and never one round trip per version where the store can list.
+//!
+//! Versions already in the cache are known and not read. Unknown ones are read a generation at
+//! a time, all of a generation concurrently; once that has taken more round trips than listing
+//! `versions/` would cost, the rest of the lake is listed and read concurrently in one go.
+
+use std::collections::{HashMap, HashSet};
+
+use futures::StreamExt;
+
+use crate::lake::{Lake, LakeError, VersionData, VersionId, CONCURRENCY};
+use crate::mapping::{self, ObjectId};
+use crate::progress::Progress;
+
+/// The outcome of resolving: commit IDs for every version reached, and the data of those read.
+#[derive(Default)]
+pub struct Resolved {
+    pub commits: HashMap<VersionId, ObjectId>,
+    pub data: HashMap<VersionId, VersionData>,
+}
+
+/// Reads what is missing and computes commit IDs for `tips` and everything they reach.
+/// `known` holds commit IDs from the cache; `referrers` names who points at each tip (for errors).
+pub async fn resolve(
+    lake: &Lake,
+    tips: &[(VersionId, String)],
+    known: &HashMap<VersionId, ObjectId>,
+    progress: &dyn Progress,
+) -> Result<Resolved, LakeError> {
+    let mut data: HashMap<VersionId, Result<VersionData, LakeError>> = HashMap::new();
+    let mut named_by: HashMap<VersionId, String> = HashMap::new();
+    let mut frontier: Vec<VersionId> = Vec::new();
+    for (id, by) in tips {
+        if !known.contains_key(id) && !named_by.contains_key(id) {
+            named_by.insert(id.clone(), by.clone());
+            frontier.push(id.clone());
+        }
+    }
+    // Walking one generation costs a round trip; listing costs about one per 1000 versions.
+    let walk_limit = 2 + known.len() / 1000;
+    let mut rounds = 0;
+    let mut listed = false;
+    let mut read = 0u64;
+    while !frontier.is_empty() {
+        if rounds >= walk_limit && lake.store.can_list() && !listed {
+            listed = true;
+            let all = lake.version_ids().await?;
+            let rest: Vec<VersionId> = all
+                .into_iter()
+                .filter(|v| !known.contains_key(v) && !data.contains_key(v))
+                .collect();
+            let total = read + rest.len() as u64;
+            read_batch(lake, rest, &mut data, &mut read, Some(total), progress, true).await;
+        } else {
+            read_batch(lake, std::mem::take(&mut frontier), &mut data, &mut read, None, progress, false).await;
+        }
+        rounds += 1;
+        frontier = next_frontier(&data, known, &mut named_by);
+        if listed {
+            // Everything that exists has been read: what is still missing does not exist.
+            if let Some(missing) = frontier.first() {
+                return Err(LakeError::MissingVersion {
+                    lake: lake.name(),
+                    version: missing.clone(),
+                    by: named_by.get(missing).cloned().unwrap_or_default(),
+                });
+            }
+        }
+    }
+    progress.finish("Reading versions", read, None);
+    compute_commits(lake, tips, known, data, &named_by)
+}
+
+/// Parents of what has been read that are neither known nor read yet.
+fn next_frontier(
+    data: &HashMap<VersionId, Result<VersionData, LakeError>>,
+    known: &HashMap<VersionId, ObjectId>,
+    named_by: &mut HashMap<VersionId, String>,
+) -> Vec<VersionId> {
+    let mut out = Vec::new();
+    let mut seen = HashSet::new();
+    for (id, d) in data {
+        let Ok(d) = d else { continue };
+        for p in &d.record.parents {
+            if !known.contains_key(p) && !data.contains_key(p) && seen.insert(p.clone()) {
+                named_by.entry(p.clone()).or_insert_with(|| format!("version {id}"));
+                out.push(p.clone());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Reads `ids` concurrently into `data`. In a walk, a missing record is an error (something
+/// names it); in a listing it is an incomplete version, being written, and is skipped.
+async fn read_batch(
+    lake: &Lake,
+    ids: Vec<VersionId>,
+    data: &mut HashMap<VersionId, Result<VersionData, LakeError>>,
+    read: &mut u64,
+    total: Option<u64>,
+    progress: &dyn Progress,
+    from_listing: bool,
+) {
+    let mut results = futures::stream::iter(ids)
+        .map(|id| async move {
+            let r = lake.read_version(&id).await;
+            (id, r)
+        })
+        .buffer_unordered(CONCURRENCY);
+    while let Some((id, r)) = results.next().await {
+        *read += 1;
+        progress.update("Reading versions", *read, total);
+        match r {
+            Ok(Some(d)) => {
+                data.insert(id, Ok(d));
+            }
+            Ok(None) if from_listing => {}
+            Ok(None) => {
+                data.insert(
+                    id.clone(),
+                    Err(LakeError::MissingVersion {
+                        lake: lake.name(),
+                        version: id,
+                        by: String::new(),
+                    }),
+                );
+            }
+            Err(e) => {
+                data.insert(id, Err(e));
+            }
+        }
+    }
+}
+
+/// Commit IDs in dependency order (parents first), without recursion; reports cycles and
+/// missing parents among the versions the tips reach. Unreachable broken versions are ignored.
+fn compute_commits(
+    lake: &Lake,
+    tips: &[(VersionId, String)],
+    known: &HashMap<VersionId, ObjectId>,
+    mut data: HashMap<VersionId, Result<VersionData, LakeError>>,
+    named_by: &HashMap<VersionId, String>,
+) -> Result<Resolved, LakeError> {
+    let mut commits: HashMap<VersionId, ObjectId> = HashMap::new();
+    let mut visiting: HashSet<VersionId> = HashSet::new();
+    let mut used: HashSet<VersionId> = HashSet::new();
+    for (tip, _) in tips {
+        let mut stack: Vec<(VersionId, bool)> = vec![(tip.clone(), false)];
+        while let Some((id, expanded)) = stack.pop() {
+            if known.contains_key(&id) || commits.contains_key(&id) {
+                continue;
+            }
+            let d = match data.get(&id) {
+                Some(Ok(d)) => d,
+                Some(Err(_)) => {
+                    let Some(Err(e)) = data.remove(&id) else { unreachable!() };
+                    return Err(match e {
+                        LakeError::MissingVersion { lake, version, .. } => LakeError::MissingVersion {
+                            by: named_by.get(&version).cloned().unwrap_or_default(),
+                            lake,
+                            version,
+                        },
+                        other => other,
+                    });
+                }
+                None => {
+                    return Err(LakeError::MissingVersion {
+                        lake: lake.name(),
+                        by: named_by.get(&id).cloned().unwrap_or_default(),
+                        version: id,
+                    })
+                }
+            };
+            if expanded {
+                visiting.remove(&id);
+                let parents: Vec<ObjectId> = d
+                    .record
+                    .parents
+                    .iter()
+                    .map(|p| known.get(p).or_else(|| commits.get(p)).copied().expect("parents first"))
+                    .collect();
+                let objects = mapping::version_objects(&id, &d.record, d.dataset.as_deref(), &parents);
+                commits.insert(id.clone(), objects.commit.id);
+                used.insert(id);
+                continue;
+            }
+            // Everything above a marker on the stack descends from it: meeting a version that
+            // is still being expanded means its parents lead back to it.
+            if !visiting.insert(id.clone()) {
+                return Err(LakeError::Cycle { lake: lake.name(), version: id });
+            }
+            stack.push((id.clone(), true));
+            for p in d.record.parents.iter().rev() {
+                if !known.contains_key(p) && !commits.contains_key(p) {
+                    stack.push((p.clone(), false));
+                }
+            }
+        }
+    }
+    let data = data
+        .into_iter()
+        .filter(|(id, _)| used.contains(id))
+        .filter_map(|(id, d)| d.ok().map(|d| (id, d)))
+        .collect();
+    Ok(Resolved { commits, data })
+}

@@ -1,0 +1,178 @@
+//! The small files at a lake's root: `fdl.json`, `HEAD` and `refs.json`, parsed tolerantly.
+
+use serde_json::{Map, Value};
+
+use super::names::{check_ref_name, printable, VersionId};
+
+/// The major versions of the FDL specification this reader knows.
+pub const KNOWN_MAJOR: &[u64] = &[0];
+
+/// The parts of `fdl.json` the helper uses.
+#[derive(Clone, Debug)]
+pub struct FdlConfig {
+    pub fdl: String,
+    pub id: Option<String>,
+    pub signers: Vec<String>,
+}
+
+impl FdlConfig {
+    pub fn parse(raw: &[u8]) -> Result<FdlConfig, String> {
+        let value: Value =
+            serde_json::from_slice(raw).map_err(|e| format!("fdl.json is not valid JSON: {e}"))?;
+        let obj = value
+            .as_object()
+            .ok_or_else(|| "fdl.json is not a JSON object".to_string())?;
+        let fdl = match obj.get("fdl") {
+            Some(Value::String(s)) => s.trim().to_string(),
+            Some(Value::Number(n)) => n.to_string(),
+            _ => return Err("fdl.json has no \"fdl\" version".to_string()),
+        };
+        let major: u64 = fdl
+            .split('.')
+            .next()
+            .and_then(|m| m.parse().ok())
+            .ok_or_else(|| format!("fdl.json's version '{}' is not a version number", printable(&fdl)))?;
+        if !KNOWN_MAJOR.contains(&major) {
+            return Err(format!(
+                "fdl.json says FDL {}, whose major version {major} this helper does not know",
+                printable(&fdl)
+            ));
+        }
+        let id = obj.get("id").and_then(Value::as_str).map(str::to_string);
+        let signers = obj
+            .get("signers")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+            .unwrap_or_default();
+        Ok(FdlConfig { fdl, id, signers })
+    }
+}
+
+/// `HEAD`'s content: `ref: refs/heads/<name>`, blanks around it allowed.
+pub fn parse_head(raw: &[u8]) -> Result<String, String> {
+    let text = std::str::from_utf8(raw).map_err(|_| "HEAD is not UTF-8 text".to_string())?;
+    let target = text
+        .trim()
+        .strip_prefix("ref:")
+        .map(str::trim)
+        .ok_or_else(|| format!("HEAD holds '{}', not 'ref: refs/heads/<name>'", printable(text.trim())))?;
+    if !target.starts_with("refs/heads/") || check_ref_name(target).is_err() {
+        return Err(format!("HEAD names '{}', which is not a branch", printable(target)));
+    }
+    Ok(target.to_string())
+}
+
+/// A ref file's content: a version ID, blanks around it allowed.
+pub fn parse_ref_value(raw: &[u8]) -> Result<VersionId, String> {
+    let text = std::str::from_utf8(raw).map_err(|_| "its content is not UTF-8 text".to_string())?;
+    VersionId::parse(text.trim()).map_err(|_| {
+        format!("it holds '{}', which is not a version ID", printable(text.trim()))
+    })
+}
+
+/// Every `(ref name, version)` of a `refs.json`. Accepted shapes, all with unknown keys ignored:
+/// `{"refs/heads/main": "<id>", ...}`, the same map under a `"refs"` key, `"refs"` as a list of
+/// `{"name"|"ref": ..., "version"|"id": ...}`, and `{"heads": {...}, "tags": {...}}` with short
+/// names. A value may also be an object with a `"version"` or `"id"` key.
+pub fn parse_refs_json(raw: &[u8]) -> Result<Vec<(String, String)>, String> {
+    let value: Value =
+        serde_json::from_slice(raw).map_err(|e| format!("refs.json is not valid JSON: {e}"))?;
+    let obj = value
+        .as_object()
+        .ok_or_else(|| "refs.json is not a JSON object".to_string())?;
+    let mut out = Vec::new();
+    match obj.get("refs") {
+        Some(Value::Object(map)) => collect_map(map, "", &mut out)?,
+        Some(Value::Array(list)) => {
+            for item in list {
+                let name = item
+                    .get("name")
+                    .or_else(|| item.get("ref"))
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| "refs.json lists a ref without a name".to_string())?;
+                out.push((name.to_string(), value_version(item, name)?));
+            }
+        }
+        _ => {
+            collect_map(obj, "", &mut out)?;
+            for (key, prefix) in [("heads", "refs/heads/"), ("tags", "refs/tags/")] {
+                if let Some(Value::Object(map)) = obj.get(key) {
+                    collect_map(map, prefix, &mut out)?;
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn collect_map(map: &Map<String, Value>, prefix: &str, out: &mut Vec<(String, String)>) -> Result<(), String> {
+    for (name, v) in map {
+        let full = format!("{prefix}{name}");
+        if !full.starts_with("refs/") {
+            continue;
+        }
+        out.push((full.clone(), value_version(v, &full)?));
+    }
+    Ok(())
+}
+
+fn value_version(v: &Value, name: &str) -> Result<String, String> {
+    let s = match v {
+        Value::String(s) => Some(s.as_str()),
+        Value::Object(o) => o.get("version").or_else(|| o.get("id")).and_then(Value::as_str),
+        _ => None,
+    };
+    s.map(str::to_string)
+        .ok_or_else(|| format!("refs.json gives {} no version", printable(name)))
+}
+
+/// The `refs.json` this helper writes: a flat map of full ref names to version IDs, sorted,
+/// pretty-printed, ending in a newline.
+pub fn render_refs_json(refs: &[(String, VersionId)]) -> Vec<u8> {
+    let mut sorted: Vec<_> = refs.iter().collect();
+    sorted.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut map = Map::new();
+    for (name, id) in sorted {
+        map.insert(name.clone(), Value::String(id.to_string()));
+    }
+    let mut out = serde_json::to_vec_pretty(&Value::Object(map)).expect("a map of strings serialises");
+    out.push(b'\n');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fdl_versions() {
+        assert_eq!(FdlConfig::parse(br#"{"fdl":"0.1","x":1}"#).unwrap().fdl, "0.1");
+        assert!(FdlConfig::parse(br#"{"fdl":"1.0"}"#).unwrap_err().contains("major version 1"));
+        assert!(FdlConfig::parse(br#"{"id":"x"}"#).is_err());
+        assert!(FdlConfig::parse(b"nope").is_err());
+    }
+
+    #[test]
+    fn head_and_refs() {
+        assert_eq!(parse_head(b"ref: refs/heads/main\n").unwrap(), "refs/heads/main");
+        assert_eq!(parse_head(b"  ref:refs/heads/a/b  ").unwrap(), "refs/heads/a/b");
+        assert!(parse_head(b"0190f3a2-7b4c-7d2e-8f10-123456789abc").is_err());
+        assert!(parse_head(b"ref: refs/heads/../../x").is_err());
+        assert!(parse_ref_value(b" 0190f3a2-7b4c-7d2e-8f10-123456789abc \n").is_ok());
+        assert!(parse_ref_value(b"../x").is_err());
+    }
+
+    #[test]
+    fn refs_json_shapes() {
+        let id = "0190f3a2-7b4c-7d2e-8f10-123456789abc";
+        let flat = format!(r#"{{"refs/heads/main":"{id}","refs/tags/v1":{{"version":"{id}"}},"HEAD":"ref: refs/heads/main"}}"#);
+        assert_eq!(parse_refs_json(flat.as_bytes()).unwrap().len(), 2);
+        let nested = format!(r#"{{"heads":{{"main":"{id}"}},"tags":{{"v1":"{id}"}}}}"#);
+        let got = parse_refs_json(nested.as_bytes()).unwrap();
+        assert!(got.contains(&("refs/tags/v1".to_string(), id.to_string())));
+        let list = format!(r#"{{"refs":[{{"name":"refs/heads/main","id":"{id}"}}]}}"#);
+        assert_eq!(parse_refs_json(list.as_bytes()).unwrap()[0].0, "refs/heads/main");
+        let rendered = render_refs_json(&[("refs/heads/main".into(), VersionId::parse(id).unwrap())]);
+        assert_eq!(parse_refs_json(&rendered).unwrap()[0].1, id);
+    }
+}

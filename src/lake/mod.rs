@@ -1,0 +1,236 @@
+//! The FDL layout on top of a store: `fdl.json`, `HEAD`, refs (listed or from `refs.json`) and
+//! version records, each read with a size limit and validated before use.
+
+pub mod files;
+pub mod names;
+pub mod record;
+
+use std::sync::Mutex;
+
+use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
+
+pub use files::FdlConfig;
+pub use names::{check_ref_name, check_writable_ref, printable, VersionId};
+pub use record::VersionRecord;
+
+use crate::store::{Store, StoreError};
+
+/// Size limits: a hostile lake cannot make the helper read a huge file.
+pub const SMALL_FILE_LIMIT: u64 = 1 << 20;
+pub const REFS_JSON_LIMIT: u64 = 64 << 20;
+pub const VERSION_JSON_LIMIT: u64 = 16 << 20;
+pub const DATASET_JSON_LIMIT: u64 = 64 << 20;
+/// Independent reads in flight at once.
+pub const CONCURRENCY: usize = 48;
+
+/// What is wrong with a lake, naming the lake and the ref or version at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum LakeError {
+    #[error("'{lake}' is not an FDL lake: it has no fdl.json")]
+    NotALake { lake: String },
+    #[error("lake '{lake}': {why}")]
+    Config { lake: String, why: String },
+    #[error("lake '{lake}': {source}")]
+    Store { lake: String, source: StoreError },
+    #[error("lake '{lake}': ref {name}: {why}")]
+    BadRef { lake: String, name: String, why: String },
+    #[error("lake '{lake}': {why}")]
+    BadHead { lake: String, why: String },
+    #[error("lake '{lake}': version {version}: {why}")]
+    BadVersion { lake: String, version: VersionId, why: String },
+    #[error("lake '{lake}': version {version}, named by {by}, does not exist (no versions/{version}/version.json)")]
+    MissingVersion { lake: String, version: VersionId, by: String },
+    #[error("lake '{lake}': the parents of version {version} lead back to itself (a cycle)")]
+    Cycle { lake: String, version: VersionId },
+}
+
+impl LakeError {
+    /// What the user can do about it, Git-style (`hint:` lines).
+    pub fn hint(&self) -> Option<&'static str> {
+        match self {
+            LakeError::NotALake { .. } => {
+                Some("check the address: it must name the folder that holds fdl.json, HEAD and refs/")
+            }
+            LakeError::Config { .. } => Some("upgrade git-remote-fdl, or ask the lake's owner which FDL version it uses"),
+            LakeError::BadRef { .. } | LakeError::BadHead { .. } => {
+                Some("a writer left this file broken; fix or remove it in the lake")
+            }
+            LakeError::MissingVersion { .. } | LakeError::BadVersion { .. } | LakeError::Cycle { .. } => {
+                Some("the lake's history is damaged here; ask its owner to repair it")
+            }
+            LakeError::Store { .. } => None,
+        }
+    }
+}
+
+/// A version's two mapped files.
+#[derive(Clone, Debug)]
+pub struct VersionData {
+    pub record: VersionRecord,
+    pub dataset: Option<Bytes>,
+}
+
+/// An opened lake.
+#[derive(Debug)]
+pub struct Lake {
+    pub store: Store,
+    pub config: FdlConfig,
+    warnings: Mutex<Vec<String>>,
+}
+
+impl Lake {
+    /// Opens a lake: reads and checks `fdl.json`.
+    pub async fn open(store: Store) -> Result<Lake, LakeError> {
+        let lake = store.url().to_string();
+        let raw = store
+            .get("fdl.json", SMALL_FILE_LIMIT)
+            .await
+            .map_err(|source| LakeError::Store { lake: lake.clone(), source })?
+            .ok_or_else(|| LakeError::NotALake { lake: lake.clone() })?;
+        let config = FdlConfig::parse(&raw).map_err(|why| LakeError::Config { lake, why })?;
+        Ok(Lake {
+            store,
+            config,
+            warnings: Mutex::new(Vec::new()),
+        })
+    }
+
+    pub fn name(&self) -> String {
+        self.store.url().to_string()
+    }
+
+    fn store_err(&self, source: StoreError) -> LakeError {
+        LakeError::Store { lake: self.name(), source }
+    }
+
+    fn warn(&self, msg: String) {
+        self.warnings.lock().expect("warnings lock").push(msg);
+    }
+
+    /// Warnings gathered so far, for the caller to show.
+    pub fn take_warnings(&self) -> Vec<String> {
+        std::mem::take(&mut *self.warnings.lock().expect("warnings lock"))
+    }
+
+    /// The branch `HEAD` names. A lake without `HEAD` is read as if it said `refs/heads/main`.
+    pub async fn head(&self) -> Result<String, LakeError> {
+        match self.store.get("HEAD", SMALL_FILE_LIMIT).await.map_err(|e| self.store_err(e))? {
+            None => Ok("refs/heads/main".to_string()),
+            Some(raw) => files::parse_head(&raw).map_err(|why| LakeError::BadHead { lake: self.name(), why }),
+        }
+    }
+
+    /// Every branch and tag with the version it holds, sorted by name. Read from the ref files
+    /// where the store lists, else from `refs.json`. `refs/requests/` and other refs are skipped.
+    pub async fn refs(&self) -> Result<Vec<(String, VersionId)>, LakeError> {
+        let mut out = if self.store.can_list() {
+            self.refs_from_files().await?
+        } else {
+            self.refs_from_json().await?
+        };
+        out.sort();
+        Ok(out)
+    }
+
+    async fn refs_from_files(&self) -> Result<Vec<(String, VersionId)>, LakeError> {
+        let files = self.store.list("refs/").await.map_err(|e| self.store_err(e))?;
+        let mut names = Vec::new();
+        for f in files {
+            if !(f.starts_with("refs/heads/") || f.starts_with("refs/tags/")) {
+                continue;
+            }
+            match check_ref_name(&f) {
+                Ok(()) => names.push(f),
+                Err(why) => self.warn(format!(
+                    "lake '{}': ignoring {}: {why}",
+                    self.name(),
+                    printable(&f)
+                )),
+            }
+        }
+        futures::stream::iter(names)
+            .map(|name| async move {
+                let raw = self.store.get(&name, SMALL_FILE_LIMIT).await.map_err(|e| self.store_err(e))?;
+                // Deleted between the listing and the read: it is gone, as a racing reader sees it.
+                let Some(raw) = raw else { return Ok(None) };
+                let id = files::parse_ref_value(&raw).map_err(|why| LakeError::BadRef {
+                    lake: self.name(),
+                    name: name.clone(),
+                    why,
+                })?;
+                Ok(Some((name, id)))
+            })
+            .buffer_unordered(CONCURRENCY)
+            .try_filter_map(|x| async move { Ok(x) })
+            .try_collect()
+            .await
+    }
+
+    async fn refs_from_json(&self) -> Result<Vec<(String, VersionId)>, LakeError> {
+        let raw = self
+            .store
+            .get("refs.json", REFS_JSON_LIMIT)
+            .await
+            .map_err(|e| self.store_err(e))?;
+        let Some(raw) = raw else {
+            self.warn(format!(
+                "lake '{}' has no refs.json, and this store cannot list refs/: no refs to show",
+                self.name()
+            ));
+            return Ok(Vec::new());
+        };
+        let pairs = files::parse_refs_json(&raw).map_err(|why| LakeError::BadRef {
+            lake: self.name(),
+            name: "refs.json".into(),
+            why,
+        })?;
+        let mut out = Vec::new();
+        for (name, value) in pairs {
+            if !(name.starts_with("refs/heads/") || name.starts_with("refs/tags/")) {
+                continue;
+            }
+            if let Err(why) = check_ref_name(&name) {
+                self.warn(format!("lake '{}': refs.json: ignoring {}: {why}", self.name(), printable(&name)));
+                continue;
+            }
+            let id = VersionId::parse(value.trim()).map_err(|why| LakeError::BadRef {
+                lake: self.name(),
+                name: format!("{name} (in refs.json)"),
+                why,
+            })?;
+            out.push((name, id));
+        }
+        Ok(out)
+    }
+
+    /// Reads a version's record and `dataset.json` concurrently. `None` if it has no record.
+    pub async fn read_version(&self, id: &VersionId) -> Result<Option<VersionData>, LakeError> {
+        let record_path = format!("versions/{id}/version.json");
+        let dataset_path = format!("versions/{id}/dataset.json");
+        let (record, dataset) = futures::join!(
+            self.store.get(&record_path, VERSION_JSON_LIMIT),
+            self.store.get(&dataset_path, DATASET_JSON_LIMIT)
+        );
+        let Some(raw) = record.map_err(|e| self.store_err(e))? else {
+            return Ok(None);
+        };
+        let dataset = dataset.map_err(|e| self.store_err(e))?;
+        let record = VersionRecord::parse(raw.to_vec()).map_err(|why| LakeError::BadVersion {
+            lake: self.name(),
+            version: id.clone(),
+            why,
+        })?;
+        Ok(Some(VersionData { record, dataset }))
+    }
+
+    /// The IDs of every folder under `versions/` (complete or not). Folders whose names are not
+    /// version IDs are ignored.
+    pub async fn version_ids(&self) -> Result<Vec<VersionId>, LakeError> {
+        let dirs = self.store.list_dirs("versions/").await.map_err(|e| self.store_err(e))?;
+        Ok(dirs
+            .iter()
+            .filter_map(|d| VersionId::parse(d).ok().filter(|v| v.as_str() == d))
+            .collect())
+    }
+}

@@ -1,0 +1,159 @@
+//! Names that become paths in a lake: version IDs and ref names, validated so that none can
+//! escape the lake's root or name something the layout does not allow.
+
+use std::fmt;
+
+/// A version ID: a UUID in canonical lower-case hyphenated form, safe to use as a path segment.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct VersionId(String);
+
+impl VersionId {
+    /// Parses a version ID. Upper-case hex is accepted and lower-cased (paths are lower case);
+    /// anything but the 36-character hyphenated form is refused.
+    pub fn parse(s: &str) -> Result<VersionId, String> {
+        let bytes = s.as_bytes();
+        let shape_ok = bytes.len() == 36
+            && bytes.iter().enumerate().all(|(i, b)| match i {
+                8 | 13 | 18 | 23 => *b == b'-',
+                _ => b.is_ascii_hexdigit(),
+            });
+        if !shape_ok {
+            return Err(format!("'{}' is not a version ID (a UUID)", printable(s)));
+        }
+        Ok(VersionId(s.to_ascii_lowercase()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Seconds since the epoch held by a UUIDv7 (its first 48 bits are milliseconds).
+    pub fn uuid_v7_seconds(&self) -> Option<u64> {
+        let hex: String = self.0.chars().filter(|c| *c != '-').collect();
+        let version = u8::from_str_radix(&hex[12..13], 16).ok()?;
+        if version != 7 {
+            return None;
+        }
+        let millis = u64::from_str_radix(&hex[..12], 16).ok()?;
+        Some(millis / 1000)
+    }
+}
+
+impl fmt::Display for VersionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for VersionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "VersionId({})", self.0)
+    }
+}
+
+/// Shows untrusted text safely in a message: control characters escaped, long text cut.
+pub fn printable(s: &str) -> String {
+    let mut out: String = s.chars().take(80).flat_map(char::escape_debug).collect();
+    if s.chars().count() > 80 {
+        out.push('…');
+    }
+    out
+}
+
+/// Why a ref name is refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RefNameProblem {
+    NotHeadOrTag,
+    Invalid(&'static str),
+    UpperCase,
+}
+
+impl fmt::Display for RefNameProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RefNameProblem::NotHeadOrTag => {
+                f.write_str("only refs/heads/* and refs/tags/* exist in a lake")
+            }
+            RefNameProblem::Invalid(why) => write!(f, "not a valid ref name: {why}"),
+            RefNameProblem::UpperCase => {
+                f.write_str("lake paths are lower case, so ref names cannot hold upper-case letters")
+            }
+        }
+    }
+}
+
+/// Checks a full ref name (`refs/heads/...` or `refs/tags/...`) against Git's ref-name rules
+/// (git-check-ref-format(1)). Upper case is allowed here: readers tolerate it, writers refuse
+/// it with [`check_writable_ref`].
+pub fn check_ref_name(full: &str) -> Result<(), RefNameProblem> {
+    let rest = full
+        .strip_prefix("refs/heads/")
+        .or_else(|| full.strip_prefix("refs/tags/"))
+        .ok_or(RefNameProblem::NotHeadOrTag)?;
+    use RefNameProblem::Invalid;
+    if rest.is_empty() {
+        return Err(Invalid("the name is empty"));
+    }
+    if rest == "@" {
+        return Err(Invalid("'@' alone is not a name"));
+    }
+    if rest.ends_with('/') || rest.ends_with('.') {
+        return Err(Invalid("it ends with '/' or '.'"));
+    }
+    if rest.contains("..") || rest.contains("@{") || rest.contains("//") {
+        return Err(Invalid("it contains '..', '@{' or '//'"));
+    }
+    for c in rest.chars() {
+        if c.is_control() || matches!(c, ' ' | '~' | '^' | ':' | '?' | '*' | '[' | '\\' | '\u{7f}') {
+            return Err(Invalid("it contains a space, a control character or one of ~^:?*[\\"));
+        }
+    }
+    for part in rest.split('/') {
+        if part.starts_with('.') {
+            return Err(Invalid("a component starts with '.'"));
+        }
+        if part.ends_with(".lock") {
+            return Err(Invalid("a component ends with '.lock'"));
+        }
+    }
+    Ok(())
+}
+
+/// [`check_ref_name`] plus the layout's rule that paths are lower case.
+pub fn check_writable_ref(full: &str) -> Result<(), RefNameProblem> {
+    check_ref_name(full)?;
+    if full.chars().any(|c| c.is_uppercase()) {
+        return Err(RefNameProblem::UpperCase);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_ids() {
+        let v = VersionId::parse("0190F3A2-7B4C-7D2E-8F10-123456789ABC").unwrap();
+        assert_eq!(v.as_str(), "0190f3a2-7b4c-7d2e-8f10-123456789abc");
+        assert_eq!(v.uuid_v7_seconds(), Some(0x0190f3a27b4c / 1000));
+        for bad in ["", "../../etc", "0190f3a27b4c7d2e8f10123456789abc", "0190f3a2-7b4c-7d2e-8f10-123456789ab/", "/190f3a2-7b4c-7d2e-8f10-123456789abc"] {
+            assert!(VersionId::parse(bad).is_err(), "{bad}");
+        }
+        let v4 = VersionId::parse("5f0c8a52-6d3e-4f8e-9b1a-2c7d4e9f0a13").unwrap();
+        assert_eq!(v4.uuid_v7_seconds(), None);
+    }
+
+    #[test]
+    fn ref_names() {
+        assert!(check_ref_name("refs/heads/main").is_ok());
+        assert!(check_ref_name("refs/heads/team/a-b_c").is_ok());
+        assert!(check_ref_name("refs/tags/v2026.11").is_ok());
+        assert_eq!(check_ref_name("refs/notes/x"), Err(RefNameProblem::NotHeadOrTag));
+        for bad in ["refs/heads/", "refs/heads/a..b", "refs/heads/.x", "refs/heads/x.lock", "refs/heads/a b", "refs/heads/a//b", "refs/heads/x/", "refs/heads/@"] {
+            assert!(check_ref_name(bad).is_err(), "{bad}");
+        }
+        assert!(check_ref_name("refs/heads/Main").is_ok());
+        assert_eq!(check_writable_ref("refs/heads/Main"), Err(RefNameProblem::UpperCase));
+    }
+}

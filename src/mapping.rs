@@ -1,0 +1,277 @@
+//! Mapping v1: the frozen, deterministic translation of an FDL version into a Git commit.
+//!
+//! Everything here is pure: bytes in, object bytes and IDs out. `docs/mapping.md` is the
+//! contract this code implements; the golden tests in `t/` pin its output. Changing any byte
+//! produced here changes every commit ID users have pinned: don't.
+
+use sha1::{Digest, Sha1};
+use std::fmt;
+
+use crate::lake::record::{Author, VersionRecord};
+use crate::lake::VersionId;
+
+/// The trailer that ties a commit back to its version.
+pub const TRAILER_KEY: &str = "FDL-Version";
+
+/// A SHA-1 object ID.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjectId(pub [u8; 20]);
+
+impl ObjectId {
+    pub fn from_hex(hex: &str) -> Option<ObjectId> {
+        if hex.len() != 40 {
+            return None;
+        }
+        let mut out = [0u8; 20];
+        for (i, chunk) in hex.as_bytes().chunks(2).enumerate() {
+            let s = std::str::from_utf8(chunk).ok()?;
+            out[i] = u8::from_str_radix(s, 16).ok()?;
+        }
+        Some(ObjectId(out))
+    }
+
+    pub fn to_hex(&self) -> String {
+        self.0.iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+impl fmt::Display for ObjectId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_hex())
+    }
+}
+
+impl fmt::Debug for ObjectId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ObjectId({})", self.to_hex())
+    }
+}
+
+/// The Git object kinds the mapping produces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Commit,
+    Tree,
+    Blob,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Commit => "commit",
+            Kind::Tree => "tree",
+            Kind::Blob => "blob",
+        }
+    }
+}
+
+/// One Git object: its kind, its content, and the ID Git gives it.
+#[derive(Clone, Debug)]
+pub struct Object {
+    pub kind: Kind,
+    pub data: Vec<u8>,
+    pub id: ObjectId,
+}
+
+impl Object {
+    pub fn new(kind: Kind, data: Vec<u8>) -> Object {
+        let id = object_id(kind, &data);
+        Object { kind, data, id }
+    }
+}
+
+/// Git's object ID: SHA-1 over `"<kind> <len>\0"` followed by the content.
+pub fn object_id(kind: Kind, data: &[u8]) -> ObjectId {
+    let mut h = Sha1::new();
+    h.update(kind.name().as_bytes());
+    h.update(b" ");
+    h.update(data.len().to_string().as_bytes());
+    h.update([0u8]);
+    h.update(data);
+    ObjectId(h.finalize().into())
+}
+
+/// The objects of one version: blobs, its tree and its commit (last).
+#[derive(Clone, Debug)]
+pub struct VersionObjects {
+    pub blobs: Vec<Object>,
+    pub tree: Object,
+    pub commit: Object,
+}
+
+/// Builds the objects of a version. `parents` are the commit IDs of the record's parents, in
+/// the record's order.
+pub fn version_objects(
+    id: &VersionId,
+    record: &VersionRecord,
+    dataset_json: Option<&[u8]>,
+    parents: &[ObjectId],
+) -> VersionObjects {
+    let version_blob = Object::new(Kind::Blob, record.raw.clone());
+    let mut entries: Vec<(&str, ObjectId)> = Vec::with_capacity(2);
+    let mut blobs = Vec::with_capacity(2);
+    if let Some(bytes) = dataset_json {
+        let blob = Object::new(Kind::Blob, bytes.to_vec());
+        entries.push(("dataset.json", blob.id));
+        blobs.push(blob);
+    }
+    entries.push(("version.json", version_blob.id));
+    blobs.push(version_blob);
+    // "dataset.json" < "version.json" in Git's tree order, so entries are already sorted.
+    let mut tree_data = Vec::new();
+    for (name, oid) in &entries {
+        tree_data.extend_from_slice(b"100644 ");
+        tree_data.extend_from_slice(name.as_bytes());
+        tree_data.push(0);
+        tree_data.extend_from_slice(&oid.0);
+    }
+    let tree = Object::new(Kind::Tree, tree_data);
+    let commit = Object::new(Kind::Commit, commit_bytes(id, record, &tree.id, parents));
+    VersionObjects {
+        blobs,
+        tree,
+        commit,
+    }
+}
+
+/// The bytes of a version's commit object.
+pub fn commit_bytes(
+    id: &VersionId,
+    record: &VersionRecord,
+    tree: &ObjectId,
+    parents: &[ObjectId],
+) -> Vec<u8> {
+    let ident = identity(&record.author);
+    let time = commit_time(id, record);
+    let mut out = format!("tree {tree}\n");
+    for p in parents {
+        out.push_str(&format!("parent {p}\n"));
+    }
+    out.push_str(&format!("author {ident} {time} +0000\n"));
+    out.push_str(&format!("committer {ident} {time} +0000\n"));
+    out.push('\n');
+    out.push_str(&message(id, record.message.as_deref().unwrap_or("")));
+    out.into_bytes()
+}
+
+/// `Name <email>` with the characters Git cannot hold in an identity removed.
+pub fn identity(author: &Author) -> String {
+    let mut name = clean_ident_part(&author.name);
+    if name.is_empty() {
+        name = "unknown".to_string();
+    }
+    let email = clean_ident_part(&author.email);
+    format!("{name} <{email}>")
+}
+
+fn clean_ident_part(s: &str) -> String {
+    let kept: String = s
+        .chars()
+        .filter(|c| !matches!(c, '\0' | '\n' | '\r' | '<' | '>'))
+        .collect();
+    kept.trim_matches(|c| c == ' ' || c == '\t').to_string()
+}
+
+/// Seconds since the Unix epoch: the record's time, else the UUIDv7 timestamp, else 0.
+pub fn commit_time(id: &VersionId, record: &VersionRecord) -> u64 {
+    if let Some(t) = record.time {
+        return t;
+    }
+    id.uuid_v7_seconds().unwrap_or(0)
+}
+
+/// The commit message: the record's message normalised, then the `FDL-Version` trailer.
+pub fn message(id: &VersionId, raw: &str) -> String {
+    let body = normalize_message(raw);
+    if body.is_empty() {
+        format!("Version {id}\n\n{TRAILER_KEY}: {id}\n")
+    } else {
+        format!("{body}\n\n{TRAILER_KEY}: {id}\n")
+    }
+}
+
+/// CR LF and CR become LF, NUL is dropped, trailing blanks of each line are dropped, runs of
+/// empty lines become one, and leading and trailing empty lines are dropped. No final newline.
+pub fn normalize_message(raw: &str) -> String {
+    let unified = raw.replace("\r\n", "\n").replace('\r', "\n").replace('\0', "");
+    let mut lines: Vec<&str> = Vec::new();
+    for line in unified.split('\n') {
+        let line = line.trim_end_matches([' ', '\t']);
+        if line.is_empty() && lines.last().is_none_or(|l| l.is_empty()) {
+            continue;
+        }
+        lines.push(line);
+    }
+    while lines.last().is_some_and(|l| l.is_empty()) {
+        lines.pop();
+    }
+    lines.join("\n")
+}
+
+/// The version a commit message names in its last line, if any: the way back from a commit.
+pub fn version_of_message(message: &str) -> Option<VersionId> {
+    let last = message.trim_end_matches('\n').rsplit('\n').next()?;
+    let value = last.strip_prefix(TRAILER_KEY)?.strip_prefix(": ")?;
+    VersionId::parse(value).ok()
+}
+
+/// The message of a raw commit object (everything after the first empty line).
+pub fn commit_message(commit: &[u8]) -> Option<&str> {
+    let text = std::str::from_utf8(commit).ok()?;
+    text.split_once("\n\n").map(|(_, m)| m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vid(s: &str) -> VersionId {
+        VersionId::parse(s).unwrap()
+    }
+
+    #[test]
+    fn empty_blob_has_gits_id() {
+        assert_eq!(
+            object_id(Kind::Blob, b"").to_hex(),
+            "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
+        );
+    }
+
+    #[test]
+    fn message_normalisation() {
+        assert_eq!(normalize_message("\r\n\nHello  \r\n\r\n\r\nworld\t\n\n"), "Hello\n\nworld");
+        assert_eq!(normalize_message("  \n \n"), "");
+        assert_eq!(normalize_message("a\0b"), "ab");
+    }
+
+    #[test]
+    fn trailer_round_trips() {
+        let id = vid("0190f3a2-7b4c-7d2e-8f10-123456789abc");
+        let m = message(&id, "Load\n\nSigned-off-by: x");
+        assert!(m.ends_with("\n\nFDL-Version: 0190f3a2-7b4c-7d2e-8f10-123456789abc\n"));
+        assert_eq!(version_of_message(&m), Some(id.clone()));
+        assert_eq!(message(&id, "").lines().next(), Some("Version 0190f3a2-7b4c-7d2e-8f10-123456789abc"));
+        assert_eq!(version_of_message("no trailer"), None);
+    }
+
+    #[test]
+    fn identities_lose_what_git_cannot_hold() {
+        let a = Author {
+            name: " Zoë <x>\n ".into(),
+            email: "z@example.org>".into(),
+        };
+        assert_eq!(identity(&a), "Zoë x <z@example.org>");
+        let empty = Author {
+            name: "".into(),
+            email: "".into(),
+        };
+        assert_eq!(identity(&empty), "unknown <>");
+    }
+
+    #[test]
+    fn hex_round_trip() {
+        let id = object_id(Kind::Blob, b"x");
+        assert_eq!(ObjectId::from_hex(&id.to_hex()), Some(id));
+        assert_eq!(ObjectId::from_hex("zz"), None);
+    }
+}

@@ -1,0 +1,412 @@
+//! The remote-helper protocol (gitremote-helpers(7)), sans-IO: lines in, requests out; replies
+//! formatted as strings. The IO loop in `helper` is the only code that touches stdin/stdout.
+
+use std::fmt;
+
+/// One request from Git, with batches (`fetch`, `push`) gathered up to their blank line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Request {
+    Capabilities,
+    List { for_push: bool },
+    Option { name: String, value: String },
+    Fetch(Vec<FetchItem>),
+    Push(Vec<PushItem>),
+    /// A blank line outside a batch, or end of input: the session is over.
+    Quit,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchItem {
+    pub oid: String,
+    pub name: String,
+}
+
+/// `push [+]<src>:<dst>`; an empty `src` deletes `dst`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PushItem {
+    pub force: bool,
+    pub src: String,
+    pub dst: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProtocolError(pub String);
+
+impl fmt::Display for ProtocolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[derive(Debug, Default)]
+enum Batch {
+    #[default]
+    None,
+    Fetch(Vec<FetchItem>),
+    Push(Vec<PushItem>),
+}
+
+/// Turns lines (without their `\n`) into requests.
+#[derive(Debug, Default)]
+pub struct Parser {
+    batch: Batch,
+}
+
+impl Parser {
+    /// Feeds one line; returns a request when one is complete.
+    pub fn feed(&mut self, line: &str) -> Result<Option<Request>, ProtocolError> {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        if line.is_empty() {
+            return Ok(Some(match std::mem::take(&mut self.batch) {
+                Batch::None => Request::Quit,
+                Batch::Fetch(items) => Request::Fetch(items),
+                Batch::Push(items) => Request::Push(items),
+            }));
+        }
+        let (cmd, rest) = line.split_once(' ').unwrap_or((line, ""));
+        match (cmd, &mut self.batch) {
+            ("fetch", Batch::None) => {
+                self.batch = Batch::Fetch(vec![parse_fetch(rest)?]);
+                Ok(None)
+            }
+            ("fetch", Batch::Fetch(items)) => {
+                items.push(parse_fetch(rest)?);
+                Ok(None)
+            }
+            ("push", Batch::None) => {
+                self.batch = Batch::Push(vec![parse_push(rest)?]);
+                Ok(None)
+            }
+            ("push", Batch::Push(items)) => {
+                items.push(parse_push(rest)?);
+                Ok(None)
+            }
+            (_, Batch::Fetch(_) | Batch::Push(_)) => Err(ProtocolError(format!(
+                "unexpected '{cmd}' inside a batch (a blank line must end it first)"
+            ))),
+            ("capabilities", Batch::None) => Ok(Some(Request::Capabilities)),
+            ("list", Batch::None) => match rest {
+                "" => Ok(Some(Request::List { for_push: false })),
+                "for-push" => Ok(Some(Request::List { for_push: true })),
+                other => Err(ProtocolError(format!("unknown list variant '{other}'"))),
+            },
+            ("option", Batch::None) => {
+                let (name, value) = rest
+                    .split_once(' ')
+                    .ok_or_else(|| ProtocolError(format!("option without a value: '{line}'")))?;
+                Ok(Some(Request::Option {
+                    name: name.to_string(),
+                    value: value.to_string(),
+                }))
+            }
+            (other, Batch::None) => Err(ProtocolError(format!("unknown command '{other}'"))),
+        }
+    }
+}
+
+fn parse_fetch(rest: &str) -> Result<FetchItem, ProtocolError> {
+    let (oid, name) = rest
+        .split_once(' ')
+        .ok_or_else(|| ProtocolError(format!("malformed fetch line 'fetch {rest}'")))?;
+    if oid.len() != 40 || !oid.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(ProtocolError(format!("fetch of '{oid}', which is not a SHA-1 object ID")));
+    }
+    Ok(FetchItem {
+        oid: oid.to_ascii_lowercase(),
+        name: name.to_string(),
+    })
+}
+
+fn parse_push(rest: &str) -> Result<PushItem, ProtocolError> {
+    let (force, spec) = match rest.strip_prefix('+') {
+        Some(s) => (true, s),
+        None => (false, rest),
+    };
+    let (src, dst) = spec
+        .split_once(':')
+        .ok_or_else(|| ProtocolError(format!("malformed push line 'push {rest}'")))?;
+    if dst.is_empty() {
+        return Err(ProtocolError(format!("push without a destination: 'push {rest}'")));
+    }
+    Ok(PushItem {
+        force,
+        src: src.to_string(),
+        dst: dst.to_string(),
+    })
+}
+
+/// The reply to `capabilities`.
+pub fn capabilities(push: bool) -> String {
+    let mut out = String::from("fetch\noption\n");
+    if push {
+        out.push_str("push\n");
+    }
+    out.push('\n');
+    out
+}
+
+/// One line of a `list` reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ListLine {
+    /// `<oid> <name>`
+    Ref { oid: String, name: String },
+    /// `@<target> <name>`: a symbolic ref such as HEAD.
+    Symref { target: String, name: String },
+}
+
+/// The reply to `list`: optional `:object-format`, the refs, a blank line.
+pub fn list(lines: &[ListLine], object_format: bool) -> String {
+    let mut out = String::new();
+    if object_format {
+        out.push_str(":object-format sha1\n");
+    }
+    for l in lines {
+        match l {
+            ListLine::Ref { oid, name } => out.push_str(&format!("{oid} {name}\n")),
+            ListLine::Symref { target, name } => out.push_str(&format!("@{target} {name}\n")),
+        }
+    }
+    out.push('\n');
+    out
+}
+
+/// The answer to one `option` line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OptionReply {
+    Ok,
+    Unsupported,
+    Error(String),
+}
+
+impl OptionReply {
+    pub fn line(&self) -> String {
+        match self {
+            OptionReply::Ok => "ok\n".into(),
+            OptionReply::Unsupported => "unsupported\n".into(),
+            OptionReply::Error(m) => format!("error {}\n", m.replace('\n', " ")),
+        }
+    }
+}
+
+/// The options Git can set, as the helper holds them.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub verbosity: u32,
+    pub progress: bool,
+    pub cloning: bool,
+    pub check_connectivity: bool,
+    pub followtags: bool,
+    pub object_format: bool,
+    pub dry_run: bool,
+    pub atomic: bool,
+    pub push_options: Vec<String>,
+    /// `--force-with-lease` expectations: ref name → expected object ID (hex, or empty).
+    pub cas: Vec<(String, String)>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            verbosity: 1,
+            progress: false,
+            cloning: false,
+            check_connectivity: false,
+            followtags: false,
+            object_format: false,
+            dry_run: false,
+            atomic: false,
+            push_options: Vec::new(),
+            cas: Vec::new(),
+        }
+    }
+}
+
+impl Options {
+    /// Applies `option <name> <value>`. `push` says whether push options are understood.
+    pub fn set(&mut self, name: &str, value: &str, push: bool) -> OptionReply {
+        let boolean = |v: &str| match v {
+            "true" => Ok(true),
+            "false" => Ok(false),
+            other => Err(OptionReply::Error(format!("'{other}' is not true or false"))),
+        };
+        let set_bool = |slot: &mut bool| match boolean(value) {
+            Ok(b) => {
+                *slot = b;
+                OptionReply::Ok
+            }
+            Err(e) => e,
+        };
+        match name {
+            "verbosity" => match value.parse() {
+                Ok(v) => {
+                    self.verbosity = v;
+                    OptionReply::Ok
+                }
+                Err(_) => OptionReply::Error(format!("verbosity '{value}' is not a number")),
+            },
+            "progress" => set_bool(&mut self.progress),
+            "cloning" => set_bool(&mut self.cloning),
+            "check-connectivity" => set_bool(&mut self.check_connectivity),
+            "followtags" => set_bool(&mut self.followtags),
+            "object-format" => match value {
+                "true" | "sha1" => {
+                    self.object_format = true;
+                    OptionReply::Ok
+                }
+                other => OptionReply::Error(format!(
+                    "lakes map to SHA-1 commits; object format '{other}' is not supported"
+                )),
+            },
+            "dry-run" if push => set_bool(&mut self.dry_run),
+            "atomic" if push => set_bool(&mut self.atomic),
+            "push-option" if push => {
+                self.push_options.push(unquote(value));
+                OptionReply::Ok
+            }
+            "cas" if push => {
+                let v = unquote(value);
+                match v.split_once(':') {
+                    Some((r, oid)) => {
+                        self.cas.push((r.to_string(), oid.to_string()));
+                        OptionReply::Ok
+                    }
+                    None => OptionReply::Error(format!("malformed cas value '{v}'")),
+                }
+            }
+            _ => OptionReply::Unsupported,
+        }
+    }
+}
+
+/// Undoes Git's C-style quoting (`"a\"b"`), used for `cas` and `push-option` values.
+pub fn unquote(s: &str) -> String {
+    let Some(inner) = s.strip_prefix('"').and_then(|s| s.strip_suffix('"')) else {
+        return s.to_string();
+    };
+    let mut out = Vec::new();
+    let mut bytes = inner.bytes().peekable();
+    while let Some(b) = bytes.next() {
+        if b != b'\\' {
+            out.push(b);
+            continue;
+        }
+        match bytes.next() {
+            Some(b'n') => out.push(b'\n'),
+            Some(b't') => out.push(b'\t'),
+            Some(b'a') => out.push(7),
+            Some(b'b') => out.push(8),
+            Some(b'f') => out.push(12),
+            Some(b'r') => out.push(b'\r'),
+            Some(b'v') => out.push(11),
+            Some(d @ b'0'..=b'3') => {
+                let mut v = (d - b'0') as u32;
+                for _ in 0..2 {
+                    if let Some(n @ b'0'..=b'7') = bytes.peek().copied() {
+                        v = v * 8 + (n - b'0') as u32;
+                        bytes.next();
+                    }
+                }
+                out.push(v as u8);
+            }
+            Some(other) => out.push(other),
+            None => out.push(b'\\'),
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// One line of a `push` reply.
+pub fn push_status(dst: &str, result: &Result<Option<&str>, String>) -> String {
+    match result {
+        Ok(None) => format!("ok {dst}\n"),
+        Ok(Some(note)) => format!("ok {dst} {note}\n"),
+        Err(why) => format!("error {dst} {}\n", why.replace('\n', " ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(transcript: &str) -> Vec<Result<Request, ProtocolError>> {
+        let mut p = Parser::default();
+        let mut out = Vec::new();
+        for line in transcript.split('\n') {
+            match p.feed(line) {
+                Ok(Some(r)) => out.push(Ok(r)),
+                Ok(None) => {}
+                Err(e) => out.push(Err(e)),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_clone_session() {
+        let oid = "a".repeat(40);
+        let t = format!(
+            "capabilities\noption progress true\noption verbosity 1\nlist\nfetch {oid} refs/heads/main\nfetch {oid} HEAD\n\n"
+        );
+        let got = run(&t);
+        assert_eq!(got[0], Ok(Request::Capabilities));
+        assert_eq!(got[1], Ok(Request::Option { name: "progress".into(), value: "true".into() }));
+        assert_eq!(got[3], Ok(Request::List { for_push: false }));
+        match &got[4] {
+            Ok(Request::Fetch(items)) => assert_eq!(items.len(), 2),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn blank_line_outside_a_batch_quits() {
+        assert_eq!(run("\n")[0], Ok(Request::Quit));
+    }
+
+    #[test]
+    fn push_batches_and_force() {
+        let got = run("push +refs/heads/a:refs/heads/b\npush :refs/tags/x\n\n");
+        assert_eq!(
+            got[0],
+            Ok(Request::Push(vec![
+                PushItem { force: true, src: "refs/heads/a".into(), dst: "refs/heads/b".into() },
+                PushItem { force: false, src: "".into(), dst: "refs/tags/x".into() },
+            ]))
+        );
+    }
+
+    #[test]
+    fn malformed_lines_are_errors() {
+        assert!(run("fetch nothex refs/heads/x")[0].is_err());
+        assert!(run("bogus")[0].is_err());
+        assert!(run("fetch 0000000000000000000000000000000000000000 a\nlist")[0].is_err());
+        assert!(run("push nocolon")[0].is_err());
+    }
+
+    #[test]
+    fn replies() {
+        assert_eq!(capabilities(false), "fetch\noption\n\n");
+        let l = list(
+            &[
+                ListLine::Ref { oid: "b".repeat(40), name: "refs/heads/main".into() },
+                ListLine::Symref { target: "refs/heads/main".into(), name: "HEAD".into() },
+            ],
+            true,
+        );
+        assert_eq!(l, format!(":object-format sha1\n{} refs/heads/main\n@refs/heads/main HEAD\n\n", "b".repeat(40)));
+        assert_eq!(push_status("refs/tags/v1", &Err("already exists".into())), "error refs/tags/v1 already exists\n");
+    }
+
+    #[test]
+    fn options() {
+        let mut o = Options::default();
+        assert_eq!(o.set("progress", "true", false), OptionReply::Ok);
+        assert!(o.progress);
+        assert_eq!(o.set("verbosity", "2", false), OptionReply::Ok);
+        assert_eq!(o.set("depth", "1", false), OptionReply::Unsupported);
+        assert_eq!(o.set("dry-run", "true", false), OptionReply::Unsupported);
+        assert!(matches!(o.set("object-format", "sha256", false), OptionReply::Error(_)));
+        assert_eq!(o.set("cas", "\"refs/heads/x:abc\"", true), OptionReply::Ok);
+        assert_eq!(o.cas[0], ("refs/heads/x".to_string(), "abc".to_string()));
+        assert_eq!(unquote("\"a\\\"b\\\\c\\101\""), "a\"b\\cA");
+    }
+}

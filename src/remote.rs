@@ -1,0 +1,319 @@
+//! One lake as a Git remote: what `list` shows and what `fetch` writes, on top of the lake
+//! reader, the mapping, the cache and the local repository.
+
+use std::collections::{HashMap, HashSet};
+
+use futures::StreamExt;
+
+use crate::cache::Cache;
+use crate::history;
+use crate::lake::{Lake, LakeError, VersionData, VersionId, CONCURRENCY};
+use crate::mapping::{self, Object, ObjectId};
+use crate::progress::Progress;
+use crate::protocol::{FetchItem, ListLine};
+use crate::repo::{Repo, RepoError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteError {
+    #[error(transparent)]
+    Lake(#[from] LakeError),
+    #[error(transparent)]
+    Repo(#[from] RepoError),
+    #[error("lake '{lake}': Git asked for {oid} ({name}), which no ref of the lake holds")]
+    UnknownWant { lake: String, oid: String, name: String },
+    #[error("lake '{lake}': version {version} maps to {computed}, but the cache in {cache} says {cached}")]
+    CacheMismatch {
+        lake: String,
+        version: VersionId,
+        computed: ObjectId,
+        cached: ObjectId,
+        cache: String,
+    },
+}
+
+impl RemoteError {
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            RemoteError::Lake(e) => e.hint().map(str::to_string),
+            RemoteError::Repo(RepoError::Sha256(_)) => {
+                Some("clone the lake into a SHA-1 repository (the default)".to_string())
+            }
+            RemoteError::CacheMismatch { .. } => Some(
+                "a version was rewritten in the lake after it was read, or the cache is damaged; \
+                 remove the cache folder and fetch again"
+                    .to_string(),
+            ),
+            _ => None,
+        }
+    }
+}
+
+/// What `list` found: refs, HEAD, and every version's commit it had to compute.
+#[derive(Default)]
+pub struct Listing {
+    pub head: Option<String>,
+    pub refs: Vec<(String, VersionId)>,
+    pub commits: HashMap<VersionId, ObjectId>,
+    data: HashMap<VersionId, VersionData>,
+}
+
+impl Listing {
+    /// The `list` reply lines: every ref, then HEAD as a symref and with its value.
+    pub fn lines(&self) -> Vec<ListLine> {
+        let mut out = Vec::new();
+        for (name, v) in &self.refs {
+            out.push(ListLine::Ref {
+                oid: self.commits[v].to_hex(),
+                name: name.clone(),
+            });
+        }
+        if let Some(head) = &self.head {
+            out.push(ListLine::Symref {
+                target: head.clone(),
+                name: "HEAD".into(),
+            });
+            if let Some((_, v)) = self.refs.iter().find(|(n, _)| n == head) {
+                out.push(ListLine::Ref {
+                    oid: self.commits[v].to_hex(),
+                    name: "HEAD".into(),
+                });
+            }
+        }
+        out
+    }
+
+    /// The version a listed commit stands for.
+    pub fn version_of(&self, oid: &ObjectId) -> Option<&VersionId> {
+        self.refs.iter().map(|(_, v)| v).find(|v| self.commits.get(*v) == Some(oid))
+    }
+}
+
+/// A lake opened as a remote of (maybe) a local repository.
+pub struct Remote {
+    pub lake: Lake,
+    pub repo: Option<Repo>,
+    cache: Option<Cache>,
+    warnings: std::sync::Mutex<Vec<String>>,
+}
+
+/// What a fetch wrote.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct FetchOutcome {
+    pub versions: usize,
+    pub objects: usize,
+}
+
+impl Remote {
+    pub fn new(lake: Lake, repo: Option<Repo>) -> Remote {
+        let cache = repo
+            .as_ref()
+            .map(|r| Cache::load(r.git_dir(), &lake.name(), lake.config.id.as_deref()));
+        Remote {
+            lake,
+            repo,
+            cache,
+            warnings: Default::default(),
+        }
+    }
+
+    fn known(&self) -> HashMap<VersionId, ObjectId> {
+        self.cache.as_ref().map(|c| c.entries.clone()).unwrap_or_default()
+    }
+
+    /// Reads HEAD and the refs, and computes the commit of every ref.
+    pub async fn list(&mut self, progress: &dyn Progress) -> Result<Listing, RemoteError> {
+        let (head, refs) = futures::join!(self.lake.head(), self.lake.refs());
+        let head = head?;
+        let refs = refs?;
+        if !refs.iter().any(|(n, _)| *n == head) && !refs.is_empty() {
+            self.lake_warn(format!(
+                "lake '{}': HEAD names {head}, which does not exist",
+                self.lake.name()
+            ));
+        }
+        let tips: Vec<(VersionId, String)> =
+            refs.iter().map(|(n, v)| (v.clone(), format!("ref {n}"))).collect();
+        let known = self.known();
+        let resolved = history::resolve(&self.lake, &tips, &known, progress).await?;
+        let mut commits = resolved.commits;
+        for (v, _) in &tips {
+            if let Some(c) = known.get(v) {
+                commits.insert(v.clone(), *c);
+            }
+        }
+        if let Some(cache) = &mut self.cache {
+            cache.extend(commits.iter().map(|(v, c)| (v.clone(), *c)));
+            cache.save();
+        }
+        Ok(Listing {
+            head: Some(head),
+            refs,
+            commits,
+            data: resolved.data,
+        })
+    }
+
+    fn lake_warn(&self, msg: String) {
+        self.warnings.lock().expect("warnings lock").push(msg);
+    }
+
+    /// Warnings gathered so far, for the caller to show on stderr.
+    pub fn take_warnings(&self) -> Vec<String> {
+        let mut w = self.lake.take_warnings();
+        w.append(&mut self.warnings.lock().expect("warnings lock"));
+        w
+    }
+
+    /// Writes into the local repository every object the wanted commits need and it lacks.
+    pub async fn fetch(
+        &mut self,
+        listing: &mut Listing,
+        wants: &[FetchItem],
+        progress: &dyn Progress,
+    ) -> Result<FetchOutcome, RemoteError> {
+        let Some(repo) = &self.repo else {
+            return Ok(FetchOutcome::default());
+        };
+        repo.check_sha1()?;
+        let known = self.known();
+        let commit_of = |v: &VersionId, listing: &Listing| -> Option<ObjectId> {
+            listing.commits.get(v).or_else(|| known.get(v)).copied()
+        };
+        let mut frontier = Vec::new();
+        for w in wants {
+            let oid = ObjectId::from_hex(&w.oid);
+            let v = oid.and_then(|o| listing.version_of(&o)).cloned();
+            let Some(v) = v else {
+                return Err(RemoteError::UnknownWant {
+                    lake: self.lake.name(),
+                    oid: w.oid.clone(),
+                    name: w.name.clone(),
+                });
+            };
+            frontier.push(v);
+        }
+        // Walk down from the wants, stopping at commits the repository already has. Versions
+        // whose data was not read by `list` (known from the cache) are read a generation at a time.
+        let mut seen: HashSet<VersionId> = HashSet::new();
+        let mut needed: Vec<VersionId> = Vec::new();
+        let mut read = 0u64;
+        while !frontier.is_empty() {
+            let mut to_read = Vec::new();
+            let mut next = Vec::new();
+            for v in std::mem::take(&mut frontier) {
+                if !seen.insert(v.clone()) {
+                    continue;
+                }
+                let needs_objects = match commit_of(&v, listing) {
+                    Some(c) => !repo.has(&c),
+                    None => true,
+                };
+                if !needs_objects {
+                    continue;
+                }
+                needed.push(v.clone());
+                match listing.data.get(&v) {
+                    Some(d) => next.extend(d.record.parents.iter().cloned()),
+                    None => to_read.push(v),
+                }
+            }
+            let lake = &self.lake;
+            let mut reads = futures::stream::iter(to_read)
+                .map(|v| async move { (v.clone(), lake.read_version(&v).await) })
+                .buffer_unordered(CONCURRENCY);
+            while let Some((v, r)) = reads.next().await {
+                read += 1;
+                progress.update("Reading versions", read, None);
+                let d = r?.ok_or_else(|| LakeError::MissingVersion {
+                    lake: self.lake.name(),
+                    version: v.clone(),
+                    by: "the cache".into(),
+                })?;
+                next.extend(d.record.parents.iter().cloned());
+                listing.data.insert(v, d);
+            }
+            frontier = next;
+        }
+        if read > 0 {
+            progress.finish("Reading versions", read, None);
+        }
+        // Parents before children, so every parent's commit is known when a child is built.
+        let mut objects: Vec<Object> = Vec::new();
+        let mut emitted: HashSet<ObjectId> = HashSet::new();
+        let mut computed: HashMap<VersionId, ObjectId> = HashMap::new();
+        for v in topo_order(&needed, listing) {
+            let d = &listing.data[&v];
+            let mut parents = Vec::with_capacity(d.record.parents.len());
+            for p in &d.record.parents {
+                let c = computed.get(p).copied().or_else(|| commit_of(p, listing));
+                parents.push(c.ok_or_else(|| LakeError::MissingVersion {
+                    lake: self.lake.name(),
+                    version: p.clone(),
+                    by: format!("version {v}"),
+                })?);
+            }
+            let vo = mapping::version_objects(&v, &d.record, d.dataset.as_deref(), &parents);
+            if let Some(expected) = commit_of(&v, listing) {
+                if expected != vo.commit.id {
+                    return Err(RemoteError::CacheMismatch {
+                        lake: self.lake.name(),
+                        version: v.clone(),
+                        computed: vo.commit.id,
+                        cached: expected,
+                        cache: repo.git_dir().join("fdl").display().to_string(),
+                    });
+                }
+            }
+            computed.insert(v.clone(), vo.commit.id);
+            for o in vo.blobs.into_iter().chain([vo.tree, vo.commit]) {
+                if emitted.insert(o.id) {
+                    objects.push(o);
+                }
+            }
+        }
+        let n_objects = objects.len();
+        repo.write_pack(&objects)?;
+        if n_objects > 0 {
+            progress.finish("Writing objects", n_objects as u64, Some(n_objects as u64));
+        }
+        if let Some(cache) = &mut self.cache {
+            cache.extend(computed);
+            cache.save();
+        }
+        Ok(FetchOutcome {
+            versions: needed.len(),
+            objects: n_objects,
+        })
+    }
+}
+
+/// `needed` ordered parents first (among themselves), without recursion.
+fn topo_order(needed: &[VersionId], listing: &Listing) -> Vec<VersionId> {
+    let set: HashSet<&VersionId> = needed.iter().collect();
+    let mut done: HashSet<VersionId> = HashSet::new();
+    let mut visiting: HashSet<VersionId> = HashSet::new();
+    let mut out = Vec::with_capacity(needed.len());
+    for start in needed {
+        let mut stack = vec![(start.clone(), false)];
+        while let Some((v, expanded)) = stack.pop() {
+            if done.contains(&v) {
+                continue;
+            }
+            if expanded {
+                done.insert(v.clone());
+                out.push(v);
+                continue;
+            }
+            if !visiting.insert(v.clone()) {
+                continue; // a cycle: the commit check after building reports the damage
+            }
+            stack.push((v.clone(), true));
+            for p in &listing.data[&v].record.parents {
+                if set.contains(p) && !done.contains(p) {
+                    stack.push((p.clone(), false));
+                }
+            }
+        }
+    }
+    out
+}

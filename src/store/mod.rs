@@ -1,0 +1,277 @@
+//! Where a lake lives: opening a store from a URL and options, and the few operations the helper
+//! needs from it (read with a size limit, list, and later conditional writes), each counted and
+//! optionally traced.
+
+pub mod local;
+pub mod url;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::TryStreamExt;
+use object_store::path::Path as StorePath;
+use object_store::{ObjectStore, ObjectStoreExt};
+
+pub use self::url::{redact, StoreUrl};
+use local::LocalDir;
+
+/// What went wrong talking to a store. Messages name the path at fault (relative to the lake).
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{path}: larger than the {limit}-byte limit for this file")]
+    TooLarge { path: String, limit: u64 },
+    #[error("{path}: leads outside the lake's root (a symlink?)")]
+    OutsideRoot { path: String },
+    #[error("{path}: {message}")]
+    Failed { path: String, message: String },
+    #[error("{0}")]
+    Config(String),
+}
+
+/// Request counts, for benchmarks and `GIT_REMOTE_FDL_DEBUG`.
+#[derive(Debug, Default)]
+pub struct Stats {
+    pub get: AtomicU64,
+    pub list: AtomicU64,
+    pub put: AtomicU64,
+    pub delete: AtomicU64,
+}
+
+impl Stats {
+    pub fn summary(&self) -> String {
+        format!(
+            "get={} list={} put={} delete={}",
+            self.get.load(Ordering::Relaxed),
+            self.list.load(Ordering::Relaxed),
+            self.put.load(Ordering::Relaxed),
+            self.delete.load(Ordering::Relaxed)
+        )
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Backend {
+    Remote(Arc<dyn ObjectStore>, StorePath),
+    Local(LocalDir),
+}
+
+/// An opened store, rooted at the lake's root.
+#[derive(Debug, Clone)]
+pub struct Store {
+    backend: Backend,
+    url: StoreUrl,
+    pub stats: Arc<Stats>,
+    trace: bool,
+}
+
+/// How many objects a listing page holds on the cloud stores (S3, GCS and Azure alike).
+const LIST_PAGE: u64 = 1000;
+
+impl Store {
+    /// Opens the store a URL names, with object_store configuration `options` (`key`, `value`)
+    /// added to what the environment gives.
+    pub fn open(url: &StoreUrl, options: &[(String, String)]) -> Result<Store, StoreError> {
+        let backend = match url {
+            StoreUrl::Local(path) => Backend::Local(LocalDir::open(path)?),
+            _ => {
+                let (store, prefix) = url::build_remote(url, options)?;
+                Backend::Remote(store, prefix)
+            }
+        };
+        Ok(Store {
+            backend,
+            url: url.clone(),
+            stats: Arc::new(Stats::default()),
+            trace: crate::trace::enabled(),
+        })
+    }
+
+    pub fn url(&self) -> &StoreUrl {
+        &self.url
+    }
+
+    /// Plain HTTP cannot list: readers use `refs.json` there.
+    pub fn can_list(&self) -> bool {
+        !matches!(self.url, StoreUrl::Http(_))
+    }
+
+    fn log(&self, what: std::fmt::Arguments) {
+        if self.trace {
+            crate::trace::line(&format!("store: {what}"));
+        }
+    }
+
+    fn remote_path(prefix: &StorePath, rel: &str) -> StorePath {
+        let mut p = prefix.clone();
+        for part in rel.split('/').filter(|s| !s.is_empty()) {
+            p = p.clone().join(part);
+        }
+        p
+    }
+
+    /// Reads a whole file, `None` when there is none; refuses files over `limit` bytes.
+    pub async fn get(&self, rel: &str, limit: u64) -> Result<Option<Bytes>, StoreError> {
+        check_rel(rel)?;
+        self.stats.get.fetch_add(1, Ordering::Relaxed);
+        let result = match &self.backend {
+            Backend::Local(dir) => {
+                let dir = dir.clone();
+                let rel_owned = rel.to_string();
+                tokio::task::spawn_blocking(move || dir.get(&rel_owned, limit))
+                    .await
+                    .map_err(|e| failed(rel, e))?
+                    .map(|o| o.map(Bytes::from))
+            }
+            Backend::Remote(store, prefix) => {
+                let path = Self::remote_path(prefix, rel);
+                match store.get(&path).await {
+                    Err(object_store::Error::NotFound { .. }) => Ok(None),
+                    Err(e) => Err(failed(rel, e)),
+                    Ok(res) => {
+                        if res.meta.size > limit {
+                            Err(StoreError::TooLarge { path: rel.to_string(), limit })
+                        } else {
+                            read_limited(rel, res.into_stream(), limit).await.map(Some)
+                        }
+                    }
+                }
+            }
+        };
+        match &result {
+            Ok(Some(b)) => self.log(format_args!("GET {rel} -> {} bytes", b.len())),
+            Ok(None) => self.log(format_args!("GET {rel} -> not found")),
+            Err(e) => self.log(format_args!("GET {rel} -> error: {e}")),
+        }
+        result
+    }
+
+    /// Every file below the folder `prefix` (ending in `/`), relative to the root.
+    pub async fn list(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
+        check_rel(prefix)?;
+        let out = match &self.backend {
+            Backend::Local(dir) => {
+                self.stats.list.fetch_add(1, Ordering::Relaxed);
+                let dir = dir.clone();
+                let p = prefix.to_string();
+                tokio::task::spawn_blocking(move || dir.list(&p))
+                    .await
+                    .map_err(|e| failed(prefix, e))??
+            }
+            Backend::Remote(store, root) => {
+                let path = Self::remote_path(root, prefix);
+                let metas: Vec<_> = store
+                    .list(Some(&path))
+                    .try_collect()
+                    .await
+                    .map_err(|e| failed(prefix, e))?;
+                let pages = (metas.len() as u64).div_ceil(LIST_PAGE).max(1);
+                self.stats.list.fetch_add(pages, Ordering::Relaxed);
+                metas
+                    .into_iter()
+                    .filter_map(|m| strip_root(root, &m.location))
+                    .collect()
+            }
+        };
+        self.log(format_args!("LIST {prefix} -> {} files", out.len()));
+        Ok(out)
+    }
+
+    /// The names of the folders directly below `prefix` (ending in `/`).
+    pub async fn list_dirs(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
+        check_rel(prefix)?;
+        let out = match &self.backend {
+            Backend::Local(dir) => {
+                self.stats.list.fetch_add(1, Ordering::Relaxed);
+                let dir = dir.clone();
+                let p = prefix.to_string();
+                tokio::task::spawn_blocking(move || dir.list_dirs(&p))
+                    .await
+                    .map_err(|e| failed(prefix, e))??
+            }
+            Backend::Remote(store, root) => {
+                let path = Self::remote_path(root, prefix);
+                let res = store
+                    .list_with_delimiter(Some(&path))
+                    .await
+                    .map_err(|e| failed(prefix, e))?;
+                let n = (res.common_prefixes.len() + res.objects.len()) as u64;
+                self.stats.list.fetch_add(n.div_ceil(LIST_PAGE).max(1), Ordering::Relaxed);
+                res.common_prefixes
+                    .iter()
+                    .filter_map(|p| p.filename().map(str::to_string))
+                    .collect()
+            }
+        };
+        self.log(format_args!("LIST {prefix} (folders) -> {} folders", out.len()));
+        Ok(out)
+    }
+}
+
+fn strip_root(root: &StorePath, location: &StorePath) -> Option<String> {
+    let parts: Vec<_> = location.prefix_match(root)?.map(|p| p.as_ref().to_string()).collect();
+    Some(parts.join("/"))
+}
+
+/// Refuses a relative path that could leave the root. Callers build paths from validated
+/// names; this is the last line of defence.
+fn check_rel(rel: &str) -> Result<(), StoreError> {
+    let bad = rel.starts_with('/')
+        || rel.contains('\\')
+        || rel.contains('\0')
+        || rel
+            .trim_end_matches('/')
+            .split('/')
+            .any(|s| s.is_empty() && !rel.is_empty() || s == "." || s == "..");
+    if bad {
+        return Err(StoreError::OutsideRoot { path: rel.to_string() });
+    }
+    Ok(())
+}
+
+fn failed(rel: &str, e: impl std::fmt::Display) -> StoreError {
+    StoreError::Failed {
+        path: rel.to_string(),
+        message: redact(&e.to_string()),
+    }
+}
+
+async fn read_limited(
+    rel: &str,
+    mut stream: futures::stream::BoxStream<'static, object_store::Result<Bytes>>,
+    limit: u64,
+) -> Result<Bytes, StoreError> {
+    let mut buf = Vec::new();
+    while let Some(chunk) = stream.try_next().await.map_err(|e| failed(rel, e))? {
+        if (buf.len() + chunk.len()) as u64 > limit {
+            return Err(StoreError::TooLarge { path: rel.to_string(), limit });
+        }
+        buf.extend_from_slice(&chunk);
+    }
+    Ok(Bytes::from(buf))
+}
+
+/// Retries for cloud stores: a few, with backoff, and bounded so a dead server cannot hang us.
+pub(crate) fn retry_config() -> object_store::RetryConfig {
+    object_store::RetryConfig {
+        max_retries: 4,
+        retry_timeout: Duration::from_secs(30),
+        ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_paths_cannot_escape() {
+        for bad in ["../x", "a/../b", "/etc/passwd", "a//b", "./a", "a\\b"] {
+            assert!(check_rel(bad).is_err(), "{bad}");
+        }
+        for good in ["", "fdl.json", "refs/", "versions/x/version.json"] {
+            assert!(check_rel(good).is_ok(), "{good}");
+        }
+    }
+}

@@ -1,0 +1,200 @@
+//! Store URLs: which backend an address names, how it is shown without secrets, and how a
+//! cloud store is built from it, the environment and per-remote options.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use object_store::path::Path as StorePath;
+use object_store::ObjectStore;
+use url::Url;
+
+use super::StoreError;
+
+/// The address of a lake's root.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoreUrl {
+    Local(PathBuf),
+    S3(Url),
+    Gcs(Url),
+    Azure(Url),
+    /// Plain HTTP(S): read-only, cannot list.
+    Http(Url),
+}
+
+impl StoreUrl {
+    /// Parses what follows `fdl::`. Relative paths are taken from `cwd`.
+    pub fn parse(s: &str, cwd: &std::path::Path) -> Result<StoreUrl, StoreError> {
+        let bad = |why: String| StoreError::Config(format!("'{}' is not a lake address: {why}", redact(s)));
+        if s.is_empty() {
+            return Err(bad("it is empty".into()));
+        }
+        let scheme = s.split_once("://").map(|(sc, _)| sc.to_ascii_lowercase());
+        let Some(scheme) = scheme else {
+            let p = PathBuf::from(s);
+            return Ok(StoreUrl::Local(if p.is_absolute() { p } else { cwd.join(p) }));
+        };
+        let url = Url::parse(s).map_err(|e| bad(e.to_string()))?;
+        match scheme.as_str() {
+            "file" => url
+                .to_file_path()
+                .map(StoreUrl::Local)
+                .map_err(|_| bad("a file:// URL must name an absolute local path".into())),
+            "s3" | "s3a" => Ok(StoreUrl::S3(url)),
+            "gs" => Ok(StoreUrl::Gcs(url)),
+            "az" | "azure" | "abfs" | "abfss" | "adl" => Ok(StoreUrl::Azure(url)),
+            "http" | "https" => Ok(StoreUrl::Http(url)),
+            other => Err(bad(format!(
+                "unknown scheme '{other}' (use a path, file://, s3://, gs://, az:// or http(s)://)"
+            ))),
+        }
+    }
+
+    /// Only stores that can write on condition take pushes.
+    pub fn is_read_only(&self) -> bool {
+        matches!(self, StoreUrl::Http(_))
+    }
+}
+
+impl fmt::Display for StoreUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreUrl::Local(p) => write!(f, "{}", p.display()),
+            StoreUrl::S3(u) | StoreUrl::Gcs(u) | StoreUrl::Azure(u) | StoreUrl::Http(u) => {
+                f.write_str(&redact(u.as_str()))
+            }
+        }
+    }
+}
+
+/// Removes passwords and query strings (SAS tokens, signatures) from every URL in `text`.
+pub fn redact(text: &str) -> String {
+    text.split(' ')
+        .map(|word| {
+            let Some(idx) = word.find("://") else {
+                return word.to_string();
+            };
+            let (head, rest) = word.split_at(idx + 3);
+            let rest = match rest.find(['/', '?', '#']) {
+                Some(end) => {
+                    let (authority, tail) = rest.split_at(end);
+                    format!("{}{}", strip_userinfo(authority), tail)
+                }
+                None => strip_userinfo(rest),
+            };
+            let rest = match rest.find('?') {
+                Some(q) => format!("{}?<redacted>", &rest[..q]),
+                None => rest,
+            };
+            format!("{head}{rest}")
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn strip_userinfo(authority: &str) -> String {
+    match authority.rfind('@') {
+        Some(at) => {
+            let user = authority[..at].split(':').next().unwrap_or("");
+            format!("{user}:<redacted>@{}", &authority[at + 1..])
+        }
+        None => authority.to_string(),
+    }
+}
+
+/// Builds a cloud or HTTP store and the path of the lake's root inside it.
+pub(super) fn build_remote(
+    url: &StoreUrl,
+    options: &[(String, String)],
+) -> Result<(Arc<dyn ObjectStore>, StorePath), StoreError> {
+    let config_err = |e: object_store::Error| StoreError::Config(redact(&e.to_string()));
+    let unknown = |k: &str| StoreError::Config(format!("unknown store option '{k}' for {url}"));
+    let client = object_store::ClientOptions::new()
+        .with_timeout(Duration::from_secs(60))
+        .with_connect_timeout(Duration::from_secs(10));
+    let (store, u): (Arc<dyn ObjectStore>, &Url) = match url {
+        StoreUrl::S3(u) => {
+            let mut b = object_store::aws::AmazonS3Builder::from_env()
+                .with_url(u.as_str())
+                .with_client_options(client)
+                .with_retry(super::retry_config())
+                .with_conditional_put(object_store::aws::S3ConditionalPut::ETagMatch);
+            for (k, v) in options {
+                b = b.with_config(k.to_ascii_lowercase().parse().map_err(|_| unknown(k))?, v);
+            }
+            (Arc::new(b.build().map_err(config_err)?), u)
+        }
+        StoreUrl::Gcs(u) => {
+            let mut b = object_store::gcp::GoogleCloudStorageBuilder::from_env()
+                .with_url(u.as_str())
+                .with_client_options(client)
+                .with_retry(super::retry_config());
+            for (k, v) in options {
+                b = b.with_config(k.to_ascii_lowercase().parse().map_err(|_| unknown(k))?, v);
+            }
+            (Arc::new(b.build().map_err(config_err)?), u)
+        }
+        StoreUrl::Azure(u) => {
+            let mut b = object_store::azure::MicrosoftAzureBuilder::from_env()
+                .with_url(u.as_str())
+                .with_client_options(client)
+                .with_retry(super::retry_config());
+            for (k, v) in options {
+                b = b.with_config(k.to_ascii_lowercase().parse().map_err(|_| unknown(k))?, v);
+            }
+            (Arc::new(b.build().map_err(config_err)?), u)
+        }
+        StoreUrl::Http(u) => {
+            let base = &u[..url::Position::BeforePath];
+            let mut b = object_store::http::HttpBuilder::new()
+                .with_url(base)
+                .with_client_options(client)
+                .with_retry(super::retry_config());
+            for (k, v) in options {
+                b = b.with_config(k.to_ascii_lowercase().parse().map_err(|_| unknown(k))?, v);
+            }
+            (Arc::new(b.build().map_err(config_err)?), u)
+        }
+        StoreUrl::Local(_) => unreachable!("local folders are not built here"),
+    };
+    let prefix = match url {
+        // Azure's abfs form names the container before '@'; az:// names it as the host.
+        StoreUrl::Azure(_) if u.username().is_empty() && u.scheme() != "az" && u.scheme() != "azure" => {
+            StorePath::from_url_path(u.path())
+        }
+        StoreUrl::Azure(_) | StoreUrl::S3(_) | StoreUrl::Gcs(_) | StoreUrl::Http(_) => {
+            StorePath::from_url_path(u.path())
+        }
+        StoreUrl::Local(_) => unreachable!(),
+    }
+    .map_err(|e| StoreError::Config(format!("bad path in {url}: {e}")))?;
+    Ok((store, prefix))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds() {
+        let cwd = std::path::Path::new("/home/x");
+        assert_eq!(StoreUrl::parse("lake", cwd).unwrap(), StoreUrl::Local("/home/x/lake".into()));
+        assert_eq!(StoreUrl::parse("/abs", cwd).unwrap(), StoreUrl::Local("/abs".into()));
+        assert_eq!(StoreUrl::parse("file:///abs/l", cwd).unwrap(), StoreUrl::Local("/abs/l".into()));
+        assert!(matches!(StoreUrl::parse("s3://b/lake/", cwd).unwrap(), StoreUrl::S3(_)));
+        assert!(matches!(StoreUrl::parse("gs://b/lake/", cwd).unwrap(), StoreUrl::Gcs(_)));
+        assert!(matches!(StoreUrl::parse("az://c/lake/", cwd).unwrap(), StoreUrl::Azure(_)));
+        assert!(StoreUrl::parse("http://h/l/", cwd).unwrap().is_read_only());
+        assert!(StoreUrl::parse("ftp://h/l", cwd).is_err());
+    }
+
+    #[test]
+    fn secrets_are_redacted() {
+        assert_eq!(
+            redact("GET https://u:secret@h/p?sig=abc failed"),
+            "GET https://u:<redacted>@h/p?<redacted> failed"
+        );
+        assert_eq!(redact("s3://bucket/lake/"), "s3://bucket/lake/");
+    }
+}
