@@ -58,27 +58,21 @@ pub struct Listing {
 }
 
 impl Listing {
-    /// The `list` reply lines: every ref, then HEAD as a symref and with its value.
+    /// The `list` reply lines: HEAD as a symref first (Git resolves its value), as Git's own
+    /// servers list it, then every ref in name order.
     pub fn lines(&self) -> Vec<ListLine> {
-        let mut out = Vec::new();
-        for (name, v) in &self.refs {
-            out.push(ListLine::Ref {
-                oid: self.commits[v].to_hex(),
-                name: name.clone(),
-            });
-        }
-        if let Some(head) = &self.head {
+        let mut out = Vec::with_capacity(self.refs.len() + 1);
+        // A HEAD naming a missing branch is left out, as Git's own servers do.
+        if let Some(head) = self.head.as_ref().filter(|h| self.refs.iter().any(|(n, _)| n == *h)) {
             out.push(ListLine::Symref {
                 target: head.clone(),
                 name: "HEAD".into(),
             });
-            if let Some((_, v)) = self.refs.iter().find(|(n, _)| n == head) {
-                out.push(ListLine::Ref {
-                    oid: self.commits[v].to_hex(),
-                    name: "HEAD".into(),
-                });
-            }
         }
+        out.extend(self.refs.iter().map(|(name, v)| ListLine::Ref {
+            oid: self.commits[v].to_hex(),
+            name: name.clone(),
+        }));
         out
     }
 

@@ -1,0 +1,66 @@
+//! A plain static HTTP file server on 127.0.0.1, like a web server in front of a lake: GET and
+//! HEAD of files, 404 otherwise, and no listing. It serves one folder until the test ends.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+
+pub struct HttpServer {
+    pub url: String,
+}
+
+/// Serves `root` on a free port; returns its base URL (ending in `/`).
+pub fn serve(root: &Path) -> HttpServer {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let root = root.to_path_buf();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let root = root.clone();
+            std::thread::spawn(move || {
+                let _ = handle(stream, &root);
+            });
+        }
+    });
+    HttpServer {
+        url: format!("http://127.0.0.1:{port}/"),
+    }
+}
+
+fn handle(stream: TcpStream, root: &PathBuf) -> std::io::Result<()> {
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let mut out = stream;
+    loop {
+        let mut request = String::new();
+        if reader.read_line(&mut request)? == 0 {
+            return Ok(());
+        }
+        loop {
+            let mut header = String::new();
+            if reader.read_line(&mut header)? == 0 || header == "\r\n" || header == "\n" {
+                break;
+            }
+        }
+        let mut parts = request.split_whitespace();
+        let method = parts.next().unwrap_or("");
+        let path = parts.next().unwrap_or("/").split('?').next().unwrap_or("/");
+        let safe = !path.split('/').any(|s| s == "..");
+        let file = root.join(path.trim_start_matches('/'));
+        let body = if safe && file.is_file() { std::fs::read(&file).ok() } else { None };
+        match body {
+            Some(body) => {
+                write!(
+                    out,
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nLast-Modified: Thu, 01 Jan 2026 00:00:00 GMT\r\nETag: \"{}\"\r\n\r\n",
+                    body.len(),
+                    body.len()
+                )?;
+                if method != "HEAD" {
+                    out.write_all(&body)?;
+                }
+            }
+            None => write!(out, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")?,
+        }
+        out.flush()?;
+    }
+}

@@ -1,0 +1,104 @@
+//! An S3-compatible server on 127.0.0.1 for the tests: moto's `moto_server`, started once per
+//! test run. `make test` installs it and names it in `MOTO_SERVER`; without it, S3 tests fail
+//! (they never skip).
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use object_store::aws::AmazonS3Builder;
+use object_store::path::Path as StorePath;
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+
+pub struct Moto {
+    pub endpoint: String,
+}
+
+static MOTO: OnceLock<Moto> = OnceLock::new();
+
+/// The shared server, started on first use.
+pub fn moto() -> &'static Moto {
+    MOTO.get_or_init(start)
+}
+
+fn start() -> Moto {
+    let exe = std::env::var("MOTO_SERVER").unwrap_or_else(|_| {
+        panic!("MOTO_SERVER is not set: run the tests with `make test`, which installs moto_server")
+    });
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    // A watchdog shell stops the server when this test process ends.
+    let script = format!(
+        "'{exe}' -H 127.0.0.1 -p {port} >/dev/null 2>&1 & m=$!; \
+         while kill -0 {pid} 2>/dev/null; do sleep 1; done; kill $m",
+        pid = std::process::id()
+    );
+    Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {exe}: {e}"));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "moto_server did not start on port {port} within 60 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Moto {
+        endpoint: format!("http://127.0.0.1:{port}"),
+    }
+}
+
+impl Moto {
+    /// The environment the helper needs to reach this server.
+    pub fn env(&self) -> Vec<(String, String)> {
+        vec![
+            ("AWS_ENDPOINT_URL".into(), self.endpoint.clone()),
+            ("AWS_ACCESS_KEY_ID".into(), "testing".into()),
+            ("AWS_SECRET_ACCESS_KEY".into(), "testing-secret-never-shown".into()),
+            ("AWS_REGION".into(), "us-east-1".into()),
+            ("AWS_ALLOW_HTTP".into(), "true".into()),
+        ]
+    }
+
+    /// Creates a bucket (moto accepts unsigned requests).
+    pub fn create_bucket(&self, bucket: &str) {
+        let addr = self.endpoint.trim_start_matches("http://");
+        let mut s = TcpStream::connect(addr).unwrap();
+        write!(s, "PUT /{bucket} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").unwrap();
+        let mut reply = String::new();
+        s.read_to_string(&mut reply).unwrap();
+        assert!(reply.starts_with("HTTP/1.1 200"), "create bucket {bucket}: {reply}");
+    }
+
+    pub fn store(&self, bucket: &str) -> impl ObjectStore {
+        AmazonS3Builder::new()
+            .with_endpoint(&self.endpoint)
+            .with_bucket_name(bucket)
+            .with_region("us-east-1")
+            .with_access_key_id("testing")
+            .with_secret_access_key("testing-secret-never-shown")
+            .with_allow_http(true)
+            .build()
+            .unwrap()
+    }
+
+    pub fn put_files(&self, bucket: &str, prefix: &str, files: &BTreeMap<String, Vec<u8>>) {
+        let store = self.store(bucket);
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            for (path, bytes) in files {
+                let p = StorePath::from(format!("{}{path}", prefix));
+                store.put(&p, PutPayload::from(bytes.clone())).await.unwrap();
+            }
+        });
+    }
+
+    pub fn delete(&self, bucket: &str, path: &str) {
+        let store = self.store(bucket);
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async { store.delete(&StorePath::from(path)).await.unwrap() });
+    }
+}
