@@ -3,4 +3,6 @@
 
 mod support;
 
+mod bad_lakes;
 mod read;
+mod stores;

@@ -4,7 +4,6 @@
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use object_store::path::Path as StorePath;
 use object_store::ObjectStore;
@@ -110,17 +109,22 @@ pub(super) fn build_remote(
 ) -> Result<(Arc<dyn ObjectStore>, StorePath), StoreError> {
     let config_err = |e: object_store::Error| StoreError::Config(redact(&e.to_string()));
     let unknown = |k: &str| StoreError::Config(format!("unknown store option '{k}' for {url}"));
-    let client = object_store::ClientOptions::new()
-        .with_timeout(Duration::from_secs(60))
-        .with_connect_timeout(Duration::from_secs(10));
+    // Bounded waits so a stalled server cannot hang the helper; options may override them.
+    let mut options: Vec<(String, String)> = options.to_vec();
+    options.splice(0..0, [("timeout".to_string(), "60s".to_string()), ("connect_timeout".to_string(), "10s".to_string())]);
+    if let StoreUrl::Http(u) = url {
+        // The user wrote http:// themselves: that is their permission to use it.
+        if u.scheme() == "http" {
+            options.insert(0, ("allow_http".to_string(), "true".to_string()));
+        }
+    }
     let (store, u): (Arc<dyn ObjectStore>, &Url) = match url {
         StoreUrl::S3(u) => {
             let mut b = object_store::aws::AmazonS3Builder::from_env()
                 .with_url(u.as_str())
-                .with_client_options(client)
                 .with_retry(super::retry_config())
                 .with_conditional_put(object_store::aws::S3ConditionalPut::ETagMatch);
-            for (k, v) in options {
+            for (k, v) in &options {
                 b = b.with_config(k.to_ascii_lowercase().parse().map_err(|_| unknown(k))?, v);
             }
             (Arc::new(b.build().map_err(config_err)?), u)
@@ -128,9 +132,8 @@ pub(super) fn build_remote(
         StoreUrl::Gcs(u) => {
             let mut b = object_store::gcp::GoogleCloudStorageBuilder::from_env()
                 .with_url(u.as_str())
-                .with_client_options(client)
                 .with_retry(super::retry_config());
-            for (k, v) in options {
+            for (k, v) in &options {
                 b = b.with_config(k.to_ascii_lowercase().parse().map_err(|_| unknown(k))?, v);
             }
             (Arc::new(b.build().map_err(config_err)?), u)
@@ -138,9 +141,8 @@ pub(super) fn build_remote(
         StoreUrl::Azure(u) => {
             let mut b = object_store::azure::MicrosoftAzureBuilder::from_env()
                 .with_url(u.as_str())
-                .with_client_options(client)
                 .with_retry(super::retry_config());
-            for (k, v) in options {
+            for (k, v) in &options {
                 b = b.with_config(k.to_ascii_lowercase().parse().map_err(|_| unknown(k))?, v);
             }
             (Arc::new(b.build().map_err(config_err)?), u)
@@ -149,9 +151,8 @@ pub(super) fn build_remote(
             let base = &u[..url::Position::BeforePath];
             let mut b = object_store::http::HttpBuilder::new()
                 .with_url(base)
-                .with_client_options(client)
                 .with_retry(super::retry_config());
-            for (k, v) in options {
+            for (k, v) in &options {
                 b = b.with_config(k.to_ascii_lowercase().parse().map_err(|_| unknown(k))?, v);
             }
             (Arc::new(b.build().map_err(config_err)?), u)
