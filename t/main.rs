@@ -4,5 +4,6 @@
 mod support;
 
 mod bad_lakes;
+mod golden;
 mod read;
 mod stores;
