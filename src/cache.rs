@@ -22,14 +22,17 @@ pub struct Cache {
 impl Cache {
     /// The cache for the lake at `lake_url` (with `fdl.json`'s `id`, if any) in `git_dir`.
     pub fn load(git_dir: &Path, lake_url: &str, lake_id: Option<&str>) -> Cache {
-        let key: [u8; 20] = Sha1::digest(format!("{lake_url}\n{}", lake_id.unwrap_or("")).as_bytes()).into();
+        let key: [u8; 20] =
+            Sha1::digest(format!("{lake_url}\n{}", lake_id.unwrap_or("")).as_bytes()).into();
         let key: String = key[..8].iter().map(|b| format!("{b:02x}")).collect();
         let path = git_dir.join("fdl").join(key).join("commits");
         let mut entries = HashMap::new();
         if let Ok(text) = std::fs::read_to_string(&path) {
             if text.lines().next() == Some(HEADER) {
                 for line in text.lines().skip(1) {
-                    let Some((v, c)) = line.split_once(' ') else { continue };
+                    let Some((v, c)) = line.split_once(' ') else {
+                        continue;
+                    };
                     if let (Ok(v), Some(c)) = (VersionId::parse(v), ObjectId::from_hex(c)) {
                         entries.insert(v, c);
                     }
@@ -37,7 +40,11 @@ impl Cache {
             }
         }
         let loaded = entries.len();
-        Cache { path, entries, loaded }
+        Cache {
+            path,
+            entries,
+            loaded,
+        }
     }
 
     /// Adds entries; they are written by [`Cache::save`].
@@ -51,11 +58,17 @@ impl Cache {
         if self.entries.len() == self.loaded {
             return;
         }
-        let Some(dir) = self.path.parent() else { return };
+        let Some(dir) = self.path.parent() else {
+            return;
+        };
         if std::fs::create_dir_all(dir).is_err() {
             return;
         }
-        let mut lines: Vec<String> = self.entries.iter().map(|(v, c)| format!("{v} {c}\n")).collect();
+        let mut lines: Vec<String> = self
+            .entries
+            .iter()
+            .map(|(v, c)| format!("{v} {c}\n"))
+            .collect();
         lines.sort();
         let tmp = dir.join(format!("commits.tmp.{}", std::process::id()));
         let written = std::fs::File::create(&tmp).and_then(|mut f| {

@@ -35,18 +35,25 @@ const SUBCOMMANDS: [&str; 3] = ["ls", "help", "--help"];
 
 /// Git runs `git-remote-fdl <remote> [<url>]`; humans run subcommands or flags.
 pub fn is_git_invocation(args: &[String]) -> bool {
-    matches!(args.len(), 1 | 2) && !args[0].starts_with('-') && !SUBCOMMANDS.contains(&args[0].as_str())
+    matches!(args.len(), 1 | 2)
+        && !args[0].starts_with('-')
+        && !SUBCOMMANDS.contains(&args[0].as_str())
 }
 
 pub fn main(args: &[String]) -> i32 {
-    let cli = match Cli::try_parse_from(std::iter::once("git-remote-fdl".to_string()).chain(args.iter().cloned())) {
+    let cli = match Cli::try_parse_from(
+        std::iter::once("git-remote-fdl".to_string()).chain(args.iter().cloned()),
+    ) {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();
             return if e.use_stderr() { 129 } else { 0 };
         }
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
     let result: anyhow::Result<()> = runtime.block_on(async {
         match cli.command {
             Command::Ls { lake } => ls(&lake).await,
@@ -66,7 +73,9 @@ async fn ls(address: &str) -> anyhow::Result<()> {
     let url = StoreUrl::parse(address, &std::env::current_dir()?)?;
     let repo = Repo::from_env().ok().flatten();
     let opts = store_options(repo.as_ref(), "").map_err(|f| anyhow::anyhow!(f.message))?;
-    let lake = Lake::open(Store::open(&url, &opts)?).await.map_err(RemoteError::from)?;
+    let lake = Lake::open(Store::open(&url, &opts)?)
+        .await
+        .map_err(RemoteError::from)?;
     let mut remote = Remote::new(lake, None);
     let listing = remote.list(&Silent).await?;
     for w in remote.take_warnings() {

@@ -75,7 +75,9 @@ pub const CONFIG_KEYS: [(&str, &str); 3] = [
 
 /// Store options for remote `name` from Git's configuration.
 pub fn store_options(repo: Option<&Repo>, name: &str) -> Result<Vec<(String, String)>, Fatal> {
-    let Some(repo) = repo else { return Ok(Vec::new()) };
+    let Some(repo) = repo else {
+        return Ok(Vec::new());
+    };
     // Without a configured remote (a bare URL), Git passes the URL as the name.
     if name.contains([':', '/', '\\']) {
         return Ok(Vec::new());
@@ -88,8 +90,13 @@ pub fn store_options(repo: Option<&Repo>, name: &str) -> Result<Vec<(String, Str
     }
     for raw in repo.config_all(&format!("remote.{name}.fdlOption")) {
         let (k, v) = raw.split_once('=').ok_or_else(|| Fatal {
-            message: format!("remote.{name}.fdlOption: '{}' is not key=value", raw.split('=').next().unwrap_or("")),
-            hint: Some("example: git config --add remote.origin.fdlOption aws_skip_signature=true".into()),
+            message: format!(
+                "remote.{name}.fdlOption: '{}' is not key=value",
+                raw.split('=').next().unwrap_or("")
+            ),
+            hint: Some(
+                "example: git config --add remote.origin.fdlOption aws_skip_signature=true".into(),
+            ),
         })?;
         out.push((k.trim().to_string(), v.trim().to_string()));
     }
@@ -130,7 +137,8 @@ impl State {
     async fn remote(&mut self) -> Result<&mut Remote, Fatal> {
         if self.remote.is_none() {
             let addr = self.url.strip_prefix("fdl::").unwrap_or(&self.url);
-            let cwd = std::env::current_dir().map_err(|e| Fatal::new(format!("no current folder: {e}")))?;
+            let cwd = std::env::current_dir()
+                .map_err(|e| Fatal::new(format!("no current folder: {e}")))?;
             let url = StoreUrl::parse(addr, &cwd).map_err(|e| Fatal::new(e.to_string()))?;
             let repo = Repo::from_env().map_err(|e| Fatal::new(e.to_string()))?;
             let opts = store_options(repo.as_ref(), &self.remote_name)?;
@@ -138,7 +146,9 @@ impl State {
                 message: format!("cannot open lake '{url}': {e}"),
                 hint: Some("see 'git-remote-fdl help' for addresses and configuration".into()),
             })?;
-            let lake = Lake::open(store).await.map_err(|e| Fatal::from(RemoteError::from(e)))?;
+            let lake = Lake::open(store)
+                .await
+                .map_err(|e| Fatal::from(RemoteError::from(e)))?;
             self.remote = Some(Remote::new(lake, repo));
         }
         Ok(self.remote.as_mut().expect("just opened"))
@@ -213,7 +223,10 @@ async fn session(remote_name: &str, url: &str) -> Result<(), Fatal> {
                 let listing = state.remote().await?.list(progress.as_ref()).await;
                 state.show_warnings();
                 let listing = listing?;
-                out.send(&protocol::list(&listing.lines(), state.options.object_format))?;
+                out.send(&protocol::list(
+                    &listing.lines(),
+                    state.options.object_format,
+                ))?;
                 state.listing = Some(listing);
             }
             Request::Fetch(items) => {
@@ -247,7 +260,10 @@ async fn session(remote_name: &str, url: &str) -> Result<(), Fatal> {
         }
         if tracing {
             if let Some(r) = &state.remote {
-                trace::line(&format!("requests so far: {}", r.lake.store.stats.summary()));
+                trace::line(&format!(
+                    "requests so far: {}",
+                    r.lake.store.stats.summary()
+                ));
             }
         }
     }

@@ -10,14 +10,24 @@ use std::collections::{HashMap, HashSet};
 use futures::StreamExt;
 
 use crate::lake::{Lake, LakeError, VersionData, VersionId, CONCURRENCY};
-use crate::mapping::{self, ObjectId};
+use crate::mapping::{self, ObjectId, VersionObjects};
 use crate::progress::Progress;
 
-/// The outcome of resolving: commit IDs for every version reached, and the data of those read.
+/// A version read and mapped: its parents and its Git objects.
+pub struct Built {
+    pub parents: Vec<VersionId>,
+    pub objects: VersionObjects,
+}
+
+/// Tasks that read versions side by side.
+const WORKERS: usize = 4;
+
+/// The outcome of resolving: commit IDs for every version reached, and the objects of those
+/// that had to be read (the others are known from the cache).
 #[derive(Default)]
 pub struct Resolved {
     pub commits: HashMap<VersionId, ObjectId>,
-    pub data: HashMap<VersionId, VersionData>,
+    pub built: HashMap<VersionId, Built>,
 }
 
 /// Reads what is missing and computes commit IDs for `tips` and everything they reach.
@@ -51,9 +61,27 @@ pub async fn resolve(
                 .filter(|v| !known.contains_key(v) && !data.contains_key(v))
                 .collect();
             let total = read + rest.len() as u64;
-            read_batch(lake, rest, &mut data, &mut read, Some(total), progress, true).await;
+            read_batch(
+                lake,
+                rest,
+                &mut data,
+                &mut read,
+                Some(total),
+                progress,
+                true,
+            )
+            .await;
         } else {
-            read_batch(lake, std::mem::take(&mut frontier), &mut data, &mut read, None, progress, false).await;
+            read_batch(
+                lake,
+                std::mem::take(&mut frontier),
+                &mut data,
+                &mut read,
+                None,
+                progress,
+                false,
+            )
+            .await;
         }
         rounds += 1;
         frontier = next_frontier(&data, known, &mut named_by);
@@ -84,7 +112,9 @@ fn next_frontier(
         let Ok(d) = d else { continue };
         for p in &d.record.parents {
             if !known.contains_key(p) && !data.contains_key(p) && seen.insert(p.clone()) {
-                named_by.entry(p.clone()).or_insert_with(|| format!("version {id}"));
+                named_by
+                    .entry(p.clone())
+                    .or_insert_with(|| format!("version {id}"));
                 out.push(p.clone());
             }
         }
@@ -104,13 +134,31 @@ async fn read_batch(
     progress: &dyn Progress,
     from_listing: bool,
 ) {
-    let mut results = futures::stream::iter(ids)
-        .map(|id| async move {
-            let r = lake.read_version(&id).await;
-            (id, r)
-        })
-        .buffer_unordered(CONCURRENCY);
-    while let Some((id, r)) = results.next().await {
+    // A few tasks, each with its share of the reads in flight, so that parsing and hashing (and
+    // local reads, which are synchronous) use every core.
+    let workers = WORKERS.min(ids.len()).max(1);
+    let (tx, mut results) = tokio::sync::mpsc::unbounded_channel();
+    for part in ids.chunks(ids.len().div_ceil(workers).max(1)) {
+        let lake = lake.clone();
+        let part = part.to_vec();
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            let lake = &lake;
+            let mut reads = futures::stream::iter(part)
+                .map(|id| async move {
+                    let r = lake.read_version(&id).await;
+                    (id, r)
+                })
+                .buffer_unordered(CONCURRENCY / workers);
+            while let Some(result) = reads.next().await {
+                if tx.send(result).is_err() {
+                    return;
+                }
+            }
+        });
+    }
+    drop(tx);
+    while let Some((id, r)) = results.recv().await {
         *read += 1;
         progress.update("Reading versions", *read, total);
         match r {
@@ -146,7 +194,7 @@ fn compute_commits(
 ) -> Result<Resolved, LakeError> {
     let mut commits: HashMap<VersionId, ObjectId> = HashMap::new();
     let mut visiting: HashSet<VersionId> = HashSet::new();
-    let mut used: HashSet<VersionId> = HashSet::new();
+    let mut built: HashMap<VersionId, Built> = HashMap::new();
     for (tip, _) in tips {
         let mut stack: Vec<(VersionId, bool)> = vec![(tip.clone(), false)];
         while let Some((id, expanded)) = stack.pop() {
@@ -156,13 +204,17 @@ fn compute_commits(
             let d = match data.get(&id) {
                 Some(Ok(d)) => d,
                 Some(Err(_)) => {
-                    let Some(Err(e)) = data.remove(&id) else { unreachable!() };
+                    let Some(Err(e)) = data.remove(&id) else {
+                        unreachable!()
+                    };
                     return Err(match e {
-                        LakeError::MissingVersion { lake, version, .. } => LakeError::MissingVersion {
-                            by: named_by.get(&version).cloned().unwrap_or_default(),
-                            lake,
-                            version,
-                        },
+                        LakeError::MissingVersion { lake, version, .. } => {
+                            LakeError::MissingVersion {
+                                by: named_by.get(&version).cloned().unwrap_or_default(),
+                                lake,
+                                version,
+                            }
+                        }
                         other => other,
                     });
                 }
@@ -180,17 +232,28 @@ fn compute_commits(
                     .record
                     .parents
                     .iter()
-                    .map(|p| known.get(p).or_else(|| commits.get(p)).copied().expect("parents first"))
+                    .map(|p| {
+                        known
+                            .get(p)
+                            .or_else(|| commits.get(p))
+                            .copied()
+                            .expect("parents first")
+                    })
                     .collect();
-                let objects = mapping::version_objects(&id, &d.record, d.dataset.as_deref(), &parents);
+                let objects =
+                    mapping::version_objects(&id, &d.record, d.dataset.as_deref(), &parents);
                 commits.insert(id.clone(), objects.commit.id);
-                used.insert(id);
+                let parents = d.record.parents.clone();
+                built.insert(id, Built { parents, objects });
                 continue;
             }
             // Everything above a marker on the stack descends from it: meeting a version that
             // is still being expanded means its parents lead back to it.
             if !visiting.insert(id.clone()) {
-                return Err(LakeError::Cycle { lake: lake.name(), version: id });
+                return Err(LakeError::Cycle {
+                    lake: lake.name(),
+                    version: id,
+                });
             }
             stack.push((id.clone(), true));
             for p in d.record.parents.iter().rev() {
@@ -200,10 +263,5 @@ fn compute_commits(
             }
         }
     }
-    let data = data
-        .into_iter()
-        .filter(|(id, _)| used.contains(id))
-        .filter_map(|(id, d)| d.ok().map(|d| (id, d)))
-        .collect();
-    Ok(Resolved { commits, data })
+    Ok(Resolved { commits, built })
 }

@@ -31,7 +31,13 @@ impl ObjectId {
     }
 
     pub fn to_hex(&self) -> String {
-        self.0.iter().map(|b| format!("{b:02x}")).collect()
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut out = String::with_capacity(40);
+        for b in self.0 {
+            out.push(DIGITS[(b >> 4) as usize] as char);
+            out.push(DIGITS[(b & 0xf) as usize] as char);
+        }
+        out
     }
 }
 
@@ -193,7 +199,10 @@ pub fn message(id: &VersionId, raw: &str) -> String {
 /// CR LF and CR become LF, NUL is dropped, trailing blanks of each line are dropped, runs of
 /// empty lines become one, and leading and trailing empty lines are dropped. No final newline.
 pub fn normalize_message(raw: &str) -> String {
-    let unified = raw.replace("\r\n", "\n").replace('\r', "\n").replace('\0', "");
+    let unified = raw
+        .replace("\r\n", "\n")
+        .replace('\r', "\n")
+        .replace('\0', "");
     let mut lines: Vec<&str> = Vec::new();
     for line in unified.split('\n') {
         let line = line.trim_end_matches([' ', '\t']);
@@ -239,7 +248,10 @@ mod tests {
 
     #[test]
     fn message_normalisation() {
-        assert_eq!(normalize_message("\r\n\nHello  \r\n\r\n\r\nworld\t\n\n"), "Hello\n\nworld");
+        assert_eq!(
+            normalize_message("\r\n\nHello  \r\n\r\n\r\nworld\t\n\n"),
+            "Hello\n\nworld"
+        );
         assert_eq!(normalize_message("  \n \n"), "");
         assert_eq!(normalize_message("a\0b"), "ab");
     }
@@ -250,7 +262,10 @@ mod tests {
         let m = message(&id, "Load\n\nSigned-off-by: x");
         assert!(m.ends_with("\n\nFDL-Version: 0190f3a2-7b4c-7d2e-8f10-123456789abc\n"));
         assert_eq!(version_of_message(&m), Some(id.clone()));
-        assert_eq!(message(&id, "").lines().next(), Some("Version 0190f3a2-7b4c-7d2e-8f10-123456789abc"));
+        assert_eq!(
+            message(&id, "").lines().next(),
+            Some("Version 0190f3a2-7b4c-7d2e-8f10-123456789abc")
+        );
         assert_eq!(version_of_message("no trailer"), None);
     }
 

@@ -26,7 +26,9 @@ pub struct Stderr {
 
 impl Default for Stderr {
     fn default() -> Self {
-        Stderr { last: Mutex::new((None, None)) }
+        Stderr {
+            last: Mutex::new((None, None)),
+        }
     }
 }
 
@@ -45,7 +47,9 @@ impl Progress for Stderr {
     fn update(&self, label: &str, done: u64, total: Option<u64>) {
         let mut last = self.last.lock().expect("progress lock");
         let pct = total.filter(|t| *t > 0).map(|t| done.min(t) * 100 / t);
-        let due = last.0.is_none_or(|t| t.elapsed() >= Duration::from_millis(100));
+        let due = last
+            .0
+            .is_none_or(|t| t.elapsed() >= Duration::from_millis(100));
         if due || (pct.is_some() && pct != last.1) {
             *last = (Some(Instant::now()), pct);
             let _ = write!(std::io::stderr(), "{}\r", format_line(label, done, total));
@@ -54,7 +58,11 @@ impl Progress for Stderr {
 
     fn finish(&self, label: &str, done: u64, total: Option<u64>) {
         let total = total.or(Some(done));
-        let _ = writeln!(std::io::stderr(), "{}, done.", format_line(label, done, total));
+        let _ = writeln!(
+            std::io::stderr(),
+            "{}, done.",
+            format_line(label, done, total)
+        );
         *self.last.lock().expect("progress lock") = (None, None);
     }
 }

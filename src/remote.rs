@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use futures::StreamExt;
 
 use crate::cache::Cache;
-use crate::history;
+use crate::history::{self, Built};
 use crate::lake::{Lake, LakeError, VersionData, VersionId, CONCURRENCY};
 use crate::mapping::{self, Object, ObjectId};
 use crate::progress::Progress;
@@ -20,7 +20,11 @@ pub enum RemoteError {
     #[error(transparent)]
     Repo(#[from] RepoError),
     #[error("lake '{lake}': Git asked for {oid} ({name}), which no ref of the lake holds")]
-    UnknownWant { lake: String, oid: String, name: String },
+    UnknownWant {
+        lake: String,
+        oid: String,
+        name: String,
+    },
     #[error("lake '{lake}': version {version} maps to {computed}, but the cache in {cache} says {cached}")]
     CacheMismatch {
         lake: String,
@@ -54,7 +58,7 @@ pub struct Listing {
     pub head: Option<String>,
     pub refs: Vec<(String, VersionId)>,
     pub commits: HashMap<VersionId, ObjectId>,
-    data: HashMap<VersionId, VersionData>,
+    built: HashMap<VersionId, Built>,
 }
 
 impl Listing {
@@ -63,7 +67,11 @@ impl Listing {
     pub fn lines(&self) -> Vec<ListLine> {
         let mut out = Vec::with_capacity(self.refs.len() + 1);
         // A HEAD naming a missing branch is left out, as Git's own servers do.
-        if let Some(head) = self.head.as_ref().filter(|h| self.refs.iter().any(|(n, _)| n == *h)) {
+        if let Some(head) = self
+            .head
+            .as_ref()
+            .filter(|h| self.refs.iter().any(|(n, _)| n == *h))
+        {
             out.push(ListLine::Symref {
                 target: head.clone(),
                 name: "HEAD".into(),
@@ -78,7 +86,10 @@ impl Listing {
 
     /// The version a listed commit stands for.
     pub fn version_of(&self, oid: &ObjectId) -> Option<&VersionId> {
-        self.refs.iter().map(|(_, v)| v).find(|v| self.commits.get(*v) == Some(oid))
+        self.refs
+            .iter()
+            .map(|(_, v)| v)
+            .find(|v| self.commits.get(*v) == Some(oid))
     }
 }
 
@@ -111,7 +122,10 @@ impl Remote {
     }
 
     fn known(&self) -> HashMap<VersionId, ObjectId> {
-        self.cache.as_ref().map(|c| c.entries.clone()).unwrap_or_default()
+        self.cache
+            .as_ref()
+            .map(|c| c.entries.clone())
+            .unwrap_or_default()
     }
 
     /// Reads HEAD and the refs, and computes the commit of every ref.
@@ -125,8 +139,10 @@ impl Remote {
                 self.lake.name()
             ));
         }
-        let tips: Vec<(VersionId, String)> =
-            refs.iter().map(|(n, v)| (v.clone(), format!("ref {n}"))).collect();
+        let tips: Vec<(VersionId, String)> = refs
+            .iter()
+            .map(|(n, v)| (v.clone(), format!("ref {n}")))
+            .collect();
         let known = self.known();
         let resolved = history::resolve(&self.lake, &tips, &known, progress).await?;
         let mut commits = resolved.commits;
@@ -143,7 +159,7 @@ impl Remote {
             head: Some(head),
             refs,
             commits,
-            data: resolved.data,
+            built: resolved.built,
         })
     }
 
@@ -187,9 +203,10 @@ impl Remote {
             frontier.push(v);
         }
         // Walk down from the wants, stopping at commits the repository already has. Versions
-        // whose data was not read by `list` (known from the cache) are read a generation at a time.
+        // that `list` did not build (known from the cache) are read a generation at a time.
         let mut seen: HashSet<VersionId> = HashSet::new();
         let mut needed: Vec<VersionId> = Vec::new();
+        let mut read_data: HashMap<VersionId, VersionData> = HashMap::new();
         let mut read = 0u64;
         while !frontier.is_empty() {
             let mut to_read = Vec::new();
@@ -198,16 +215,12 @@ impl Remote {
                 if !seen.insert(v.clone()) {
                     continue;
                 }
-                let needs_objects = match commit_of(&v, listing) {
-                    Some(c) => !repo.has(&c),
-                    None => true,
-                };
-                if !needs_objects {
+                if commit_of(&v, listing).is_some_and(|c| repo.has(&c)) {
                     continue;
                 }
                 needed.push(v.clone());
-                match listing.data.get(&v) {
-                    Some(d) => next.extend(d.record.parents.iter().cloned()),
+                match listing.built.get(&v) {
+                    Some(b) => next.extend(b.parents.iter().cloned()),
                     None => to_read.push(v),
                 }
             }
@@ -224,41 +237,57 @@ impl Remote {
                     by: "the cache".into(),
                 })?;
                 next.extend(d.record.parents.iter().cloned());
-                listing.data.insert(v, d);
+                read_data.insert(v, d);
             }
             frontier = next;
         }
         if read > 0 {
             progress.finish("Reading versions", read, None);
         }
+        trace_step(&format!("fetch: {} versions need objects", needed.len()));
+        let parents_of = |v: &VersionId| -> &[VersionId] {
+            match listing.built.get(v) {
+                Some(b) => &b.parents,
+                None => &read_data[v].record.parents,
+            }
+        };
         // Parents before children, so every parent's commit is known when a child is built.
         let mut objects: Vec<Object> = Vec::new();
         let mut emitted: HashSet<ObjectId> = HashSet::new();
         let mut computed: HashMap<VersionId, ObjectId> = HashMap::new();
-        for v in topo_order(&needed, listing) {
-            let d = &listing.data[&v];
-            let mut parents = Vec::with_capacity(d.record.parents.len());
-            for p in &d.record.parents {
-                let c = computed.get(p).copied().or_else(|| commit_of(p, listing));
-                parents.push(c.ok_or_else(|| LakeError::MissingVersion {
-                    lake: self.lake.name(),
-                    version: p.clone(),
-                    by: format!("version {v}"),
-                })?);
-            }
-            let vo = mapping::version_objects(&v, &d.record, d.dataset.as_deref(), &parents);
-            if let Some(expected) = commit_of(&v, listing) {
-                if expected != vo.commit.id {
-                    return Err(RemoteError::CacheMismatch {
-                        lake: self.lake.name(),
-                        version: v.clone(),
-                        computed: vo.commit.id,
-                        cached: expected,
-                        cache: repo.git_dir().join("fdl").display().to_string(),
-                    });
+        let order = topo_order(&needed, parents_of);
+        for v in order {
+            // Once written, a version's objects are in the repository: no need to keep them.
+            let vo = match listing.built.remove(&v) {
+                Some(b) => b.objects,
+                None => {
+                    let d = &read_data[&v];
+                    let mut parents = Vec::with_capacity(d.record.parents.len());
+                    for p in &d.record.parents {
+                        let c = computed.get(p).copied().or_else(|| commit_of(p, listing));
+                        parents.push(c.ok_or_else(|| LakeError::MissingVersion {
+                            lake: self.lake.name(),
+                            version: p.clone(),
+                            by: format!("version {v}"),
+                        })?);
+                    }
+                    let vo =
+                        mapping::version_objects(&v, &d.record, d.dataset.as_deref(), &parents);
+                    if let Some(expected) = commit_of(&v, listing) {
+                        if expected != vo.commit.id {
+                            return Err(RemoteError::CacheMismatch {
+                                lake: self.lake.name(),
+                                version: v.clone(),
+                                computed: vo.commit.id,
+                                cached: expected,
+                                cache: repo.git_dir().join("fdl").display().to_string(),
+                            });
+                        }
+                    }
+                    computed.insert(v.clone(), vo.commit.id);
+                    vo
                 }
-            }
-            computed.insert(v.clone(), vo.commit.id);
+            };
             for o in vo.blobs.into_iter().chain([vo.tree, vo.commit]) {
                 if emitted.insert(o.id) {
                     objects.push(o);
@@ -266,7 +295,9 @@ impl Remote {
             }
         }
         let n_objects = objects.len();
+        trace_step(&format!("fetch: writing {n_objects} objects as a pack"));
         repo.write_pack(&objects)?;
+        trace_step("fetch: pack written");
         if n_objects > 0 {
             progress.finish("Writing objects", n_objects as u64, Some(n_objects as u64));
         }
@@ -281,8 +312,17 @@ impl Remote {
     }
 }
 
+fn trace_step(what: &str) {
+    if crate::trace::enabled() {
+        crate::trace::line(what);
+    }
+}
+
 /// `needed` ordered parents first (among themselves), without recursion.
-fn topo_order(needed: &[VersionId], listing: &Listing) -> Vec<VersionId> {
+fn topo_order<'a>(
+    needed: &[VersionId],
+    parents_of: impl Fn(&VersionId) -> &'a [VersionId],
+) -> Vec<VersionId> {
     let set: HashSet<&VersionId> = needed.iter().collect();
     let mut done: HashSet<VersionId> = HashSet::new();
     let mut visiting: HashSet<VersionId> = HashSet::new();
@@ -302,7 +342,7 @@ fn topo_order(needed: &[VersionId], listing: &Listing) -> Vec<VersionId> {
                 continue; // a cycle: the commit check after building reports the damage
             }
             stack.push((v.clone(), true));
-            for p in &listing.data[&v].record.parents {
+            for p in parents_of(&v) {
                 if set.contains(p) && !done.contains(p) {
                     stack.push((p.clone(), false));
                 }

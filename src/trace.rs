@@ -10,7 +10,17 @@ pub fn enabled() -> bool {
     std::env::var_os(ENV).is_some_and(|v| !v.is_empty() && v != "0" && v != "false")
 }
 
-/// Writes one trace line (`fdl: ...`) to stderr.
+static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+
+/// Writes one trace line (`fdl: [seconds since start] ...`) to stderr.
 pub fn line(text: &str) {
-    let _ = writeln!(std::io::stderr().lock(), "fdl: {}", crate::store::redact(text));
+    let t = START
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_secs_f64();
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "fdl: [{t:8.3}] {}",
+        crate::store::redact(text)
+    );
 }

@@ -21,7 +21,10 @@ fn ls_remote_fails(l: &LakeBuilder) -> String {
     let url = t.local_lake("lake", l);
     let err = t.fails(".", &["ls-remote", &url]);
     assert!(!err.contains("panicked"), "{err}");
-    assert!(err.lines().next().unwrap_or("").starts_with("fatal: "), "{err}");
+    assert!(
+        err.lines().next().unwrap_or("").starts_with("fatal: "),
+        "{err}"
+    );
     err
 }
 
@@ -30,7 +33,10 @@ fn no_fdl_json() {
     let mut l = base();
     l.remove("fdl.json");
     let err = ls_remote_fails(&l);
-    assert!(err.contains("is not an FDL lake: it has no fdl.json"), "{err}");
+    assert!(
+        err.contains("is not an FDL lake: it has no fdl.json"),
+        "{err}"
+    );
     assert!(err.contains("hint: "), "{err}");
 }
 
@@ -39,7 +45,10 @@ fn unknown_major_version_is_refused() {
     let mut l = base();
     l.put("fdl.json", r#"{"fdl": "2.0", "id": "x"}"#);
     let err = ls_remote_fails(&l);
-    assert!(err.contains("fdl.json says FDL 2.0, whose major version 2 this helper does not know"), "{err}");
+    assert!(
+        err.contains("fdl.json says FDL 2.0, whose major version 2 this helper does not know"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -75,7 +84,11 @@ fn missing_parent() {
     l.branch("main", 4);
     let err = ls_remote_fails(&l);
     assert!(
-        err.contains(&format!("version {}, named by version {}, does not exist", vid(99), vid(4))),
+        err.contains(&format!(
+            "version {}, named by version {}, does not exist",
+            vid(99),
+            vid(4)
+        )),
         "{err}"
     );
 }
@@ -85,7 +98,13 @@ fn ref_to_a_missing_version() {
     let mut l = base();
     l.branch("ghost", 42);
     let err = ls_remote_fails(&l);
-    assert!(err.contains(&format!("version {}, named by ref refs/heads/ghost, does not exist", vid(42))), "{err}");
+    assert!(
+        err.contains(&format!(
+            "version {}, named by ref refs/heads/ghost, does not exist",
+            vid(42)
+        )),
+        "{err}"
+    );
 }
 
 #[test]
@@ -93,14 +112,28 @@ fn invalid_version_json() {
     let mut l = base();
     l.record(&vid(2), b"{\"parents\": [".to_vec());
     let err = ls_remote_fails(&l);
-    assert!(err.contains(&format!("version {}: version.json is not valid JSON", vid(2))), "{err}");
+    assert!(
+        err.contains(&format!(
+            "version {}: version.json is not valid JSON",
+            vid(2)
+        )),
+        "{err}"
+    );
 }
 
 #[test]
 fn parents_that_try_to_escape() {
-    for bad in ["../../../etc", "/etc/passwd", "..", "0190f3a2-7b4c-7d2e-8f10-12345678/abc"] {
+    for bad in [
+        "../../../etc",
+        "/etc/passwd",
+        "..",
+        "0190f3a2-7b4c-7d2e-8f10-12345678/abc",
+    ] {
         let mut l = base();
-        l.record(&vid(3), format!(r#"{{"parents": ["{bad}"], "message": "x"}}"#).into_bytes());
+        l.record(
+            &vid(3),
+            format!(r#"{{"parents": ["{bad}"], "message": "x"}}"#).into_bytes(),
+        );
         let err = ls_remote_fails(&l);
         assert!(err.contains("is not a version ID"), "{bad}: {err}");
     }
@@ -114,7 +147,10 @@ fn huge_version_json_is_not_read() {
     big.extend_from_slice(b"\"}");
     l.record(&vid(3), big);
     let err = ls_remote_fails(&l);
-    assert!(err.contains("version.json: larger than the 16777216-byte limit"), "{err}");
+    assert!(
+        err.contains("version.json: larger than the 16777216-byte limit"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -123,7 +159,10 @@ fn ref_that_is_not_a_version_id() {
         let mut l = base();
         l.put("refs/heads/main", content);
         let err = ls_remote_fails(&l);
-        assert!(err.contains("ref refs/heads/main: it holds"), "{content:?}: {err}");
+        assert!(
+            err.contains("ref refs/heads/main: it holds"),
+            "{content:?}: {err}"
+        );
         assert!(err.contains("which is not a version ID"), "{err}");
     }
 }
@@ -138,8 +177,14 @@ fn ref_names_git_cannot_hold_are_ignored_with_a_warning() {
     let err = String::from_utf8_lossy(&out.stderr);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{err}");
-    assert!(err.contains("warning: lake") && err.contains("ignoring refs/heads/bad..name"), "{err}");
-    assert!(stdout.contains("refs/heads/ok") && !stdout.contains("bad..name"), "{stdout}");
+    assert!(
+        err.contains("warning: lake") && err.contains("ignoring refs/heads/bad..name"),
+        "{err}"
+    );
+    assert!(
+        stdout.contains("refs/heads/ok") && !stdout.contains("bad..name"),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -151,7 +196,10 @@ fn head_pointing_at_nothing() {
     let out = t.git(".", &["clone", &url, "work"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
-    assert!(err.contains("HEAD names refs/heads/gone, which does not exist"), "{err}");
+    assert!(
+        err.contains("HEAD names refs/heads/gone, which does not exist"),
+        "{err}"
+    );
     assert_eq!(t.ok("work", &["rev-list", "--count", "origin/main"]), "3\n");
 }
 
@@ -173,7 +221,13 @@ fn symlinks_out_of_the_root_are_not_followed() {
     std::fs::remove_file(&record).unwrap();
     std::os::unix::fs::symlink(t.path("secret"), &record).unwrap();
     let err = t.fails(".", &["ls-remote", &url]);
-    assert!(err.contains(&format!("versions/{}/version.json: leads outside the lake's root", vid(2))), "{err}");
+    assert!(
+        err.contains(&format!(
+            "versions/{}/version.json: leads outside the lake's root",
+            vid(2)
+        )),
+        "{err}"
+    );
 }
 
 #[test]
@@ -189,7 +243,13 @@ fn a_failed_fetch_updates_no_ref() {
     l.branch("main", 5).tag("v9", 3);
     l.write_dir(&t.path("lake"));
     let err = t.fails("work", &["fetch", "origin"]);
-    assert!(err.contains(&format!("version {}: version.json is not a JSON object", vid(4))), "{err}");
+    assert!(
+        err.contains(&format!(
+            "version {}: version.json is not a JSON object",
+            vid(4)
+        )),
+        "{err}"
+    );
     assert_eq!(t.ok("work", &["for-each-ref"]), before);
 }
 
@@ -214,7 +274,11 @@ fn refs_json_names_that_try_to_escape_are_ignored() {
     let mut l = base();
     l.put(
         "refs.json",
-        format!(r#"{{"refs/heads/../../x": "{}", "refs/heads/main": "{}"}}"#, vid(1), vid(3)),
+        format!(
+            r#"{{"refs/heads/../../x": "{}", "refs/heads/main": "{}"}}"#,
+            vid(1),
+            vid(3)
+        ),
     );
     t.local_lake("lake", &l);
     let server = serve(&t.path("lake"));
@@ -238,19 +302,38 @@ fn a_server_that_never_answers_does_not_hang_the_helper() {
     });
     let t = TestEnv::new();
     t.ok(".", &["init", "-q", "work"]);
-    t.ok("work", &["remote", "add", "stuck", &format!("fdl::http://127.0.0.1:{port}/lake/")]);
-    t.ok("work", &["config", "--add", "remote.stuck.fdlOption", "timeout=1s"]);
+    t.ok(
+        "work",
+        &[
+            "remote",
+            "add",
+            "stuck",
+            &format!("fdl::http://127.0.0.1:{port}/lake/"),
+        ],
+    );
+    t.ok(
+        "work",
+        &["config", "--add", "remote.stuck.fdlOption", "timeout=1s"],
+    );
     let start = Instant::now();
     let err = t.fails("work", &["fetch", "stuck"]);
-    assert!(start.elapsed() < Duration::from_secs(60), "took {:?}", start.elapsed());
-    assert!(err.contains("fatal: lake 'http://127.0.0.1:") && err.contains("fdl.json"), "{err}");
+    assert!(
+        start.elapsed() < Duration::from_secs(60),
+        "took {:?}",
+        start.elapsed()
+    );
+    assert!(
+        err.contains("fatal: lake 'http://127.0.0.1:") && err.contains("fdl.json"),
+        "{err}"
+    );
 }
 
 #[test]
 fn unknown_files_and_version_folders_are_ignored() {
     let t = TestEnv::new();
     let mut l = base();
-    l.put("README.md", "hello").put("versions/not-a-uuid/version.json", "{}");
+    l.put("README.md", "hello")
+        .put("versions/not-a-uuid/version.json", "{}");
     l.put(&format!("versions/{}/files.json", vid(3)), "{}");
     // An incomplete version (no version.json yet) that nothing names.
     l.put(&format!("versions/{}/ducklake.duckdb", vid(9)), "partial");

@@ -33,7 +33,10 @@ fn golden_lake_maps_to_pinned_commits() {
     assert_eq!(t.ok(".", &["ls-remote", &url]), expected_ls_remote());
     // Through plain HTTP and refs.json: the same commits.
     let server = serve(&golden());
-    assert_eq!(t.ok(".", &["ls-remote", &format!("fdl::{}", server.url)]), expected_ls_remote());
+    assert_eq!(
+        t.ok(".", &["ls-remote", &format!("fdl::{}", server.url)]),
+        expected_ls_remote()
+    );
 }
 
 #[test]
@@ -43,43 +46,86 @@ fn golden_commits_rebuilt_with_git_plumbing_from_the_documented_rules() {
     let lake = golden();
     let blob = |rel: &str| -> String {
         let path = lake.join(rel);
-        t.ok("plumb.git", &["hash-object", "-w", path.to_str().unwrap()]).trim().to_string()
+        t.ok("plumb.git", &["hash-object", "-w", path.to_str().unwrap()])
+            .trim()
+            .to_string()
     };
     let tree = |entries: &[(&str, String)]| -> String {
-        let spec: String = entries.iter().map(|(n, id)| format!("100644 blob {id}\t{n}\n")).collect();
+        let spec: String = entries
+            .iter()
+            .map(|(n, id)| format!("100644 blob {id}\t{n}\n"))
+            .collect();
         pipe(&t, &["mktree"], spec.as_bytes())
     };
     // docs/mapping.md, step by step: identity, time, message with trailer, parents in order.
-    let commit = |tree: &str, parents: &[&str], name: &str, email: &str, secs: u64, message: &str| -> String {
+    let commit = |tree: &str,
+                  parents: &[&str],
+                  name: &str,
+                  email: &str,
+                  secs: u64,
+                  message: &str|
+     -> String {
         let mut body = format!("tree {tree}\n");
         for p in parents {
             body.push_str(&format!("parent {p}\n"));
         }
         body.push_str(&format!("author {name} <{email}> {secs} +0000\ncommitter {name} <{email}> {secs} +0000\n\n{message}"));
-        pipe(&t, &["hash-object", "-t", "commit", "-w", "--stdin"], body.as_bytes())
+        pipe(
+            &t,
+            &["hash-object", "-t", "commit", "-w", "--stdin"],
+            body.as_bytes(),
+        )
     };
     let ta = tree(&[("version.json", blob(&format!("versions/{A}/version.json")))]);
-    let a = commit(&ta, &[], "Ada Lovelace", "ada@example.org", 1722074400, &format!("Initial load\n\nFDL-Version: {A}\n"));
+    let a = commit(
+        &ta,
+        &[],
+        "Ada Lovelace",
+        "ada@example.org",
+        1722074400,
+        &format!("Initial load\n\nFDL-Version: {A}\n"),
+    );
     assert_eq!(a, COMMIT_A);
     let tb = tree(&[
         ("dataset.json", blob(&format!("versions/{B}/dataset.json"))),
         ("version.json", blob(&format!("versions/{B}/version.json"))),
     ]);
     // 2024-07-28T12:30:45.999+02:00 is 10:30:45 UTC, fraction dropped.
-    let b = commit(&tb, &[&a], "Zoë Çelik", "zoe@example.org", 1722162645, &format!("Ventes: ajout 2026\n\nDétails\n\nFDL-Version: {B}\n"));
+    let b = commit(
+        &tb,
+        &[&a],
+        "Zoë Çelik",
+        "zoe@example.org",
+        1722162645,
+        &format!("Ventes: ajout 2026\n\nDétails\n\nFDL-Version: {B}\n"),
+    );
     let tc = tree(&[
         ("dataset.json", blob(&format!("versions/{C}/dataset.json"))),
         ("version.json", blob(&format!("versions/{C}/version.json"))),
     ]);
     // No time and not a UUIDv7: time 0. Empty message: "Version <id>".
-    let c = commit(&tc, &[&a], "李雷", "", 0, &format!("Version {C}\n\nFDL-Version: {C}\n"));
+    let c = commit(
+        &tc,
+        &[&a],
+        "李雷",
+        "",
+        0,
+        &format!("Version {C}\n\nFDL-Version: {C}\n"),
+    );
     assert_eq!(c, COMMIT_C);
     let td = tree(&[
         ("dataset.json", blob(&format!("versions/{D}/dataset.json"))),
         ("version.json", blob(&format!("versions/{D}/version.json"))),
     ]);
     // No author: "unknown <>". No time field: the UUIDv7's milliseconds, 0x0190f3a29000 ms.
-    let d = commit(&td, &[&b, &c], "unknown", "", 0x0190f3a29000 / 1000, &format!("Merge C into B\n\nFDL-Version: {D}\n"));
+    let d = commit(
+        &td,
+        &[&b, &c],
+        "unknown",
+        "",
+        0x0190f3a29000 / 1000,
+        &format!("Merge C into B\n\nFDL-Version: {D}\n"),
+    );
     assert_eq!(d, COMMIT_D);
 
     // And a clone holds exactly these objects, byte for byte.
@@ -90,7 +136,10 @@ fn golden_commits_rebuilt_with_git_plumbing_from_the_documented_rules() {
         let ours = t.ok("clone.git", &["cat-file", "commit", id]);
         assert_eq!(theirs, ours);
     }
-    assert_eq!(t.ok("clone.git", &["ls-tree", "--name-only", "main"]), "dataset.json\nversion.json\n");
+    assert_eq!(
+        t.ok("clone.git", &["ls-tree", "--name-only", "main"]),
+        "dataset.json\nversion.json\n"
+    );
 }
 
 #[test]

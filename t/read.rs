@@ -22,18 +22,36 @@ fn ls_remote_lists_branches_tags_and_head() {
     let out = t.ok(".", &["ls-remote", &url]);
     let refs = parse_ls_remote(&out);
     let names: Vec<&str> = refs.iter().map(|(_, n)| n.as_str()).collect();
-    assert_eq!(names, ["HEAD", "refs/heads/main", "refs/heads/team/etl", "refs/tags/v1"], "{out}");
+    assert_eq!(
+        names,
+        [
+            "HEAD",
+            "refs/heads/main",
+            "refs/heads/team/etl",
+            "refs/tags/v1"
+        ],
+        "{out}"
+    );
     assert_eq!(refs[0].0, refs[1].0, "HEAD has main's commit");
     assert!(refs.iter().all(|(oid, _)| oid.len() == 40));
-    assert!(!out.contains("requests"), "refs/requests are the host's own: {out}");
+    assert!(
+        !out.contains("requests"),
+        "refs/requests are the host's own: {out}"
+    );
 
     let symref = t.ok(".", &["ls-remote", "--symref", &url, "HEAD"]);
-    assert!(symref.starts_with("ref: refs/heads/main\tHEAD\n"), "{symref}");
+    assert!(
+        symref.starts_with("ref: refs/heads/main\tHEAD\n"),
+        "{symref}"
+    );
 
     let heads = t.ok(".", &["ls-remote", "--heads", &url]);
     assert_eq!(parse_ls_remote(&heads).len(), 2, "{heads}");
     let tags = t.ok(".", &["ls-remote", "--tags", &url]);
-    assert_eq!(parse_ls_remote(&tags), vec![(refs[3].0.clone(), "refs/tags/v1".to_string())]);
+    assert_eq!(
+        parse_ls_remote(&tags),
+        vec![(refs[3].0.clone(), "refs/tags/v1".to_string())]
+    );
 }
 
 #[test]
@@ -41,17 +59,28 @@ fn clone_checks_out_main_with_history() {
     let t = TestEnv::new();
     let url = t.local_lake("lake", &small_lake());
     t.ok(".", &["clone", "-q", &url, "work"]);
-    assert_eq!(t.ok("work", &["rev-parse", "--abbrev-ref", "HEAD"]), "main\n");
+    assert_eq!(
+        t.ok("work", &["rev-parse", "--abbrev-ref", "HEAD"]),
+        "main\n"
+    );
     assert_eq!(t.ok("work", &["rev-list", "--count", "HEAD"]), "3\n");
-    assert_eq!(t.ok("work", &["log", "-1", "--format=%s%n%b"]), format!("Load batch 3\nFDL-Version: {}\n\n", vid(3)));
+    assert_eq!(
+        t.ok("work", &["log", "-1", "--format=%s%n%b"]),
+        format!("Load batch 3\nFDL-Version: {}\n\n", vid(3))
+    );
     let files = t.ok("work", &["ls-tree", "--name-only", "HEAD"]);
     assert_eq!(files, "dataset.json\nversion.json\n");
-    assert!(t.ok("work", &["show", "HEAD:dataset.json"]).contains("\"rows\": 30"));
+    assert!(t
+        .ok("work", &["show", "HEAD:dataset.json"])
+        .contains("\"rows\": 30"));
     let branches = t.ok("work", &["branch", "-r"]);
     assert!(branches.contains("origin/team/etl"), "{branches}");
     assert_eq!(t.ok("work", &["tag"]), "v1\n");
     t.ok("work", &["fsck", "--strict"]);
-    let diff = t.ok("work", &["diff", "--stat", "v1", "main", "--", "dataset.json"]);
+    let diff = t.ok(
+        "work",
+        &["diff", "--stat", "v1", "main", "--", "dataset.json"],
+    );
     assert!(diff.contains("dataset.json"), "{diff}");
     // Objects arrive as a pack, not loose files.
     let count = t.ok("work", &["count-objects", "-v"]);
@@ -64,7 +93,10 @@ fn clone_bare() {
     let url = t.local_lake("lake", &small_lake());
     t.ok(".", &["clone", "-q", "--bare", &url, "bare.git"]);
     assert_eq!(t.ok("bare.git", &["rev-list", "--count", "main"]), "3\n");
-    assert_eq!(t.ok("bare.git", &["symbolic-ref", "HEAD"]), "refs/heads/main\n");
+    assert_eq!(
+        t.ok("bare.git", &["symbolic-ref", "HEAD"]),
+        "refs/heads/main\n"
+    );
 }
 
 #[test]
@@ -82,9 +114,16 @@ fn fetch_brings_new_versions_and_prune_removes_deleted_branches() {
     lake.write_dir(&t.path("lake"));
 
     let out = t.git("work", &["fetch", "--prune", "origin"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("[deleted]") && err.contains("origin/team/etl"), "{err}");
+    assert!(
+        err.contains("[deleted]") && err.contains("origin/team/etl"),
+        "{err}"
+    );
     assert_eq!(t.ok("work", &["rev-list", "--count", "origin/main"]), "6\n");
     assert_eq!(t.ok("work", &["rev-parse", "origin/main~3"]), before);
     assert!(t.ok("work", &["tag"]).contains("v2"));
@@ -117,20 +156,55 @@ fn merge_versions_become_merge_commits() {
 fn non_ascii_authors_and_messages_and_author_forms() {
     let t = TestEnv::new();
     let mut l = LakeBuilder::new();
-    l.version_by(1, &[], "Données chargées: ventes 2026 ✓\r\n\r\n\r\nDétails  \n", json!("Zoë Çelik <zoe@example.org>"));
-    l.version_by(2, &[1], "", json!({"name": "Jürgen", "email": "j@example.org", "extra": 1}));
+    l.version_by(
+        1,
+        &[],
+        "Données chargées: ventes 2026 ✓\r\n\r\n\r\nDétails  \n",
+        json!("Zoë Çelik <zoe@example.org>"),
+    );
+    l.version_by(
+        2,
+        &[1],
+        "",
+        json!({"name": "Jürgen", "email": "j@example.org", "extra": 1}),
+    );
     l.version_by(3, &[2], "plain", json!("李雷"));
     l.branch("main", 3);
     let url = t.local_lake("lake", &l);
     t.ok(".", &["clone", "-q", &url, "work"]);
-    let log = t.ok("work", &["log", "--format=%an|%ae|%s|%ad", "--date=iso-strict"]);
+    let log = t.ok(
+        "work",
+        &["log", "--format=%an|%ae|%s|%ad", "--date=iso-strict"],
+    );
     let lines: Vec<&str> = log.lines().collect();
     assert_eq!(lines[0], "李雷||plain|2026-01-01T00:00:03Z");
-    assert_eq!(lines[1], format!("Jürgen|j@example.org|Version {}|2026-01-01T00:00:02Z", vid(2)));
-    assert_eq!(lines[2], "Zoë Çelik|zoe@example.org|Données chargées: ventes 2026 ✓|2026-01-01T00:00:01Z");
+    assert_eq!(
+        lines[1],
+        format!(
+            "Jürgen|j@example.org|Version {}|2026-01-01T00:00:02Z",
+            vid(2)
+        )
+    );
+    assert_eq!(
+        lines[2],
+        "Zoë Çelik|zoe@example.org|Données chargées: ventes 2026 ✓|2026-01-01T00:00:01Z"
+    );
     let body = t.ok("work", &["log", "-1", "--format=%B", "HEAD~2"]);
-    assert_eq!(body, format!("Données chargées: ventes 2026 ✓\n\nDétails\n\nFDL-Version: {}\n\n", vid(1)));
-    let trailer = t.ok("work", &["log", "-1", "--format=%(trailers:key=FDL-Version,valueonly)"]);
+    assert_eq!(
+        body,
+        format!(
+            "Données chargées: ventes 2026 ✓\n\nDétails\n\nFDL-Version: {}\n\n",
+            vid(1)
+        )
+    );
+    let trailer = t.ok(
+        "work",
+        &[
+            "log",
+            "-1",
+            "--format=%(trailers:key=FDL-Version,valueonly)",
+        ],
+    );
     assert_eq!(trailer.trim(), vid(3));
 }
 
@@ -140,14 +214,26 @@ fn two_clones_in_different_places_agree() {
     let url = t.local_lake("lake", &small_lake());
     t.ok(".", &["clone", "-q", &url, "one"]);
     std::fs::create_dir_all(t.path("elsewhere/deeper")).unwrap();
-    t.ok("elsewhere/deeper", &["clone", "-q", "--bare", &url, "two.git"]);
-    let a = t.ok("one", &["rev-parse", "origin/main", "origin/team/etl", "v1"]);
-    let b = t.ok("elsewhere/deeper/two.git", &["rev-parse", "main", "team/etl", "v1"]);
+    t.ok(
+        "elsewhere/deeper",
+        &["clone", "-q", "--bare", &url, "two.git"],
+    );
+    let a = t.ok(
+        "one",
+        &["rev-parse", "origin/main", "origin/team/etl", "v1"],
+    );
+    let b = t.ok(
+        "elsewhere/deeper/two.git",
+        &["rev-parse", "main", "team/etl", "v1"],
+    );
     assert_eq!(a, b);
     // The same lake copied to another folder (a mirror) maps to the same commits.
     let mirror = t.local_lake("mirror", &small_lake());
     let c = parse_ls_remote(&t.ok(".", &["ls-remote", &mirror, "refs/heads/main"]));
-    assert_eq!(format!("{}\n", c[0].0), a.lines().next().unwrap().to_string() + "\n");
+    assert_eq!(
+        format!("{}\n", c[0].0),
+        a.lines().next().unwrap().to_string() + "\n"
+    );
 }
 
 #[test]
@@ -155,7 +241,13 @@ fn relative_and_file_urls() {
     let t = TestEnv::new();
     t.local_lake("lake", &small_lake());
     let rel = t.ok(".", &["ls-remote", "fdl::lake"]);
-    let file = t.ok(".", &["ls-remote", &format!("fdl::file://{}", t.path("lake").display())]);
+    let file = t.ok(
+        ".",
+        &[
+            "ls-remote",
+            &format!("fdl::file://{}", t.path("lake").display()),
+        ],
+    );
     assert_eq!(rel, file);
     t.ok(".", &["clone", "-q", "fdl::lake", "work"]);
     assert_eq!(t.ok("work", &["rev-list", "--count", "HEAD"]), "3\n");
@@ -176,8 +268,11 @@ fn deleting_the_cache_changes_nothing_and_warm_listing_reads_no_versions() {
     let out = traced.output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(String::from_utf8_lossy(&out.stdout), cold);
-    assert!(!err.contains("version.json"), "a warm ls-remote reads no version: {err}");
-    assert!(err.contains("fdl: <- list"), "the exchange is traced: {err}");
+    assert!(
+        !err.contains("version.json"),
+        "a warm ls-remote reads no version: {err}"
+    );
+    assert!(err.contains("] <- list"), "the exchange is traced: {err}");
 
     std::fs::remove_dir_all(t.path("work/.git/fdl")).unwrap();
     assert_eq!(t.ok("work", &["ls-remote", "origin"]), cold);
@@ -198,7 +293,15 @@ fn fetch_after_gc_pruned_objects_rebuilds_them() {
     t.ok("work.git", &["symbolic-ref", "HEAD", "refs/heads/none"]);
     t.ok("work.git", &["reflog", "expire", "--expire=now", "--all"]);
     t.ok("work.git", &["gc", "-q", "--prune=now"]);
-    assert!(t.git("work.git", &["cat-file", "-e", &format!("{}^{{commit}}", "HEAD")]).status.code() != Some(0));
+    assert!(
+        t.git(
+            "work.git",
+            &["cat-file", "-e", &format!("{}^{{commit}}", "HEAD")]
+        )
+        .status
+        .code()
+            != Some(0)
+    );
     t.ok("work.git", &["fetch", "-q", "origin", "main:main"]);
     assert_eq!(t.ok("work.git", &["rev-list", "--count", "main"]), "5\n");
     t.ok("work.git", &["fsck", "--strict"]);
@@ -211,7 +314,10 @@ fn progress_is_shown_when_asked_and_silent_otherwise() {
     let out = t.git(".", &["clone", "--progress", &url, "a"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("Reading versions: 100% (3/3), done."), "{err}");
-    assert!(err.contains("Fetched 3 versions (12 objects) from lake"), "{err}");
+    assert!(
+        err.contains("Fetched 3 versions (12 objects) from lake"),
+        "{err}"
+    );
     let out = t.git(".", &["clone", "-q", &url, "b"]);
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
 }

@@ -46,17 +46,30 @@ fn s3_ls_remote_clone_fetch() {
     l.write_s3(moto(), "read-path", "lakes/sales/");
     t.ok("work", &["fetch", "-q"]);
     assert_eq!(t.ok("work", &["rev-list", "--count", "origin/main"]), "6\n");
-    assert_eq!(t.ok("work", &["log", "-1", "--format=%s", "origin/main"]), "Load batch 7\n");
+    assert_eq!(
+        t.ok("work", &["log", "-1", "--format=%s", "origin/main"]),
+        "Load batch 7\n"
+    );
 }
 
 #[test]
 fn s3_errors_name_the_lake_and_never_show_secrets() {
     let t = s3_env("no-lake-here");
     let err = t.fails(".", &["ls-remote", "fdl::s3://no-lake-here/nothing/"]);
-    assert!(err.contains("fatal: 's3://no-lake-here/nothing/' is not an FDL lake"), "{err}");
-    let err = t.fails(".", &["ls-remote", "fdl::s3://bucket-that-does-not-exist/x/"]);
+    assert!(
+        err.contains("fatal: 's3://no-lake-here/nothing/' is not an FDL lake"),
+        "{err}"
+    );
+    let err = t.fails(
+        ".",
+        &["ls-remote", "fdl::s3://bucket-that-does-not-exist/x/"],
+    );
     assert!(err.starts_with("fatal: "), "{err}");
-    assert!(err.contains("s3://bucket-that-does-not-exist/x/") || err.contains("bucket-that-does-not-exist"), "{err}");
+    assert!(
+        err.contains("s3://bucket-that-does-not-exist/x/")
+            || err.contains("bucket-that-does-not-exist"),
+        "{err}"
+    );
     assert!(!err.contains("testing-secret-never-shown"), "{err}");
 }
 
@@ -68,17 +81,32 @@ fn s3_config_from_git_config_per_remote() {
     l.write_s3(m, "configured", "lake/");
     // Only credentials in the environment; endpoint and HTTP permission come from git config.
     let mut t = TestEnv::new();
-    t.set("AWS_ACCESS_KEY_ID", "testing").set("AWS_SECRET_ACCESS_KEY", "x");
+    t.set("AWS_ACCESS_KEY_ID", "testing")
+        .set("AWS_SECRET_ACCESS_KEY", "x");
     t.ok(".", &["init", "-q", "work"]);
-    t.ok("work", &["remote", "add", "lake", "fdl::s3://configured/lake/"]);
+    t.ok(
+        "work",
+        &["remote", "add", "lake", "fdl::s3://configured/lake/"],
+    );
     t.ok("work", &["config", "remote.lake.fdlEndpoint", &m.endpoint]);
     t.ok("work", &["config", "remote.lake.fdlRegion", "us-east-1"]);
     t.ok("work", &["config", "remote.lake.fdlAllowHttp", "true"]);
     t.ok("work", &["fetch", "-q", "lake"]);
     assert_eq!(t.ok("work", &["rev-list", "--count", "lake/main"]), "4\n");
-    t.ok("work", &["config", "--add", "remote.lake.fdlOption", "no_such_option=1"]);
+    t.ok(
+        "work",
+        &[
+            "config",
+            "--add",
+            "remote.lake.fdlOption",
+            "no_such_option=1",
+        ],
+    );
     let err = t.fails("work", &["fetch", "lake"]);
-    assert!(err.contains("unknown store option 'no_such_option'"), "{err}");
+    assert!(
+        err.contains("unknown store option 'no_such_option'"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -93,7 +121,18 @@ fn http_reads_through_refs_json() {
     assert_eq!(via_http, via_dir);
     t.ok(".", &["clone", "-q", &url, "work"]);
     assert_eq!(t.ok("work", &["rev-list", "--count", "--all"]), "5\n");
-    assert_eq!(t.ok("work", &["log", "-1", "--format=%(trailers:key=FDL-Version,valueonly)"]).trim(), vid(4));
+    assert_eq!(
+        t.ok(
+            "work",
+            &[
+                "log",
+                "-1",
+                "--format=%(trailers:key=FDL-Version,valueonly)"
+            ]
+        )
+        .trim(),
+        vid(4)
+    );
 }
 
 #[test]
@@ -105,6 +144,9 @@ fn http_without_refs_json_shows_no_refs_and_says_why() {
     let server = serve(&t.path("lake"));
     let out = t.git(".", &["ls-remote", &format!("fdl::{}", server.url)]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("has no refs.json, and this store cannot list refs/"), "{err}");
+    assert!(
+        err.contains("has no refs.json, and this store cannot list refs/"),
+        "{err}"
+    );
     assert_eq!(String::from_utf8_lossy(&out.stdout), "");
 }

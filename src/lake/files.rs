@@ -31,7 +31,12 @@ impl FdlConfig {
             .split('.')
             .next()
             .and_then(|m| m.parse().ok())
-            .ok_or_else(|| format!("fdl.json's version '{}' is not a version number", printable(&fdl)))?;
+            .ok_or_else(|| {
+                format!(
+                    "fdl.json's version '{}' is not a version number",
+                    printable(&fdl)
+                )
+            })?;
         if !KNOWN_MAJOR.contains(&major) {
             return Err(format!(
                 "fdl.json says FDL {}, whose major version {major} this helper does not know",
@@ -42,7 +47,12 @@ impl FdlConfig {
         let signers = obj
             .get("signers")
             .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
             .unwrap_or_default();
         Ok(FdlConfig { fdl, id, signers })
     }
@@ -55,9 +65,17 @@ pub fn parse_head(raw: &[u8]) -> Result<String, String> {
         .trim()
         .strip_prefix("ref:")
         .map(str::trim)
-        .ok_or_else(|| format!("HEAD holds '{}', not 'ref: refs/heads/<name>'", printable(text.trim())))?;
+        .ok_or_else(|| {
+            format!(
+                "HEAD holds '{}', not 'ref: refs/heads/<name>'",
+                printable(text.trim())
+            )
+        })?;
     if !target.starts_with("refs/heads/") || check_ref_name(target).is_err() {
-        return Err(format!("HEAD names '{}', which is not a branch", printable(target)));
+        return Err(format!(
+            "HEAD names '{}', which is not a branch",
+            printable(target)
+        ));
     }
     Ok(target.to_string())
 }
@@ -66,7 +84,10 @@ pub fn parse_head(raw: &[u8]) -> Result<String, String> {
 pub fn parse_ref_value(raw: &[u8]) -> Result<VersionId, String> {
     let text = std::str::from_utf8(raw).map_err(|_| "its content is not UTF-8 text".to_string())?;
     VersionId::parse(text.trim()).map_err(|_| {
-        format!("it holds '{}', which is not a version ID", printable(text.trim()))
+        format!(
+            "it holds '{}', which is not a version ID",
+            printable(text.trim())
+        )
     })
 }
 
@@ -105,7 +126,11 @@ pub fn parse_refs_json(raw: &[u8]) -> Result<Vec<(String, String)>, String> {
     Ok(out)
 }
 
-fn collect_map(map: &Map<String, Value>, prefix: &str, out: &mut Vec<(String, String)>) -> Result<(), String> {
+fn collect_map(
+    map: &Map<String, Value>,
+    prefix: &str,
+    out: &mut Vec<(String, String)>,
+) -> Result<(), String> {
     for (name, v) in map {
         let full = format!("{prefix}{name}");
         if !full.starts_with("refs/") {
@@ -119,7 +144,10 @@ fn collect_map(map: &Map<String, Value>, prefix: &str, out: &mut Vec<(String, St
 fn value_version(v: &Value, name: &str) -> Result<String, String> {
     let s = match v {
         Value::String(s) => Some(s.as_str()),
-        Value::Object(o) => o.get("version").or_else(|| o.get("id")).and_then(Value::as_str),
+        Value::Object(o) => o
+            .get("version")
+            .or_else(|| o.get("id"))
+            .and_then(Value::as_str),
         _ => None,
     };
     s.map(str::to_string)
@@ -135,7 +163,8 @@ pub fn render_refs_json(refs: &[(String, VersionId)]) -> Vec<u8> {
     for (name, id) in sorted {
         map.insert(name.clone(), Value::String(id.to_string()));
     }
-    let mut out = serde_json::to_vec_pretty(&Value::Object(map)).expect("a map of strings serialises");
+    let mut out =
+        serde_json::to_vec_pretty(&Value::Object(map)).expect("a map of strings serialises");
     out.push(b'\n');
     out
 }
@@ -146,16 +175,27 @@ mod tests {
 
     #[test]
     fn fdl_versions() {
-        assert_eq!(FdlConfig::parse(br#"{"fdl":"0.1","x":1}"#).unwrap().fdl, "0.1");
-        assert!(FdlConfig::parse(br#"{"fdl":"1.0"}"#).unwrap_err().contains("major version 1"));
+        assert_eq!(
+            FdlConfig::parse(br#"{"fdl":"0.1","x":1}"#).unwrap().fdl,
+            "0.1"
+        );
+        assert!(FdlConfig::parse(br#"{"fdl":"1.0"}"#)
+            .unwrap_err()
+            .contains("major version 1"));
         assert!(FdlConfig::parse(br#"{"id":"x"}"#).is_err());
         assert!(FdlConfig::parse(b"nope").is_err());
     }
 
     #[test]
     fn head_and_refs() {
-        assert_eq!(parse_head(b"ref: refs/heads/main\n").unwrap(), "refs/heads/main");
-        assert_eq!(parse_head(b"  ref:refs/heads/a/b  ").unwrap(), "refs/heads/a/b");
+        assert_eq!(
+            parse_head(b"ref: refs/heads/main\n").unwrap(),
+            "refs/heads/main"
+        );
+        assert_eq!(
+            parse_head(b"  ref:refs/heads/a/b  ").unwrap(),
+            "refs/heads/a/b"
+        );
         assert!(parse_head(b"0190f3a2-7b4c-7d2e-8f10-123456789abc").is_err());
         assert!(parse_head(b"ref: refs/heads/../../x").is_err());
         assert!(parse_ref_value(b" 0190f3a2-7b4c-7d2e-8f10-123456789abc \n").is_ok());
@@ -165,14 +205,20 @@ mod tests {
     #[test]
     fn refs_json_shapes() {
         let id = "0190f3a2-7b4c-7d2e-8f10-123456789abc";
-        let flat = format!(r#"{{"refs/heads/main":"{id}","refs/tags/v1":{{"version":"{id}"}},"HEAD":"ref: refs/heads/main"}}"#);
+        let flat = format!(
+            r#"{{"refs/heads/main":"{id}","refs/tags/v1":{{"version":"{id}"}},"HEAD":"ref: refs/heads/main"}}"#
+        );
         assert_eq!(parse_refs_json(flat.as_bytes()).unwrap().len(), 2);
         let nested = format!(r#"{{"heads":{{"main":"{id}"}},"tags":{{"v1":"{id}"}}}}"#);
         let got = parse_refs_json(nested.as_bytes()).unwrap();
         assert!(got.contains(&("refs/tags/v1".to_string(), id.to_string())));
         let list = format!(r#"{{"refs":[{{"name":"refs/heads/main","id":"{id}"}}]}}"#);
-        assert_eq!(parse_refs_json(list.as_bytes()).unwrap()[0].0, "refs/heads/main");
-        let rendered = render_refs_json(&[("refs/heads/main".into(), VersionId::parse(id).unwrap())]);
+        assert_eq!(
+            parse_refs_json(list.as_bytes()).unwrap()[0].0,
+            "refs/heads/main"
+        );
+        let rendered =
+            render_refs_json(&[("refs/heads/main".into(), VersionId::parse(id).unwrap())]);
         assert_eq!(parse_refs_json(&rendered).unwrap()[0].1, id);
     }
 }

@@ -5,7 +5,7 @@ pub mod files;
 pub mod names;
 pub mod record;
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
@@ -34,13 +34,25 @@ pub enum LakeError {
     #[error("lake '{lake}': {source}")]
     Store { lake: String, source: StoreError },
     #[error("lake '{lake}': ref {name}: {why}")]
-    BadRef { lake: String, name: String, why: String },
+    BadRef {
+        lake: String,
+        name: String,
+        why: String,
+    },
     #[error("lake '{lake}': {why}")]
     BadHead { lake: String, why: String },
     #[error("lake '{lake}': version {version}: {why}")]
-    BadVersion { lake: String, version: VersionId, why: String },
+    BadVersion {
+        lake: String,
+        version: VersionId,
+        why: String,
+    },
     #[error("lake '{lake}': version {version}, named by {by}, does not exist (no versions/{version}/version.json)")]
-    MissingVersion { lake: String, version: VersionId, by: String },
+    MissingVersion {
+        lake: String,
+        version: VersionId,
+        by: String,
+    },
     #[error("lake '{lake}': the parents of version {version} lead back to itself (a cycle)")]
     Cycle { lake: String, version: VersionId },
 }
@@ -49,14 +61,18 @@ impl LakeError {
     /// What the user can do about it, Git-style (`hint:` lines).
     pub fn hint(&self) -> Option<&'static str> {
         match self {
-            LakeError::NotALake { .. } => {
-                Some("check the address: it must name the folder that holds fdl.json, HEAD and refs/")
+            LakeError::NotALake { .. } => Some(
+                "check the address: it must name the folder that holds fdl.json, HEAD and refs/",
+            ),
+            LakeError::Config { .. } => {
+                Some("upgrade git-remote-fdl, or ask the lake's owner which FDL version it uses")
             }
-            LakeError::Config { .. } => Some("upgrade git-remote-fdl, or ask the lake's owner which FDL version it uses"),
             LakeError::BadRef { .. } | LakeError::BadHead { .. } => {
                 Some("a writer left this file broken; fix or remove it in the lake")
             }
-            LakeError::MissingVersion { .. } | LakeError::BadVersion { .. } | LakeError::Cycle { .. } => {
+            LakeError::MissingVersion { .. }
+            | LakeError::BadVersion { .. }
+            | LakeError::Cycle { .. } => {
                 Some("the lake's history is damaged here; ask its owner to repair it")
             }
             LakeError::Store { .. } => None,
@@ -71,12 +87,12 @@ pub struct VersionData {
     pub dataset: Option<Bytes>,
 }
 
-/// An opened lake.
-#[derive(Debug)]
+/// An opened lake; clones share the store and the warnings.
+#[derive(Debug, Clone)]
 pub struct Lake {
     pub store: Store,
     pub config: FdlConfig,
-    warnings: Mutex<Vec<String>>,
+    warnings: Arc<Mutex<Vec<String>>>,
 }
 
 impl Lake {
@@ -86,13 +102,16 @@ impl Lake {
         let raw = store
             .get("fdl.json", SMALL_FILE_LIMIT)
             .await
-            .map_err(|source| LakeError::Store { lake: lake.clone(), source })?
+            .map_err(|source| LakeError::Store {
+                lake: lake.clone(),
+                source,
+            })?
             .ok_or_else(|| LakeError::NotALake { lake: lake.clone() })?;
         let config = FdlConfig::parse(&raw).map_err(|why| LakeError::Config { lake, why })?;
         Ok(Lake {
             store,
             config,
-            warnings: Mutex::new(Vec::new()),
+            warnings: Default::default(),
         })
     }
 
@@ -101,7 +120,10 @@ impl Lake {
     }
 
     fn store_err(&self, source: StoreError) -> LakeError {
-        LakeError::Store { lake: self.name(), source }
+        LakeError::Store {
+            lake: self.name(),
+            source,
+        }
     }
 
     fn warn(&self, msg: String) {
@@ -115,9 +137,17 @@ impl Lake {
 
     /// The branch `HEAD` names. A lake without `HEAD` is read as if it said `refs/heads/main`.
     pub async fn head(&self) -> Result<String, LakeError> {
-        match self.store.get("HEAD", SMALL_FILE_LIMIT).await.map_err(|e| self.store_err(e))? {
+        match self
+            .store
+            .get("HEAD", SMALL_FILE_LIMIT)
+            .await
+            .map_err(|e| self.store_err(e))?
+        {
             None => Ok("refs/heads/main".to_string()),
-            Some(raw) => files::parse_head(&raw).map_err(|why| LakeError::BadHead { lake: self.name(), why }),
+            Some(raw) => files::parse_head(&raw).map_err(|why| LakeError::BadHead {
+                lake: self.name(),
+                why,
+            }),
         }
     }
 
@@ -134,7 +164,11 @@ impl Lake {
     }
 
     async fn refs_from_files(&self) -> Result<Vec<(String, VersionId)>, LakeError> {
-        let files = self.store.list("refs/").await.map_err(|e| self.store_err(e))?;
+        let files = self
+            .store
+            .list("refs/")
+            .await
+            .map_err(|e| self.store_err(e))?;
         let mut names = Vec::new();
         for f in files {
             if !(f.starts_with("refs/heads/") || f.starts_with("refs/tags/")) {
@@ -151,7 +185,11 @@ impl Lake {
         }
         futures::stream::iter(names)
             .map(|name| async move {
-                let raw = self.store.get(&name, SMALL_FILE_LIMIT).await.map_err(|e| self.store_err(e))?;
+                let raw = self
+                    .store
+                    .get(&name, SMALL_FILE_LIMIT)
+                    .await
+                    .map_err(|e| self.store_err(e))?;
                 // Deleted between the listing and the read: it is gone, as a racing reader sees it.
                 let Some(raw) = raw else { return Ok(None) };
                 let id = files::parse_ref_value(&raw).map_err(|why| LakeError::BadRef {
@@ -191,7 +229,11 @@ impl Lake {
                 continue;
             }
             if let Err(why) = check_ref_name(&name) {
-                self.warn(format!("lake '{}': refs.json: ignoring {}: {why}", self.name(), printable(&name)));
+                self.warn(format!(
+                    "lake '{}': refs.json: ignoring {}: {why}",
+                    self.name(),
+                    printable(&name)
+                ));
                 continue;
             }
             let id = VersionId::parse(value.trim()).map_err(|why| LakeError::BadRef {
@@ -227,7 +269,11 @@ impl Lake {
     /// The IDs of every folder under `versions/` (complete or not). Folders whose names are not
     /// version IDs are ignored.
     pub async fn version_ids(&self) -> Result<Vec<VersionId>, LakeError> {
-        let dirs = self.store.list_dirs("versions/").await.map_err(|e| self.store_err(e))?;
+        let dirs = self
+            .store
+            .list_dirs("versions/")
+            .await
+            .map_err(|e| self.store_err(e))?;
         Ok(dirs
             .iter()
             .filter_map(|d| VersionId::parse(d).ok().filter(|v| v.as_str() == d))

@@ -75,9 +75,9 @@ impl fmt::Display for RefNameProblem {
                 f.write_str("only refs/heads/* and refs/tags/* exist in a lake")
             }
             RefNameProblem::Invalid(why) => write!(f, "not a valid ref name: {why}"),
-            RefNameProblem::UpperCase => {
-                f.write_str("lake paths are lower case, so ref names cannot hold upper-case letters")
-            }
+            RefNameProblem::UpperCase => f.write_str(
+                "lake paths are lower case, so ref names cannot hold upper-case letters",
+            ),
         }
     }
 }
@@ -104,8 +104,11 @@ pub fn check_ref_name(full: &str) -> Result<(), RefNameProblem> {
         return Err(Invalid("it contains '..', '@{' or '//'"));
     }
     for c in rest.chars() {
-        if c.is_control() || matches!(c, ' ' | '~' | '^' | ':' | '?' | '*' | '[' | '\\' | '\u{7f}') {
-            return Err(Invalid("it contains a space, a control character or one of ~^:?*[\\"));
+        if c.is_control() || matches!(c, ' ' | '~' | '^' | ':' | '?' | '*' | '[' | '\\' | '\u{7f}')
+        {
+            return Err(Invalid(
+                "it contains a space, a control character or one of ~^:?*[\\",
+            ));
         }
     }
     for part in rest.split('/') {
@@ -137,7 +140,13 @@ mod tests {
         let v = VersionId::parse("0190F3A2-7B4C-7D2E-8F10-123456789ABC").unwrap();
         assert_eq!(v.as_str(), "0190f3a2-7b4c-7d2e-8f10-123456789abc");
         assert_eq!(v.uuid_v7_seconds(), Some(0x0190f3a27b4c / 1000));
-        for bad in ["", "../../etc", "0190f3a27b4c7d2e8f10123456789abc", "0190f3a2-7b4c-7d2e-8f10-123456789ab/", "/190f3a2-7b4c-7d2e-8f10-123456789abc"] {
+        for bad in [
+            "",
+            "../../etc",
+            "0190f3a27b4c7d2e8f10123456789abc",
+            "0190f3a2-7b4c-7d2e-8f10-123456789ab/",
+            "/190f3a2-7b4c-7d2e-8f10-123456789abc",
+        ] {
             assert!(VersionId::parse(bad).is_err(), "{bad}");
         }
         let v4 = VersionId::parse("5f0c8a52-6d3e-4f8e-9b1a-2c7d4e9f0a13").unwrap();
@@ -149,11 +158,26 @@ mod tests {
         assert!(check_ref_name("refs/heads/main").is_ok());
         assert!(check_ref_name("refs/heads/team/a-b_c").is_ok());
         assert!(check_ref_name("refs/tags/v2026.11").is_ok());
-        assert_eq!(check_ref_name("refs/notes/x"), Err(RefNameProblem::NotHeadOrTag));
-        for bad in ["refs/heads/", "refs/heads/a..b", "refs/heads/.x", "refs/heads/x.lock", "refs/heads/a b", "refs/heads/a//b", "refs/heads/x/", "refs/heads/@"] {
+        assert_eq!(
+            check_ref_name("refs/notes/x"),
+            Err(RefNameProblem::NotHeadOrTag)
+        );
+        for bad in [
+            "refs/heads/",
+            "refs/heads/a..b",
+            "refs/heads/.x",
+            "refs/heads/x.lock",
+            "refs/heads/a b",
+            "refs/heads/a//b",
+            "refs/heads/x/",
+            "refs/heads/@",
+        ] {
             assert!(check_ref_name(bad).is_err(), "{bad}");
         }
         assert!(check_ref_name("refs/heads/Main").is_ok());
-        assert_eq!(check_writable_ref("refs/heads/Main"), Err(RefNameProblem::UpperCase));
+        assert_eq!(
+            check_writable_ref("refs/heads/Main"),
+            Err(RefNameProblem::UpperCase)
+        );
     }
 }

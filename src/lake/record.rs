@@ -29,8 +29,8 @@ pub struct VersionRecord {
 impl VersionRecord {
     /// Parses a record; the error says what is wrong, for a message that names the version.
     pub fn parse(raw: Vec<u8>) -> Result<VersionRecord, String> {
-        let value: Value =
-            serde_json::from_slice(&raw).map_err(|e| format!("version.json is not valid JSON: {e}"))?;
+        let value: Value = serde_json::from_slice(&raw)
+            .map_err(|e| format!("version.json is not valid JSON: {e}"))?;
         let obj = value
             .as_object()
             .ok_or_else(|| "version.json is not a JSON object".to_string())?;
@@ -40,9 +40,9 @@ impl VersionRecord {
             Some(Value::Array(items)) => {
                 let mut out = Vec::with_capacity(items.len());
                 for item in items {
-                    let s = item
-                        .as_str()
-                        .ok_or_else(|| "'parents' holds something that is not a string".to_string())?;
+                    let s = item.as_str().ok_or_else(|| {
+                        "'parents' holds something that is not a string".to_string()
+                    })?;
                     out.push(parse_parent(s)?);
                 }
                 out
@@ -52,17 +52,31 @@ impl VersionRecord {
         let author = match obj.get("author") {
             Some(Value::String(s)) => parse_author_string(s),
             Some(Value::Object(a)) => Author {
-                name: a.get("name").and_then(Value::as_str).unwrap_or("").to_string(),
-                email: a.get("email").and_then(Value::as_str).unwrap_or("").to_string(),
+                name: a
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
+                email: a
+                    .get("email")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
             },
             _ => Author::default(),
         };
-        let message = obj.get("message").and_then(Value::as_str).map(str::to_string);
+        let message = obj
+            .get("message")
+            .and_then(Value::as_str)
+            .map(str::to_string);
         let time = TIME_KEYS
             .iter()
             .filter_map(|k| obj.get(*k).and_then(Value::as_str))
             .find_map(parse_rfc3339_seconds);
-        let sha256 = obj.get("sha256").and_then(Value::as_str).map(str::to_string);
+        let sha256 = obj
+            .get("sha256")
+            .and_then(Value::as_str)
+            .map(str::to_string);
         Ok(VersionRecord {
             raw,
             parents,
@@ -111,13 +125,26 @@ mod tests {
             br#"{"parents":["0190F3A2-7B4C-7D2E-8F10-123456789ABC"],"author":"Zo\u00eb <z@x.org>","message":"m","created_at":"2026-01-02T03:04:05.9+01:00","extra":{"a":1}}"#.to_vec(),
         )
         .unwrap();
-        assert_eq!(r.parents[0].as_str(), "0190f3a2-7b4c-7d2e-8f10-123456789abc");
-        assert_eq!(r.author, Author { name: "Zoë".into(), email: "z@x.org".into() });
+        assert_eq!(
+            r.parents[0].as_str(),
+            "0190f3a2-7b4c-7d2e-8f10-123456789abc"
+        );
+        assert_eq!(
+            r.author,
+            Author {
+                name: "Zoë".into(),
+                email: "z@x.org".into()
+            }
+        );
         assert_eq!(r.time, Some(1767319445));
         let r = VersionRecord::parse(br#"{"author":{"name":"A","email":"a@b"}}"#.to_vec()).unwrap();
         assert_eq!(r.author.email, "a@b");
         assert!(r.parents.is_empty());
-        let r = VersionRecord::parse(br#"{"author":"Plain Name","time":"not a time","timestamp":"1960-01-01T00:00:00Z"}"#.to_vec()).unwrap();
+        let r = VersionRecord::parse(
+            br#"{"author":"Plain Name","time":"not a time","timestamp":"1960-01-01T00:00:00Z"}"#
+                .to_vec(),
+        )
+        .unwrap();
         assert_eq!(r.author.name, "Plain Name");
         assert_eq!(r.time, Some(0));
     }

@@ -7,8 +7,13 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Request {
     Capabilities,
-    List { for_push: bool },
-    Option { name: String, value: String },
+    List {
+        for_push: bool,
+    },
+    Option {
+        name: String,
+        value: String,
+    },
     Fetch(Vec<FetchItem>),
     Push(Vec<PushItem>),
     /// A blank line outside a batch, or end of input: the session is over.
@@ -109,7 +114,9 @@ fn parse_fetch(rest: &str) -> Result<FetchItem, ProtocolError> {
         .split_once(' ')
         .ok_or_else(|| ProtocolError(format!("malformed fetch line 'fetch {rest}'")))?;
     if oid.len() != 40 || !oid.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(ProtocolError(format!("fetch of '{oid}', which is not a SHA-1 object ID")));
+        return Err(ProtocolError(format!(
+            "fetch of '{oid}', which is not a SHA-1 object ID"
+        )));
     }
     Ok(FetchItem {
         oid: oid.to_ascii_lowercase(),
@@ -126,7 +133,9 @@ fn parse_push(rest: &str) -> Result<PushItem, ProtocolError> {
         .split_once(':')
         .ok_or_else(|| ProtocolError(format!("malformed push line 'push {rest}'")))?;
     if dst.is_empty() {
-        return Err(ProtocolError(format!("push without a destination: 'push {rest}'")));
+        return Err(ProtocolError(format!(
+            "push without a destination: 'push {rest}'"
+        )));
     }
     Ok(PushItem {
         force,
@@ -227,7 +236,9 @@ impl Options {
         let boolean = |v: &str| match v {
             "true" => Ok(true),
             "false" => Ok(false),
-            other => Err(OptionReply::Error(format!("'{other}' is not true or false"))),
+            other => Err(OptionReply::Error(format!(
+                "'{other}' is not true or false"
+            ))),
         };
         let set_bool = |slot: &mut bool| match boolean(value) {
             Ok(b) => {
@@ -349,7 +360,13 @@ mod tests {
         );
         let got = run(&t);
         assert_eq!(got[0], Ok(Request::Capabilities));
-        assert_eq!(got[1], Ok(Request::Option { name: "progress".into(), value: "true".into() }));
+        assert_eq!(
+            got[1],
+            Ok(Request::Option {
+                name: "progress".into(),
+                value: "true".into()
+            })
+        );
         assert_eq!(got[3], Ok(Request::List { for_push: false }));
         match &got[4] {
             Ok(Request::Fetch(items)) => assert_eq!(items.len(), 2),
@@ -368,8 +385,16 @@ mod tests {
         assert_eq!(
             got[0],
             Ok(Request::Push(vec![
-                PushItem { force: true, src: "refs/heads/a".into(), dst: "refs/heads/b".into() },
-                PushItem { force: false, src: "".into(), dst: "refs/tags/x".into() },
+                PushItem {
+                    force: true,
+                    src: "refs/heads/a".into(),
+                    dst: "refs/heads/b".into()
+                },
+                PushItem {
+                    force: false,
+                    src: "".into(),
+                    dst: "refs/tags/x".into()
+                },
             ]))
         );
     }
@@ -387,13 +412,28 @@ mod tests {
         assert_eq!(capabilities(false), "fetch\noption\n\n");
         let l = list(
             &[
-                ListLine::Ref { oid: "b".repeat(40), name: "refs/heads/main".into() },
-                ListLine::Symref { target: "refs/heads/main".into(), name: "HEAD".into() },
+                ListLine::Ref {
+                    oid: "b".repeat(40),
+                    name: "refs/heads/main".into(),
+                },
+                ListLine::Symref {
+                    target: "refs/heads/main".into(),
+                    name: "HEAD".into(),
+                },
             ],
             true,
         );
-        assert_eq!(l, format!(":object-format sha1\n{} refs/heads/main\n@refs/heads/main HEAD\n\n", "b".repeat(40)));
-        assert_eq!(push_status("refs/tags/v1", &Err("already exists".into())), "error refs/tags/v1 already exists\n");
+        assert_eq!(
+            l,
+            format!(
+                ":object-format sha1\n{} refs/heads/main\n@refs/heads/main HEAD\n\n",
+                "b".repeat(40)
+            )
+        );
+        assert_eq!(
+            push_status("refs/tags/v1", &Err("already exists".into())),
+            "error refs/tags/v1 already exists\n"
+        );
     }
 
     #[test]
@@ -404,7 +444,10 @@ mod tests {
         assert_eq!(o.set("verbosity", "2", false), OptionReply::Ok);
         assert_eq!(o.set("depth", "1", false), OptionReply::Unsupported);
         assert_eq!(o.set("dry-run", "true", false), OptionReply::Unsupported);
-        assert!(matches!(o.set("object-format", "sha256", false), OptionReply::Error(_)));
+        assert!(matches!(
+            o.set("object-format", "sha256", false),
+            OptionReply::Error(_)
+        ));
         assert_eq!(o.set("cas", "\"refs/heads/x:abc\"", true), OptionReply::Ok);
         assert_eq!(o.cas[0], ("refs/heads/x".to_string(), "abc".to_string()));
         assert_eq!(unquote("\"a\\\"b\\\\c\\101\""), "a\"b\\cA");

@@ -1,7 +1,10 @@
 //! A lake in a local folder: reads and listings confined to the folder, symlinks included.
 
+use std::collections::HashSet;
 use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use super::StoreError;
 
@@ -9,6 +12,8 @@ use super::StoreError;
 #[derive(Debug, Clone)]
 pub struct LocalDir {
     root: PathBuf,
+    /// Folders already seen to be real folders (not symlinks) below the root.
+    checked: Arc<Mutex<HashSet<PathBuf>>>,
 }
 
 impl LocalDir {
@@ -24,30 +29,87 @@ impl LocalDir {
                 message: format!("{} is not a folder", path.display()),
             });
         }
-        Ok(LocalDir { root })
+        Ok(LocalDir {
+            root,
+            checked: Default::default(),
+        })
     }
 
     pub fn root(&self) -> &Path {
         &self.root
     }
 
-    /// The real path of `rel`, or `None` if nothing is there; an error if it leads outside.
+    /// The path of `rel`, or `None` if nothing is there; an error if it leads outside. Folders
+    /// are checked with `lstat` once each; the file itself is opened without following a
+    /// symlink. Only a symlink costs a full `canonicalize`.
     fn resolve(&self, rel: &str) -> Result<Option<PathBuf>, StoreError> {
-        let joined = self.root.join(rel);
-        match std::fs::canonicalize(&joined) {
+        let parts: Vec<&str> = rel.split('/').filter(|p| !p.is_empty()).collect();
+        let mut path = self.root.clone();
+        for (i, part) in parts.iter().enumerate() {
+            path.push(part);
+            let is_last = i + 1 == parts.len();
+            if !is_last && self.checked.lock().expect("lock").contains(&path) {
+                continue;
+            }
+            match std::fs::symlink_metadata(&path) {
+                Ok(m) if m.file_type().is_symlink() => return self.resolve_symlinked(rel),
+                Ok(m) if m.is_dir() && !is_last => {
+                    self.checked.lock().expect("lock").insert(path.clone());
+                }
+                Ok(_) => {}
+                Err(e) if is_absent(&e) => return Ok(None),
+                Err(e) => return Err(io_error(rel, e)),
+            }
+        }
+        Ok(Some(path))
+    }
+
+    /// Opens the file at `rel` for reading, confined to the root.
+    fn open_file(&self, rel: &str) -> Result<Option<std::fs::File>, StoreError> {
+        if let Some((dir, _)) = rel.rsplit_once('/') {
+            if self.resolve(dir)?.is_none() {
+                return Ok(None);
+            }
+        }
+        {
+            // O_NOFOLLOW: a symlink as the last component fails with ELOOP instead of being followed.
+            match std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(self.root.join(rel))
+            {
+                Ok(f) => return Ok(Some(f)),
+                Err(e) if is_absent(&e) => return Ok(None),
+                Err(e) if e.raw_os_error() != Some(libc::ELOOP) => return Err(io_error(rel, e)),
+                Err(_) => {}
+            }
+        }
+        let Some(real) = self.resolve_symlinked(rel)? else {
+            return Ok(None);
+        };
+        match std::fs::File::open(real) {
+            Ok(f) => Ok(Some(f)),
+            Err(e) if is_absent(&e) => Ok(None),
+            Err(e) => Err(io_error(rel, e)),
+        }
+    }
+
+    fn resolve_symlinked(&self, rel: &str) -> Result<Option<PathBuf>, StoreError> {
+        match std::fs::canonicalize(self.root.join(rel)) {
             Ok(real) if real.starts_with(&self.root) => Ok(Some(real)),
-            Ok(_) => Err(StoreError::OutsideRoot { path: rel.to_string() }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) if e.raw_os_error() == Some(20) => Ok(None), // ENOTDIR: a parent is a file
+            Ok(_) => Err(StoreError::OutsideRoot {
+                path: rel.to_string(),
+            }),
+            Err(e) if is_absent(&e) => Ok(None),
             Err(e) => Err(io_error(rel, e)),
         }
     }
 
     pub fn get(&self, rel: &str, limit: u64) -> Result<Option<Vec<u8>>, StoreError> {
-        let Some(real) = self.resolve(rel)? else {
+        let Some(file) = self.open_file(rel)? else {
             return Ok(None);
         };
-        let meta = std::fs::metadata(&real).map_err(|e| io_error(rel, e))?;
+        let meta = file.metadata().map_err(|e| io_error(rel, e))?;
         if meta.is_dir() {
             return Err(StoreError::Failed {
                 path: rel.to_string(),
@@ -55,13 +117,20 @@ impl LocalDir {
             });
         }
         if meta.len() > limit {
-            return Err(StoreError::TooLarge { path: rel.to_string(), limit });
+            return Err(StoreError::TooLarge {
+                path: rel.to_string(),
+                limit,
+            });
         }
         let mut buf = Vec::with_capacity(meta.len() as usize);
-        let file = std::fs::File::open(&real).map_err(|e| io_error(rel, e))?;
-        file.take(limit + 1).read_to_end(&mut buf).map_err(|e| io_error(rel, e))?;
+        file.take(limit + 1)
+            .read_to_end(&mut buf)
+            .map_err(|e| io_error(rel, e))?;
         if buf.len() as u64 > limit {
-            return Err(StoreError::TooLarge { path: rel.to_string(), limit });
+            return Err(StoreError::TooLarge {
+                path: rel.to_string(),
+                limit,
+            });
         }
         Ok(Some(buf))
     }
@@ -76,7 +145,7 @@ impl LocalDir {
             let entries = match std::fs::read_dir(&dir) {
                 Ok(e) => e,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) if e.raw_os_error() == Some(20) => continue,
+                Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => continue,
                 Err(e) => return Err(io_error(&dir_rel, e)),
             };
             for entry in entries {
@@ -84,7 +153,11 @@ impl LocalDir {
                 let Some(name) = entry.file_name().to_str().map(str::to_string) else {
                     continue; // not UTF-8: no lake path can name it
                 };
-                let rel = if dir_rel.is_empty() { name } else { format!("{dir_rel}/{name}") };
+                let rel = if dir_rel.is_empty() {
+                    name
+                } else {
+                    format!("{dir_rel}/{name}")
+                };
                 let ft = entry.file_type().map_err(|e| io_error(&rel, e))?;
                 if ft.is_dir() {
                     stack.push(rel);
@@ -123,6 +196,11 @@ impl LocalDir {
         out.sort();
         Ok(out)
     }
+}
+
+/// Not there: missing, or a parent is a file (ENOTDIR).
+fn is_absent(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ENOTDIR)
 }
 
 fn io_error(rel: &str, e: std::io::Error) -> StoreError {

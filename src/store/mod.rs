@@ -116,14 +116,8 @@ impl Store {
         check_rel(rel)?;
         self.stats.get.fetch_add(1, Ordering::Relaxed);
         let result = match &self.backend {
-            Backend::Local(dir) => {
-                let dir = dir.clone();
-                let rel_owned = rel.to_string();
-                tokio::task::spawn_blocking(move || dir.get(&rel_owned, limit))
-                    .await
-                    .map_err(|e| failed(rel, e))?
-                    .map(|o| o.map(Bytes::from))
-            }
+            // A local read takes microseconds: handing it to a blocking thread would cost more.
+            Backend::Local(dir) => dir.get(rel, limit).map(|o| o.map(Bytes::from)),
             Backend::Remote(store, prefix) => {
                 let path = Self::remote_path(prefix, rel);
                 match store.get(&path).await {
@@ -131,7 +125,10 @@ impl Store {
                     Err(e) => Err(failed(rel, e)),
                     Ok(res) => {
                         if res.meta.size > limit {
-                            Err(StoreError::TooLarge { path: rel.to_string(), limit })
+                            Err(StoreError::TooLarge {
+                                path: rel.to_string(),
+                                limit,
+                            })
                         } else {
                             read_limited(rel, res.into_stream(), limit).await.map(Some)
                         }
@@ -197,20 +194,28 @@ impl Store {
                     .await
                     .map_err(|e| failed(prefix, e))?;
                 let n = (res.common_prefixes.len() + res.objects.len()) as u64;
-                self.stats.list.fetch_add(n.div_ceil(LIST_PAGE).max(1), Ordering::Relaxed);
+                self.stats
+                    .list
+                    .fetch_add(n.div_ceil(LIST_PAGE).max(1), Ordering::Relaxed);
                 res.common_prefixes
                     .iter()
                     .filter_map(|p| p.filename().map(str::to_string))
                     .collect()
             }
         };
-        self.log(format_args!("LIST {prefix} (folders) -> {} folders", out.len()));
+        self.log(format_args!(
+            "LIST {prefix} (folders) -> {} folders",
+            out.len()
+        ));
         Ok(out)
     }
 }
 
 fn strip_root(root: &StorePath, location: &StorePath) -> Option<String> {
-    let parts: Vec<_> = location.prefix_match(root)?.map(|p| p.as_ref().to_string()).collect();
+    let parts: Vec<_> = location
+        .prefix_match(root)?
+        .map(|p| p.as_ref().to_string())
+        .collect();
     Some(parts.join("/"))
 }
 
@@ -225,7 +230,9 @@ fn check_rel(rel: &str) -> Result<(), StoreError> {
             .split('/')
             .any(|s| s.is_empty() && !rel.is_empty() || s == "." || s == "..");
     if bad {
-        return Err(StoreError::OutsideRoot { path: rel.to_string() });
+        return Err(StoreError::OutsideRoot {
+            path: rel.to_string(),
+        });
     }
     Ok(())
 }
@@ -245,7 +252,10 @@ async fn read_limited(
     let mut buf = Vec::new();
     while let Some(chunk) = stream.try_next().await.map_err(|e| failed(rel, e))? {
         if (buf.len() + chunk.len()) as u64 > limit {
-            return Err(StoreError::TooLarge { path: rel.to_string(), limit });
+            return Err(StoreError::TooLarge {
+                path: rel.to_string(),
+                limit,
+            });
         }
         buf.extend_from_slice(&chunk);
     }

@@ -25,14 +25,20 @@ pub enum StoreUrl {
 impl StoreUrl {
     /// Parses what follows `fdl::`. Relative paths are taken from `cwd`.
     pub fn parse(s: &str, cwd: &std::path::Path) -> Result<StoreUrl, StoreError> {
-        let bad = |why: String| StoreError::Config(format!("'{}' is not a lake address: {why}", redact(s)));
+        let bad = |why: String| {
+            StoreError::Config(format!("'{}' is not a lake address: {why}", redact(s)))
+        };
         if s.is_empty() {
             return Err(bad("it is empty".into()));
         }
         let scheme = s.split_once("://").map(|(sc, _)| sc.to_ascii_lowercase());
         let Some(scheme) = scheme else {
             let p = PathBuf::from(s);
-            return Ok(StoreUrl::Local(if p.is_absolute() { p } else { cwd.join(p) }));
+            return Ok(StoreUrl::Local(if p.is_absolute() {
+                p
+            } else {
+                cwd.join(p)
+            }));
         };
         let url = Url::parse(s).map_err(|e| bad(e.to_string()))?;
         match scheme.as_str() {
@@ -111,7 +117,13 @@ pub(super) fn build_remote(
     let unknown = |k: &str| StoreError::Config(format!("unknown store option '{k}' for {url}"));
     // Bounded waits so a stalled server cannot hang the helper; options may override them.
     let mut options: Vec<(String, String)> = options.to_vec();
-    options.splice(0..0, [("timeout".to_string(), "60s".to_string()), ("connect_timeout".to_string(), "10s".to_string())]);
+    options.splice(
+        0..0,
+        [
+            ("timeout".to_string(), "60s".to_string()),
+            ("connect_timeout".to_string(), "10s".to_string()),
+        ],
+    );
     if let StoreUrl::Http(u) = url {
         // The user wrote http:// themselves: that is their permission to use it.
         if u.scheme() == "http" {
@@ -161,7 +173,9 @@ pub(super) fn build_remote(
     };
     let prefix = match url {
         // Azure's abfs form names the container before '@'; az:// names it as the host.
-        StoreUrl::Azure(_) if u.username().is_empty() && u.scheme() != "az" && u.scheme() != "azure" => {
+        StoreUrl::Azure(_)
+            if u.username().is_empty() && u.scheme() != "az" && u.scheme() != "azure" =>
+        {
             StorePath::from_url_path(u.path())
         }
         StoreUrl::Azure(_) | StoreUrl::S3(_) | StoreUrl::Gcs(_) | StoreUrl::Http(_) => {
@@ -180,12 +194,30 @@ mod tests {
     #[test]
     fn kinds() {
         let cwd = std::path::Path::new("/home/x");
-        assert_eq!(StoreUrl::parse("lake", cwd).unwrap(), StoreUrl::Local("/home/x/lake".into()));
-        assert_eq!(StoreUrl::parse("/abs", cwd).unwrap(), StoreUrl::Local("/abs".into()));
-        assert_eq!(StoreUrl::parse("file:///abs/l", cwd).unwrap(), StoreUrl::Local("/abs/l".into()));
-        assert!(matches!(StoreUrl::parse("s3://b/lake/", cwd).unwrap(), StoreUrl::S3(_)));
-        assert!(matches!(StoreUrl::parse("gs://b/lake/", cwd).unwrap(), StoreUrl::Gcs(_)));
-        assert!(matches!(StoreUrl::parse("az://c/lake/", cwd).unwrap(), StoreUrl::Azure(_)));
+        assert_eq!(
+            StoreUrl::parse("lake", cwd).unwrap(),
+            StoreUrl::Local("/home/x/lake".into())
+        );
+        assert_eq!(
+            StoreUrl::parse("/abs", cwd).unwrap(),
+            StoreUrl::Local("/abs".into())
+        );
+        assert_eq!(
+            StoreUrl::parse("file:///abs/l", cwd).unwrap(),
+            StoreUrl::Local("/abs/l".into())
+        );
+        assert!(matches!(
+            StoreUrl::parse("s3://b/lake/", cwd).unwrap(),
+            StoreUrl::S3(_)
+        ));
+        assert!(matches!(
+            StoreUrl::parse("gs://b/lake/", cwd).unwrap(),
+            StoreUrl::Gcs(_)
+        ));
+        assert!(matches!(
+            StoreUrl::parse("az://c/lake/", cwd).unwrap(),
+            StoreUrl::Azure(_)
+        ));
         assert!(StoreUrl::parse("http://h/l/", cwd).unwrap().is_read_only());
         assert!(StoreUrl::parse("ftp://h/l", cwd).is_err());
     }

@@ -46,7 +46,11 @@ fn handle(stream: TcpStream, root: &PathBuf) -> std::io::Result<()> {
         let path = parts.next().unwrap_or("/").split('?').next().unwrap_or("/");
         let safe = !path.split('/').any(|s| s == "..");
         let file = root.join(path.trim_start_matches('/'));
-        let body = if safe && file.is_file() { std::fs::read(&file).ok() } else { None };
+        let body = if safe && file.is_file() {
+            std::fs::read(&file).ok()
+        } else {
+            None
+        };
         match body {
             Some(body) => {
                 write!(

@@ -82,11 +82,16 @@ impl LakeBuilder {
         self.put(&format!("versions/{id}/ducklake.duckdb"), catalog);
         self.put(
             &format!("versions/{id}/dataset.json"),
-            serde_json::to_vec_pretty(&json!({"tables": [{"schema": "main", "name": "sales", "rows": n * 10}]}))
-                .unwrap(),
+            serde_json::to_vec_pretty(
+                &json!({"tables": [{"schema": "main", "name": "sales", "rows": n * 10}]}),
+            )
+            .unwrap(),
         );
         self.put(
-            &format!("data/main/sales/ducklake-{:08x}-0000-4000-8000-{:012x}.parquet", n, n),
+            &format!(
+                "data/main/sales/ducklake-{:08x}-0000-4000-8000-{:012x}.parquet",
+                n, n
+            ),
             format!("parquet bytes {n}").into_bytes(),
         );
         sha
@@ -101,7 +106,11 @@ impl LakeBuilder {
     pub fn chain(&mut self, first: u64, last: u64) -> String {
         let mut id = String::new();
         for n in first..=last {
-            let parents: Vec<u64> = if n == first && first == 1 { vec![] } else { vec![n - 1] };
+            let parents: Vec<u64> = if n == first && first == 1 {
+                vec![]
+            } else {
+                vec![n - 1]
+            };
             id = self.version(n, &parents, &format!("Load batch {n}"));
         }
         id
@@ -124,7 +133,10 @@ impl LakeBuilder {
         let mut map = serde_json::Map::new();
         for (path, bytes) in &self.files {
             if path.starts_with("refs/heads/") || path.starts_with("refs/tags/") {
-                map.insert(path.clone(), Value::String(String::from_utf8(bytes.clone()).unwrap().trim().to_string()));
+                map.insert(
+                    path.clone(),
+                    Value::String(String::from_utf8(bytes.clone()).unwrap().trim().to_string()),
+                );
             }
         }
         let bytes = serde_json::to_vec_pretty(&Value::Object(map)).unwrap();
@@ -149,7 +161,12 @@ fn chrono_like(n: u64) -> String {
     // 2026-01-01T00:00:00Z plus n seconds, written without a date library (January only).
     assert!(n < 31 * 86400, "test versions fit in January");
     let day = 1 + n / 86400;
-    format!("2026-01-{day:02}T{:02}:{:02}:{:02}Z", (n / 3600) % 24, (n / 60) % 60, n % 60)
+    format!(
+        "2026-01-{day:02}T{:02}:{:02}:{:02}Z",
+        (n / 3600) % 24,
+        (n / 60) % 60,
+        n % 60
+    )
 }
 
 pub fn hex(bytes: &[u8]) -> String {

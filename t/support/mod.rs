@@ -33,19 +33,41 @@ impl TestEnv {
             "[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n",
         )
         .unwrap();
-        let helper_dir = Path::new(env!("CARGO_BIN_EXE_git-remote-fdl")).parent().unwrap().to_path_buf();
-        let path = format!("{}:{}", helper_dir.display(), std::env::var("PATH").unwrap_or_default());
+        let helper_dir = Path::new(env!("CARGO_BIN_EXE_git-remote-fdl"))
+            .parent()
+            .unwrap()
+            .to_path_buf();
+        let path = format!(
+            "{}:{}",
+            helper_dir.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
         let env = vec![
             ("PATH".to_string(), path),
             ("HOME".to_string(), home.display().to_string()),
-            ("XDG_CONFIG_HOME".to_string(), home.join(".config").display().to_string()),
+            (
+                "XDG_CONFIG_HOME".to_string(),
+                home.join(".config").display().to_string(),
+            ),
             ("GIT_CONFIG_NOSYSTEM".to_string(), "1".to_string()),
             ("GIT_AUTHOR_NAME".to_string(), "Test".to_string()),
-            ("GIT_AUTHOR_EMAIL".to_string(), "test@example.org".to_string()),
+            (
+                "GIT_AUTHOR_EMAIL".to_string(),
+                "test@example.org".to_string(),
+            ),
             ("GIT_COMMITTER_NAME".to_string(), "Test".to_string()),
-            ("GIT_COMMITTER_EMAIL".to_string(), "test@example.org".to_string()),
-            ("GIT_AUTHOR_DATE".to_string(), "2026-01-01T00:00:00Z".to_string()),
-            ("GIT_COMMITTER_DATE".to_string(), "2026-01-01T00:00:00Z".to_string()),
+            (
+                "GIT_COMMITTER_EMAIL".to_string(),
+                "test@example.org".to_string(),
+            ),
+            (
+                "GIT_AUTHOR_DATE".to_string(),
+                "2026-01-01T00:00:00Z".to_string(),
+            ),
+            (
+                "GIT_COMMITTER_DATE".to_string(),
+                "2026-01-01T00:00:00Z".to_string(),
+            ),
             ("GIT_TERMINAL_PROMPT".to_string(), "0".to_string()),
             ("LC_ALL".to_string(), "C.UTF-8".to_string()),
         ];
@@ -65,9 +87,15 @@ impl TestEnv {
     /// A command with the isolated environment, run in `cwd` (relative to the test folder).
     pub fn command(&self, program: &str, cwd: &str, args: &[&str]) -> Command {
         let mut c = Command::new(program);
-        c.args(args).current_dir(self.path(cwd)).stdin(Stdio::null());
+        c.args(args)
+            .current_dir(self.path(cwd))
+            .stdin(Stdio::null());
         for (k, _) in std::env::vars() {
-            if k.starts_with("GIT_") || k.starts_with("AWS_") || k.starts_with("GOOGLE_") || k.starts_with("AZURE_") {
+            if k.starts_with("GIT_")
+                || k.starts_with("AWS_")
+                || k.starts_with("GOOGLE_")
+                || k.starts_with("AZURE_")
+            {
                 c.env_remove(&k);
             }
         }

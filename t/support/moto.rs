@@ -28,7 +28,11 @@ fn start() -> Moto {
     let exe = std::env::var("MOTO_SERVER").unwrap_or_else(|_| {
         panic!("MOTO_SERVER is not set: run the tests with `make test`, which installs moto_server")
     });
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     // A watchdog shell stops the server when this test process ends.
     let script = format!(
         "'{exe}' -H 127.0.0.1 -p {port} >/dev/null 2>&1 & m=$!; \
@@ -43,7 +47,10 @@ fn start() -> Moto {
         .unwrap_or_else(|e| panic!("cannot start {exe}: {e}"));
     let deadline = Instant::now() + Duration::from_secs(60);
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "moto_server did not start on port {port} within 60 s");
+        assert!(
+            Instant::now() < deadline,
+            "moto_server did not start on port {port} within 60 s"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     Moto {
@@ -57,7 +64,10 @@ impl Moto {
         vec![
             ("AWS_ENDPOINT_URL".into(), self.endpoint.clone()),
             ("AWS_ACCESS_KEY_ID".into(), "testing".into()),
-            ("AWS_SECRET_ACCESS_KEY".into(), "testing-secret-never-shown".into()),
+            (
+                "AWS_SECRET_ACCESS_KEY".into(),
+                "testing-secret-never-shown".into(),
+            ),
             ("AWS_REGION".into(), "us-east-1".into()),
             ("AWS_ALLOW_HTTP".into(), "true".into()),
         ]
@@ -70,7 +80,10 @@ impl Moto {
         write!(s, "PUT /{bucket} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").unwrap();
         let mut reply = String::new();
         s.read_to_string(&mut reply).unwrap();
-        assert!(reply.starts_with("HTTP/1.1 200"), "create bucket {bucket}: {reply}");
+        assert!(
+            reply.starts_with("HTTP/1.1 200"),
+            "create bucket {bucket}: {reply}"
+        );
     }
 
     pub fn store(&self, bucket: &str) -> impl ObjectStore {
@@ -87,18 +100,27 @@ impl Moto {
 
     pub fn put_files(&self, bucket: &str, prefix: &str, files: &BTreeMap<String, Vec<u8>>) {
         let store = self.store(bucket);
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
         rt.block_on(async {
             for (path, bytes) in files {
                 let p = StorePath::from(format!("{}{path}", prefix));
-                store.put(&p, PutPayload::from(bytes.clone())).await.unwrap();
+                store
+                    .put(&p, PutPayload::from(bytes.clone()))
+                    .await
+                    .unwrap();
             }
         });
     }
 
     pub fn delete(&self, bucket: &str, path: &str) {
         let store = self.store(bucket);
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
         rt.block_on(async { store.delete(&StorePath::from(path)).await.unwrap() });
     }
 }

@@ -1,0 +1,200 @@
+//! `make bench`: the read path measured side by side in one run, never as a timed test.
+//!
+//! - cold `git clone` of a 10,000-version lake (local folder) beside `git clone --no-local` of a
+//!   plain Git repository holding the same commits, and their ratio;
+//! - the same on the S3-compatible server (moto on 127.0.0.1) for a smaller lake, since moto
+//!   answers a few hundred requests a second at most;
+//! - store requests for a cold clone, a warm `ls-remote` and a fetch of 10 new versions, beside
+//!   the minimum the layout allows.
+
+#[path = "../t/support/mod.rs"]
+mod support;
+
+use std::time::Instant;
+
+use support::{LakeBuilder, TestEnv};
+
+fn time<T>(f: impl FnOnce() -> T) -> (T, f64) {
+    let start = Instant::now();
+    let out = f();
+    (out, start.elapsed().as_secs_f64())
+}
+
+/// A linear lake of `n` versions with a tag every 1000 and a second branch.
+fn lake(n: u64) -> LakeBuilder {
+    let mut l = LakeBuilder::new();
+    l.chain(1, n);
+    l.branch("main", n).branch("staging", n - 1);
+    for k in (1000..=n).step_by(1000) {
+        l.tag(&format!("v{k}"), k);
+    }
+    l.refs_json();
+    l
+}
+
+/// Requests the helper made in one git command, from its trace.
+fn requests(t: &TestEnv, cwd: &str, args: &[&str]) -> String {
+    let out = t
+        .command("git", cwd, args)
+        .env("GIT_REMOTE_FDL_DEBUG", "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    err.lines()
+        .rev()
+        .find_map(|l| l.split_once("requests so far: ").map(|(_, r)| r))
+        .unwrap_or("none")
+        .to_string()
+}
+
+fn refs_of(l: &LakeBuilder) -> u64 {
+    l.files
+        .keys()
+        .filter(|k| k.starts_with("refs/heads/") || k.starts_with("refs/tags/"))
+        .count() as u64
+}
+
+fn main() {
+    let versions: u64 = std::env::var("FDL_BENCH_VERSIONS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000);
+    let s3_versions: u64 = std::env::var("FDL_BENCH_S3_VERSIONS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000);
+    println!("git-remote-fdl read-path benchmark ({versions} versions; S3: {s3_versions})\n");
+
+    let t = TestEnv::new();
+    let mut l = lake(versions);
+    let url = t.local_lake("lake", &l);
+    let r = refs_of(&l);
+
+    // Cold clone from the lake, then the same commits as a plain repository.
+    let (_, lake_secs) = time(|| t.ok(".", &["clone", "-q", "--bare", &url, "from-lake.git"]));
+    t.ok("from-lake.git", &["gc", "-q"]);
+    let (_, git_secs) = time(|| {
+        t.ok(
+            ".",
+            &[
+                "clone",
+                "-q",
+                "--bare",
+                "--no-local",
+                "from-lake.git",
+                "plain.git",
+            ],
+        )
+    });
+    let count = t.ok("from-lake.git", &["rev-list", "--count", "--all"]);
+    println!("cold clone, local folder, {} commits", count.trim());
+    println!("  {:<40} {:>8.3} s", "git clone fdl::<folder>", lake_secs);
+    println!(
+        "  {:<40} {:>8.3} s",
+        "git clone --no-local <plain repo>", git_secs
+    );
+    println!(
+        "  {:<40} {:>8.2}x   (goal: within 2x)\n",
+        "ratio",
+        lake_secs / git_secs
+    );
+
+    // Request counts (local folder: one request per file read or folder listed).
+    let cold = requests(&t, ".", &["clone", "-q", "--bare", &url, "counted.git"]);
+    let warm = requests(&t, "counted.git", &["ls-remote", "origin"]);
+    let last = versions;
+    l.chain(last + 1, last + 10);
+    l.branch("main", last + 10);
+    l.write_dir(&t.path("lake"));
+    let fetch10 = requests(
+        &t,
+        "counted.git",
+        &["fetch", "-q", "origin", "+refs/heads/*:refs/heads/*"],
+    );
+    println!("store requests ({r} refs)");
+    println!(
+        "  {:<26} {:<44} minimum the layout allows",
+        "operation", "helper"
+    );
+    println!(
+        "  {:<26} {:<44} get={} list=2 (fdl.json, HEAD, refs, 2 files a version; listings)",
+        "cold clone",
+        cold,
+        2 + r + 2 * versions
+    );
+    println!(
+        "  {:<26} {:<44} get={} list=1 (fdl.json, HEAD, refs)",
+        "warm ls-remote",
+        warm,
+        2 + r
+    );
+    println!(
+        "  {:<26} {:<44} get={} list=1 (+ 2 files a new version)\n",
+        "fetch of 10 new versions",
+        fetch10,
+        2 + r + 20
+    );
+
+    // The same on the S3-compatible server.
+    let m = support::moto::moto();
+    m.create_bucket("bench");
+    let small = lake(s3_versions);
+    small.write_s3(m, "bench", "lake/");
+    let mut ts = TestEnv::new();
+    for (k, v) in m.env() {
+        ts.set(&k, &v);
+    }
+    let (_, s3_secs) = time(|| {
+        ts.ok(
+            ".",
+            &["clone", "-q", "--bare", "fdl::s3://bench/lake/", "s3.git"],
+        )
+    });
+    ts.ok("s3.git", &["gc", "-q"]);
+    let (_, s3_git_secs) = time(|| {
+        ts.ok(
+            ".",
+            &[
+                "clone",
+                "-q",
+                "--bare",
+                "--no-local",
+                "s3.git",
+                "s3-plain.git",
+            ],
+        )
+    });
+    let s3_cold = requests(
+        &ts,
+        ".",
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            "fdl::s3://bench/lake/",
+            "s3-counted.git",
+        ],
+    );
+    let s3_warm = requests(&ts, "s3-counted.git", &["ls-remote", "origin"]);
+    println!("cold clone, S3-compatible server (moto, 127.0.0.1), {s3_versions} versions");
+    println!(
+        "  {:<40} {:>8.3} s",
+        "git clone fdl::s3://bench/lake/", s3_secs
+    );
+    println!(
+        "  {:<40} {:>8.3} s",
+        "git clone --no-local <plain repo>", s3_git_secs
+    );
+    println!(
+        "  {:<40} {:>8.2}x   (moto serves each GET in Python)",
+        "ratio",
+        s3_secs / s3_git_secs
+    );
+    println!("  {:<40} {}", "requests, cold clone", s3_cold);
+    println!("  {:<40} {}", "requests, warm ls-remote", s3_warm);
+}
