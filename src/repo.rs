@@ -127,7 +127,7 @@ impl EncodedPack {
     /// then the pack's checksum and the index's own.
     pub fn index(&self) -> Vec<u8> {
         let mut entries = self.entries.clone();
-        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        entries.sort_by_key(|e| e.0);
         let mut out = Vec::with_capacity(8 + 1024 + entries.len() * 28 + 40);
         out.extend_from_slice(&[0xff, b't', b'O', b'c', 0, 0, 0, 2]);
         let mut fanout = [0u32; 256];

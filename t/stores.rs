@@ -77,7 +77,7 @@ fn s3_errors_name_the_lake_and_never_show_secrets() {
 fn s3_config_from_git_config_per_remote() {
     let m = moto();
     m.create_bucket("configured");
-    let mut l = lake();
+    let l = lake();
     l.write_s3(m, "configured", "lake/");
     // Only credentials in the environment; endpoint and HTTP permission come from git config.
     let mut t = TestEnv::new();

@@ -3,7 +3,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 pub struct HttpServer {
     pub url: String,
@@ -27,7 +27,7 @@ pub fn serve(root: &Path) -> HttpServer {
     }
 }
 
-fn handle(stream: TcpStream, root: &PathBuf) -> std::io::Result<()> {
+fn handle(stream: TcpStream, root: &Path) -> std::io::Result<()> {
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut out = stream;
     loop {

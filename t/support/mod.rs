@@ -10,6 +10,7 @@ pub mod moto;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+#[allow(unused_imports)]
 pub use lake::{vid, LakeBuilder};
 
 pub struct TestEnv {

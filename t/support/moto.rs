@@ -39,6 +39,8 @@ fn start() -> Moto {
          while kill -0 {pid} 2>/dev/null; do sleep 1; done; kill $m",
         pid = std::process::id()
     );
+    // The watchdog outlives this process by design; nothing waits for it.
+    #[allow(clippy::zombie_processes)]
     Command::new("sh")
         .arg("-c")
         .arg(script)
