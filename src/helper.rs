@@ -6,6 +6,7 @@ use std::io::{BufRead, Write};
 use crate::lake::Lake;
 use crate::progress::{self, Progress};
 use crate::protocol::{self, OptionReply, Options, Parser, Request};
+use crate::push::{self, PushOptions};
 use crate::remote::{Listing, Remote, RemoteError};
 use crate::repo::Repo;
 use crate::store::{Store, StoreUrl};
@@ -204,23 +205,31 @@ async fn session(remote_name: &str, url: &str) -> Result<(), Fatal> {
         };
         match request {
             Request::Quit => return Ok(()),
-            Request::Capabilities => out.send(&protocol::capabilities(false))?,
+            Request::Capabilities => out.send(&protocol::capabilities(true))?,
             Request::Option { name, value } => {
-                let reply = state.options.set(&name, &value, false);
+                let reply = state.options.set(&name, &value, true);
                 out.send(&reply.line())?;
                 if let OptionReply::Error(_) = reply {
                     continue;
                 }
             }
             Request::List { for_push } => {
-                if for_push {
+                let progress = state.progress();
+                let remote = state.remote().await?;
+                if for_push && remote.lake.store.url().is_read_only() {
                     return Err(Fatal {
-                        message: format!("pushing to lake '{}' is not supported yet", state.url),
-                        hint: None,
+                        message: format!(
+                            "lake '{}' is served over plain HTTP, which is read-only: nothing was pushed",
+                            remote.lake.name()
+                        ),
+                        hint: Some("push to the lake's store address instead (s3://, gs://, az:// or a folder)".into()),
                     });
                 }
-                let progress = state.progress();
-                let listing = state.remote().await?.list(progress.as_ref()).await;
+                let listing = if for_push {
+                    remote.list_for_push(progress.as_ref()).await
+                } else {
+                    remote.list(progress.as_ref()).await
+                };
                 state.show_warnings();
                 let listing = listing?;
                 out.send(&protocol::list(
@@ -256,7 +265,39 @@ async fn session(remote_name: &str, url: &str) -> Result<(), Fatal> {
                 state.listing = Some(listing);
                 out.send("\n")?;
             }
-            Request::Push(_) => return Err(Fatal::new("protocol error: push is not advertised")),
+            Request::Push(items) => {
+                let listing = state
+                    .listing
+                    .take()
+                    .ok_or_else(|| Fatal::new("protocol error: push before list for-push"))?;
+                let opts = PushOptions {
+                    dry_run: state.options.dry_run,
+                    atomic: state.options.atomic,
+                    cas: state.options.cas.clone(),
+                };
+                let remote = state.remote().await?;
+                let report = push::push(remote, &listing, &items, &opts).await;
+                let stats = remote.lake.store.stats.summary();
+                state.show_warnings();
+                for w in &report.warnings {
+                    eprintln!("warning: {}", crate::store::redact(w));
+                }
+                if tracing {
+                    trace::line(&format!(
+                        "push: refs.json written in {} attempt(s); requests: {stats}",
+                        report.refs_json_attempts
+                    ));
+                }
+                let mut reply = String::new();
+                for (dst, result) in &report.results {
+                    reply.push_str(&protocol::push_status(
+                        dst,
+                        &result.as_ref().map(|n| n.as_deref()).map_err(|e| e.clone()),
+                    ));
+                }
+                reply.push('\n');
+                out.send(&reply)?;
+            }
         }
         if tracing {
             if let Some(r) = &state.remote {

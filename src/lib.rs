@@ -13,6 +13,7 @@ pub mod lake;
 pub mod mapping;
 pub mod progress;
 pub mod protocol;
+pub mod push;
 pub mod remote;
 pub mod repo;
 pub mod store;

@@ -12,6 +12,7 @@ use crate::mapping::{self, Object, ObjectId};
 use crate::progress::Progress;
 use crate::protocol::{FetchItem, ListLine};
 use crate::repo::{Repo, RepoError};
+use crate::store::{Token, Versioned};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RemoteError {
@@ -59,6 +60,10 @@ pub struct Listing {
     pub refs: Vec<(String, VersionId)>,
     pub commits: HashMap<VersionId, ObjectId>,
     built: HashMap<VersionId, Built>,
+    /// For `list for-push`: each ref file's version token, for writes on condition.
+    pub tokens: HashMap<String, Token>,
+    /// For `list for-push`: `refs.json` as read before the refs (`Some(None)`: there was none).
+    pub refs_json: Option<Option<Versioned>>,
 }
 
 impl Listing {
@@ -130,9 +135,61 @@ impl Remote {
 
     /// Reads HEAD and the refs, and computes the commit of every ref.
     pub async fn list(&mut self, progress: &dyn Progress) -> Result<Listing, RemoteError> {
-        let (head, refs) = futures::join!(self.lake.head(), self.lake.refs());
-        let head = head?;
-        let refs = refs?;
+        self.list_with(progress, false).await
+    }
+
+    /// `list for-push`: also the ref files' tokens, and `refs.json` read before the refs (a
+    /// later rewrite of `refs.json` is conditional on it, which keeps it equal to the ref files).
+    pub async fn list_for_push(&mut self, progress: &dyn Progress) -> Result<Listing, RemoteError> {
+        self.list_with(progress, true).await
+    }
+
+    /// Computes the commit of `version` (reading it and any ancestors not known yet).
+    pub async fn commit_of(
+        &mut self,
+        version: &VersionId,
+        named_by: &str,
+    ) -> Result<ObjectId, RemoteError> {
+        let known = self.known();
+        if let Some(c) = known.get(version) {
+            return Ok(*c);
+        }
+        let resolved = history::resolve(
+            &self.lake,
+            &[(version.clone(), named_by.to_string())],
+            &known,
+            &crate::progress::Silent,
+        )
+        .await?;
+        if let Some(cache) = &mut self.cache {
+            cache.extend(resolved.commits.iter().map(|(v, c)| (v.clone(), *c)));
+            cache.save();
+        }
+        Ok(resolved.commits[version])
+    }
+
+    async fn list_with(
+        &mut self,
+        progress: &dyn Progress,
+        for_push: bool,
+    ) -> Result<Listing, RemoteError> {
+        let mut tokens = HashMap::new();
+        let mut refs_json = None;
+        let (head, refs) = if for_push {
+            refs_json = Some(self.lake.refs_json_versioned().await?);
+            let (head, refs) = futures::join!(self.lake.head(), self.lake.refs_versioned());
+            let refs = refs?
+                .into_iter()
+                .map(|(n, v, t)| {
+                    tokens.insert(n.clone(), t);
+                    (n, v)
+                })
+                .collect();
+            (head?, refs)
+        } else {
+            let (head, refs) = futures::join!(self.lake.head(), self.lake.refs());
+            (head?, refs?)
+        };
         if !refs.iter().any(|(n, _)| *n == head) && !refs.is_empty() {
             self.lake_warn(format!(
                 "lake '{}': HEAD names {head}, which does not exist",
@@ -160,6 +217,8 @@ impl Remote {
             refs,
             commits,
             built: resolved.built,
+            tokens,
+            refs_json,
         })
     }
 

@@ -63,6 +63,59 @@ impl Repo {
             .unwrap_or(false)
     }
 
+    /// The object a push source names: a full ref name (symbolic refs followed, tags not
+    /// peeled) or a hex object ID.
+    pub fn resolve(&self, src: &str) -> Option<ObjectId> {
+        if let Some(id) = ObjectId::from_hex(src) {
+            return Some(id);
+        }
+        if let Ok(mut r) = self.repo.find_reference(src) {
+            if let Ok(id) = r.follow_to_object() {
+                return ObjectId::from_hex(&id.to_string());
+            }
+        }
+        // Git passes any expression the user pushed (`main~1`): let Git itself parse it.
+        let out = std::process::Command::new("git")
+            .args(["rev-parse", "--verify", "--quiet", "--end-of-options"])
+            .arg(src)
+            .env("GIT_DIR", self.git_dir())
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .output()
+            .ok()?;
+        ObjectId::from_hex(String::from_utf8_lossy(&out.stdout).trim())
+    }
+
+    /// An object's kind (`commit`, `tag`, `tree`, `blob`) and content.
+    pub fn object(&self, id: &ObjectId) -> Option<(String, Vec<u8>)> {
+        let oid = gix::ObjectId::try_from(&id.0[..]).ok()?;
+        let obj = self.repo.try_find_object(oid).ok()??;
+        Some((obj.kind.to_string(), obj.data.clone()))
+    }
+
+    /// The parents of a local commit (empty if it is not a commit or not here).
+    pub fn parents(&self, id: &ObjectId) -> Vec<ObjectId> {
+        match self.object(id) {
+            Some((kind, data)) if kind == "commit" => commit_parents(&data),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Whether `old` is `new` or one of its ancestors, walking the local commits.
+    pub fn is_ancestor(&self, old: &ObjectId, new: &ObjectId) -> bool {
+        let mut seen = std::collections::HashSet::new();
+        let mut stack = vec![*new];
+        while let Some(c) = stack.pop() {
+            if c == *old {
+                return true;
+            }
+            if seen.insert(c) {
+                stack.extend(self.parents(&c));
+            }
+        }
+        false
+    }
+
     /// A configuration value, e.g. `remote.origin.fdlEndpoint`.
     pub fn config(&self, key: &str) -> Option<String> {
         self.repo
@@ -109,6 +162,16 @@ impl Repo {
         write("idx", &pack.index()).map_err(|e| err(e.to_string()))?;
         Ok(())
     }
+}
+
+/// The `parent` lines of a raw commit object.
+pub fn commit_parents(data: &[u8]) -> Vec<ObjectId> {
+    let text = String::from_utf8_lossy(data);
+    text.lines()
+        .take_while(|l| !l.is_empty())
+        .filter_map(|l| l.strip_prefix("parent "))
+        .filter_map(ObjectId::from_hex)
+        .collect()
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -5,5 +5,6 @@ mod support;
 
 mod bad_lakes;
 mod golden;
+mod push;
 mod read;
 mod stores;

@@ -14,7 +14,7 @@ pub use files::FdlConfig;
 pub use names::{check_ref_name, check_writable_ref, printable, VersionId};
 pub use record::VersionRecord;
 
-use crate::store::{Store, StoreError};
+use crate::store::{Store, StoreError, Token, Versioned};
 
 /// Size limits: a hostile lake cannot make the helper read a huge file.
 pub const SMALL_FILE_LIMIT: u64 = 1 << 20;
@@ -164,6 +164,16 @@ impl Lake {
     }
 
     async fn refs_from_files(&self) -> Result<Vec<(String, VersionId)>, LakeError> {
+        Ok(self
+            .refs_versioned()
+            .await?
+            .into_iter()
+            .map(|(n, v, _)| (n, v))
+            .collect())
+    }
+
+    /// Every branch and tag from the ref files, with each file's version token (for pushes).
+    pub async fn refs_versioned(&self) -> Result<Vec<(String, VersionId, Token)>, LakeError> {
         let files = self
             .store
             .list("refs/")
@@ -172,6 +182,11 @@ impl Lake {
         let mut names = Vec::new();
         for f in files {
             if !(f.starts_with("refs/heads/") || f.starts_with("refs/tags/")) {
+                continue;
+            }
+            // A writer's lock or temporary file: never a ref, not worth a warning.
+            let last = f.rsplit('/').next().unwrap_or("");
+            if last.ends_with(".lock") || last.starts_with('.') {
                 continue;
             }
             match check_ref_name(&f) {
@@ -183,26 +198,28 @@ impl Lake {
                 )),
             }
         }
-        futures::stream::iter(names)
+        let mut out: Vec<(String, VersionId, Token)> = futures::stream::iter(names)
             .map(|name| async move {
-                let raw = self
+                let got = self
                     .store
-                    .get(&name, SMALL_FILE_LIMIT)
+                    .get_versioned(&name, SMALL_FILE_LIMIT)
                     .await
                     .map_err(|e| self.store_err(e))?;
                 // Deleted between the listing and the read: it is gone, as a racing reader sees it.
-                let Some(raw) = raw else { return Ok(None) };
-                let id = files::parse_ref_value(&raw).map_err(|why| LakeError::BadRef {
+                let Some(got) = got else { return Ok(None) };
+                let id = files::parse_ref_value(&got.bytes).map_err(|why| LakeError::BadRef {
                     lake: self.name(),
                     name: name.clone(),
                     why,
                 })?;
-                Ok(Some((name, id)))
+                Ok(Some((name, id, got.token)))
             })
             .buffer_unordered(CONCURRENCY)
             .try_filter_map(|x| async move { Ok(x) })
             .try_collect()
-            .await
+            .await?;
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(out)
     }
 
     async fn refs_from_json(&self) -> Result<Vec<(String, VersionId)>, LakeError> {
@@ -244,6 +261,14 @@ impl Lake {
             out.push((name, id));
         }
         Ok(out)
+    }
+
+    /// `refs.json` as it is now, with its version token; `None` if there is none.
+    pub async fn refs_json_versioned(&self) -> Result<Option<Versioned>, LakeError> {
+        self.store
+            .get_versioned("refs.json", REFS_JSON_LIMIT)
+            .await
+            .map_err(|e| self.store_err(e))
     }
 
     /// Reads a version's record and `dataset.json` concurrently. `None` if it has no record.

@@ -270,10 +270,8 @@ impl Options {
             },
             "dry-run" if push => set_bool(&mut self.dry_run),
             "atomic" if push => set_bool(&mut self.atomic),
-            "push-option" if push => {
-                self.push_options.push(unquote(value));
-                OptionReply::Ok
-            }
+            // Push options mean nothing to a lake; saying so lets Git refuse them clearly.
+            "push-option" => OptionReply::Unsupported,
             "cas" if push => {
                 let v = unquote(value);
                 match v.split_once(':') {

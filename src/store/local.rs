@@ -203,6 +203,253 @@ fn is_absent(e: &std::io::Error) -> bool {
     e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ENOTDIR)
 }
 
+/// What a conditional write in a folder expects to find.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Expect {
+    Absent,
+    /// The token ([`content_token`]) of the content last read.
+    Token(String),
+}
+
+/// Why a conditional write in a folder did not happen.
+#[derive(Debug)]
+pub enum LocalWriteError {
+    /// The file exists (for a create) or holds something else (for an update or delete).
+    Mismatch,
+    Store(StoreError),
+}
+
+impl From<StoreError> for LocalWriteError {
+    fn from(e: StoreError) -> Self {
+        LocalWriteError::Store(e)
+    }
+}
+
+/// A folder's version token: the content's SHA-1. Comparing content is what a ref needs.
+pub fn content_token(bytes: &[u8]) -> String {
+    use sha1::Digest;
+    let d: [u8; 20] = sha1::Sha1::digest(bytes).into();
+    let hex: String = d.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha1:{hex}")
+}
+
+/// How long a writer waits for another's lock before giving up (locks are held for
+/// milliseconds).
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+impl LocalDir {
+    /// Writes `bytes` to `rel` if what is there matches `expect`: compare and swap, under an
+    /// exclusively created `<rel>.lock`, with the new content renamed into place so readers
+    /// see the old file or the new one, never a part. Returns the new token.
+    pub fn put(&self, rel: &str, bytes: &[u8], expect: &Expect) -> Result<String, LocalWriteError> {
+        let path = self.prepare_parent(rel)?;
+        let _lock = self.lock(rel, &path)?;
+        self.check(rel, &path, expect)?;
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+        let tmp = path.with_file_name(format!(".{name}.tmp-{}-{}", std::process::id(), nanos()));
+        let written = (|| {
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&tmp)?;
+            std::io::Write::write_all(&mut f, bytes)?;
+            f.sync_all()?;
+            std::fs::rename(&tmp, &path)
+        })();
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(io_error(rel, e).into());
+        }
+        Ok(content_token(bytes))
+    }
+
+    /// Deletes `rel` if it holds what `expect` says, under the same lock as [`LocalDir::put`].
+    /// Empty folders left behind below `refs/` are removed, as Git does.
+    pub fn delete(&self, rel: &str, expect: &Expect) -> Result<(), LocalWriteError> {
+        let path = self.prepare_parent(rel)?;
+        let lock = self.lock(rel, &path)?;
+        self.check(rel, &path, expect)?;
+        match std::fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if is_absent(&e) => {}
+            Err(e) => return Err(io_error(rel, e).into()),
+        }
+        drop(lock);
+        let mut dir = path.parent().map(Path::to_path_buf);
+        while let Some(d) = dir {
+            if d == self.root.join("refs/heads")
+                || d == self.root.join("refs/tags")
+                || !d.starts_with(&self.root)
+            {
+                break;
+            }
+            if std::fs::remove_dir(&d).is_err() {
+                break;
+            }
+            dir = d.parent().map(Path::to_path_buf);
+        }
+        Ok(())
+    }
+
+    fn check(&self, rel: &str, path: &Path, expect: &Expect) -> Result<(), LocalWriteError> {
+        let current = match std::fs::read(path) {
+            Ok(b) => Some(b),
+            Err(e) if is_absent(&e) => None,
+            Err(e) => return Err(io_error(rel, e).into()),
+        };
+        let matches = match (expect, &current) {
+            (Expect::Absent, None) => true,
+            (Expect::Token(t), Some(b)) => *t == content_token(b),
+            _ => false,
+        };
+        if matches {
+            Ok(())
+        } else {
+            Err(LocalWriteError::Mismatch)
+        }
+    }
+
+    /// Creates the folders above `rel` and checks they stay inside the root.
+    fn prepare_parent(&self, rel: &str) -> Result<PathBuf, StoreError> {
+        let path = self.root.join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| match e.kind() {
+                std::io::ErrorKind::AlreadyExists | std::io::ErrorKind::NotADirectory => {
+                    StoreError::Failed {
+                        path: rel.to_string(),
+                        message: "a file stands where a folder of this path should be".into(),
+                    }
+                }
+                _ => io_error(rel, e),
+            })?;
+            let real = std::fs::canonicalize(parent).map_err(|e| io_error(rel, e))?;
+            if !real.starts_with(&self.root) {
+                return Err(StoreError::OutsideRoot {
+                    path: rel.to_string(),
+                });
+            }
+        }
+        match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.file_type().is_symlink() => Err(StoreError::OutsideRoot {
+                path: rel.to_string(),
+            }),
+            Ok(m) if m.is_dir() => Err(StoreError::Failed {
+                path: rel.to_string(),
+                message: "a folder stands where this file should be".into(),
+            }),
+            _ => Ok(path),
+        }
+    }
+
+    /// Takes `<rel>.lock`, waiting a little for a writer that holds it.
+    fn lock(&self, rel: &str, path: &Path) -> Result<LockGuard, StoreError> {
+        let lock_path = path.with_file_name(format!(
+            "{}.lock",
+            path.file_name().and_then(|n| n.to_str()).unwrap_or("file")
+        ));
+        let start = std::time::Instant::now();
+        let mut pause = std::time::Duration::from_millis(1);
+        loop {
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&lock_path)
+            {
+                Ok(mut f) => {
+                    let holder = format!(
+                        "pid {} on {} since {}\n",
+                        std::process::id(),
+                        hostname(),
+                        unix_now()
+                    );
+                    let _ = std::io::Write::write_all(&mut f, holder.as_bytes());
+                    return Ok(LockGuard(lock_path));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let (abandoned, holder) = describe_lock(&lock_path);
+                    if abandoned || start.elapsed() > LOCK_WAIT {
+                        return Err(StoreError::Locked {
+                            path: lock_path.display().to_string(),
+                            holder,
+                        });
+                    }
+                    std::thread::sleep(
+                        pause + std::time::Duration::from_micros(u64::from(nanos() % 1000)),
+                    );
+                    pause = (pause * 2).min(std::time::Duration::from_millis(50));
+                }
+                Err(e) => return Err(io_error(&format!("{rel}.lock"), e)),
+            }
+        }
+    }
+}
+
+/// Removes the lock file when the write is over, whatever happened.
+struct LockGuard(PathBuf);
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Whether a lock looks abandoned, and who holds it.
+fn describe_lock(lock: &Path) -> (bool, String) {
+    let content = std::fs::read_to_string(lock).unwrap_or_default();
+    let content = content.trim();
+    let mut parts = content.split_whitespace();
+    let pid: Option<i32> = parts.nth(1).and_then(|p| p.parse().ok());
+    let host = parts.nth(1).unwrap_or("");
+    let since: Option<u64> = parts.nth(1).and_then(|t| t.parse().ok());
+    let age = since.map(|t| unix_now().saturating_sub(t));
+    let dead = match pid {
+        Some(pid) if host == hostname() => {
+            // Signal 0 checks that the process exists without touching it.
+            let alive = unsafe { libc::kill(pid, 0) } == 0;
+            !alive && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+        }
+        _ => false,
+    };
+    let who = if content.is_empty() {
+        "an unknown writer".to_string()
+    } else {
+        content.to_string()
+    };
+    match (dead, age) {
+        (true, _) => (
+            true,
+            format!(
+                "held by {who}, a process that no longer exists: a push was killed while writing"
+            ),
+        ),
+        (false, Some(a)) if a > 60 => (
+            true,
+            format!("held by {who}, for {a} s: probably left by a push that crashed"),
+        ),
+        _ => (false, format!("held by {who}")),
+    }
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "localhost".to_string())
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+fn nanos() -> u32 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0)
+}
+
 fn io_error(rel: &str, e: std::io::Error) -> StoreError {
     StoreError::Failed {
         path: rel.to_string(),

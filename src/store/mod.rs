@@ -15,7 +15,7 @@ use object_store::path::Path as StorePath;
 use object_store::{ObjectStore, ObjectStoreExt};
 
 pub use self::url::{redact, StoreUrl};
-use local::LocalDir;
+use local::{Expect, LocalDir, LocalWriteError};
 
 /// What went wrong talking to a store. Messages name the path at fault (relative to the lake).
 #[derive(Debug, thiserror::Error)]
@@ -26,8 +26,60 @@ pub enum StoreError {
     OutsideRoot { path: String },
     #[error("{path}: {message}")]
     Failed { path: String, message: String },
+    #[error("{path} exists: another writer holds this lock ({holder})")]
+    Locked { path: String, holder: String },
     #[error("{0}")]
     Config(String),
+    #[error("{path}: this store cannot write on condition: {message}")]
+    NoConditionalWrites { path: String, message: String },
+}
+
+impl StoreError {
+    /// What to do about it, Git-style.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            StoreError::Locked { path, .. } => Some(format!(
+                "if no push to this lake is running, remove the lock file and push again: rm '{path}'"
+            )),
+            StoreError::NoConditionalWrites { .. } => Some(
+                "pushes need a store that writes on condition (S3, GCS, Azure, a local folder)".into(),
+            ),
+            _ => None,
+        }
+    }
+}
+
+/// A store's version of an object, for writing on condition.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Token {
+    pub e_tag: Option<String>,
+    pub version: Option<String>,
+}
+
+/// A file's content with its version token.
+#[derive(Debug, Clone)]
+pub struct Versioned {
+    pub bytes: Bytes,
+    pub token: Token,
+}
+
+/// The condition of a write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WriteMode {
+    /// Only if nothing is there.
+    Create,
+    /// Only if the object is still at this version.
+    Update(Token),
+}
+
+/// Why a conditional write did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// The condition failed: something was there (create) or it changed (update, delete).
+    #[error("changed since it was read")]
+    Conflict,
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }
 
 /// Request counts, for benchmarks and `GIT_REMOTE_FDL_DEBUG`.
@@ -208,6 +260,174 @@ impl Store {
             out.len()
         ));
         Ok(out)
+    }
+}
+
+impl Store {
+    /// Like [`Store::get`], with the version token a conditional write needs.
+    pub async fn get_versioned(
+        &self,
+        rel: &str,
+        limit: u64,
+    ) -> Result<Option<Versioned>, StoreError> {
+        check_rel(rel)?;
+        match &self.backend {
+            Backend::Local(_) => Ok(self.get(rel, limit).await?.map(|bytes| Versioned {
+                token: Token {
+                    e_tag: Some(local::content_token(&bytes)),
+                    version: None,
+                },
+                bytes,
+            })),
+            Backend::Remote(store, prefix) => {
+                self.stats.get.fetch_add(1, Ordering::Relaxed);
+                let path = Self::remote_path(prefix, rel);
+                let result = match store.get(&path).await {
+                    Err(object_store::Error::NotFound { .. }) => Ok(None),
+                    Err(e) => Err(failed(rel, e)),
+                    Ok(res) if res.meta.size > limit => Err(StoreError::TooLarge {
+                        path: rel.to_string(),
+                        limit,
+                    }),
+                    Ok(res) => {
+                        let token = Token {
+                            e_tag: res.meta.e_tag.clone(),
+                            version: res.meta.version.clone(),
+                        };
+                        let bytes = read_limited(rel, res.into_stream(), limit).await?;
+                        Ok(Some(Versioned { bytes, token }))
+                    }
+                };
+                match &result {
+                    Ok(Some(v)) => self.log(format_args!(
+                        "GET {rel} -> {} bytes, version {:?}",
+                        v.bytes.len(),
+                        v.token.e_tag
+                    )),
+                    Ok(None) => self.log(format_args!("GET {rel} -> not found")),
+                    Err(e) => self.log(format_args!("GET {rel} -> error: {e}")),
+                }
+                result
+            }
+        }
+    }
+
+    /// Writes `bytes` to `rel` on condition; returns the new version token.
+    pub async fn put(
+        &self,
+        rel: &str,
+        bytes: Bytes,
+        mode: &WriteMode,
+    ) -> Result<Token, WriteError> {
+        check_rel(rel)?;
+        self.stats.put.fetch_add(1, Ordering::Relaxed);
+        let result = match &self.backend {
+            Backend::Local(dir) => {
+                let expect = match mode {
+                    WriteMode::Create => Expect::Absent,
+                    WriteMode::Update(t) => Expect::Token(t.e_tag.clone().unwrap_or_default()),
+                };
+                let dir = dir.clone();
+                let rel_owned = rel.to_string();
+                tokio::task::spawn_blocking(move || dir.put(&rel_owned, &bytes, &expect))
+                    .await
+                    .map_err(|e| WriteError::Store(failed(rel, e)))?
+                    .map(|t| Token {
+                        e_tag: Some(t),
+                        version: None,
+                    })
+                    .map_err(|e| match e {
+                        LocalWriteError::Mismatch => WriteError::Conflict,
+                        LocalWriteError::Store(s) => WriteError::Store(s),
+                    })
+            }
+            Backend::Remote(store, prefix) => {
+                let path = Self::remote_path(prefix, rel);
+                let put_mode = match mode {
+                    WriteMode::Create => object_store::PutMode::Create,
+                    WriteMode::Update(t) => {
+                        object_store::PutMode::Update(object_store::UpdateVersion {
+                            e_tag: t.e_tag.clone(),
+                            version: t.version.clone(),
+                        })
+                    }
+                };
+                let opts = object_store::PutOptions {
+                    mode: put_mode,
+                    ..Default::default()
+                };
+                match store
+                    .put_opts(&path, object_store::PutPayload::from(bytes), opts)
+                    .await
+                {
+                    Ok(r) => Ok(Token {
+                        e_tag: r.e_tag,
+                        version: r.version,
+                    }),
+                    Err(
+                        object_store::Error::AlreadyExists { .. }
+                        | object_store::Error::Precondition { .. },
+                    ) => Err(WriteError::Conflict),
+                    Err(
+                        e @ (object_store::Error::NotImplemented { .. }
+                        | object_store::Error::NotSupported { .. }),
+                    ) => Err(WriteError::Store(StoreError::NoConditionalWrites {
+                        path: rel.to_string(),
+                        message: redact(&e.to_string()),
+                    })),
+                    Err(e) => Err(WriteError::Store(failed(rel, e))),
+                }
+            }
+        };
+        match &result {
+            Ok(t) => self.log(format_args!(
+                "PUT {rel} ({mode:?}) -> ok, version {:?}",
+                t.e_tag
+            )),
+            Err(e) => self.log(format_args!("PUT {rel} ({mode:?}) -> {e}")),
+        }
+        result
+    }
+
+    /// Deletes `rel` if it is still at version `expected`. Local folders check and delete under
+    /// a lock. Cloud stores cannot delete on condition: the version is checked just before an
+    /// unconditional delete, which leaves a window of one request in which a racing update can be
+    /// lost (documented in docs/git-remote-fdl.md).
+    pub async fn delete(&self, rel: &str, expected: &Token) -> Result<(), WriteError> {
+        check_rel(rel)?;
+        self.stats.delete.fetch_add(1, Ordering::Relaxed);
+        let result = match &self.backend {
+            Backend::Local(dir) => {
+                let expect = Expect::Token(expected.e_tag.clone().unwrap_or_default());
+                let dir = dir.clone();
+                let rel_owned = rel.to_string();
+                tokio::task::spawn_blocking(move || dir.delete(&rel_owned, &expect))
+                    .await
+                    .map_err(|e| WriteError::Store(failed(rel, e)))?
+                    .map_err(|e| match e {
+                        LocalWriteError::Mismatch => WriteError::Conflict,
+                        LocalWriteError::Store(s) => WriteError::Store(s),
+                    })
+            }
+            Backend::Remote(store, prefix) => {
+                let path = Self::remote_path(prefix, rel);
+                self.stats.get.fetch_add(1, Ordering::Relaxed);
+                match store.head(&path).await {
+                    Err(object_store::Error::NotFound { .. }) => Err(WriteError::Conflict),
+                    Err(e) => Err(WriteError::Store(failed(rel, e))),
+                    Ok(meta) if meta.e_tag != expected.e_tag => Err(WriteError::Conflict),
+                    Ok(_) => store
+                        .delete(&path)
+                        .await
+                        .map_err(|e| WriteError::Store(failed(rel, e))),
+                }
+            }
+        };
+        match &result {
+            Ok(()) => self.log(format_args!("DELETE {rel} -> ok")),
+            Err(e) => self.log(format_args!("DELETE {rel} -> {e}")),
+        }
+        result
     }
 }
 

@@ -141,6 +141,140 @@ impl TestEnv {
     }
 }
 
+/// Where a test lake lives: the same scenarios run against a folder and against S3.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Where {
+    Local,
+    S3,
+}
+
+/// A lake written for a test, with a way to look at its files directly.
+pub struct LakeAt {
+    pub url: String,
+    pub place: Where,
+    pub dir: PathBuf,
+    pub bucket: String,
+    pub prefix: String,
+}
+
+static BUCKETS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+impl TestEnv {
+    /// Writes `lake` to a folder or to a fresh S3 bucket (setting this environment up to reach
+    /// it) and returns where it is.
+    pub fn lake_at(&mut self, place: Where, name: &str, lake: &LakeBuilder) -> LakeAt {
+        match place {
+            Where::Local => {
+                let url = self.local_lake(name, lake);
+                LakeAt {
+                    url,
+                    place,
+                    dir: self.path(name),
+                    bucket: String::new(),
+                    prefix: String::new(),
+                }
+            }
+            Where::S3 => {
+                let m = moto::moto();
+                let n = BUCKETS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let bucket = format!(
+                    "b{}-{n}-{}",
+                    std::process::id(),
+                    name.replace(['/', '_'], "-")
+                );
+                m.create_bucket(&bucket);
+                let prefix = format!("{name}/");
+                lake.write_s3(m, &bucket, &prefix);
+                for (k, v) in m.env() {
+                    self.set(&k, &v);
+                }
+                LakeAt {
+                    url: format!("fdl::s3://{bucket}/{prefix}"),
+                    place,
+                    dir: PathBuf::new(),
+                    bucket,
+                    prefix,
+                }
+            }
+        }
+    }
+}
+
+impl LakeAt {
+    pub fn read(&self, rel: &str) -> Option<String> {
+        match self.place {
+            Where::Local => std::fs::read_to_string(self.dir.join(rel)).ok(),
+            Where::S3 => moto::moto()
+                .get(&self.bucket, &format!("{}{rel}", self.prefix))
+                .map(|b| String::from_utf8(b).unwrap()),
+        }
+    }
+
+    /// Writes a file directly, as another writer would.
+    pub fn write(&self, rel: &str, content: &str) {
+        match self.place {
+            Where::Local => {
+                let p = self.dir.join(rel);
+                std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+                std::fs::write(p, content).unwrap();
+            }
+            Where::S3 => {
+                let mut files = std::collections::BTreeMap::new();
+                files.insert(rel.to_string(), content.as_bytes().to_vec());
+                moto::moto().put_files(&self.bucket, &self.prefix, &files);
+            }
+        }
+    }
+
+    /// Every branch and tag file with its (trimmed) content.
+    pub fn ref_files(&self) -> std::collections::BTreeMap<String, String> {
+        let names: Vec<String> = match self.place {
+            Where::Local => {
+                let mut out = Vec::new();
+                let mut stack = vec![self.dir.join("refs")];
+                while let Some(d) = stack.pop() {
+                    for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                        if e.file_type().unwrap().is_dir() {
+                            stack.push(e.path());
+                        } else {
+                            out.push(
+                                e.path()
+                                    .strip_prefix(&self.dir)
+                                    .unwrap()
+                                    .display()
+                                    .to_string(),
+                            );
+                        }
+                    }
+                }
+                out
+            }
+            Where::S3 => moto::moto()
+                .list(&self.bucket, &format!("{}refs", self.prefix))
+                .into_iter()
+                .map(|p| p.strip_prefix(&self.prefix).unwrap().to_string())
+                .collect(),
+        };
+        names
+            .into_iter()
+            .filter(|n| n.starts_with("refs/heads/") || n.starts_with("refs/tags/"))
+            .map(|n| {
+                let v = self.read(&n).unwrap_or_default().trim().to_string();
+                (n, v)
+            })
+            .collect()
+    }
+
+    /// `refs.json` as a map.
+    pub fn refs_json(&self) -> std::collections::BTreeMap<String, String> {
+        let text = self.read("refs.json").unwrap_or_else(|| "{}".into());
+        let v: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&text).unwrap();
+        v.into_iter()
+            .map(|(k, v)| (k, v.as_str().unwrap().to_string()))
+            .collect()
+    }
+}
+
 /// `git ls-remote` output as `(oid, ref)` pairs.
 pub fn parse_ls_remote(out: &str) -> Vec<(String, String)> {
     out.lines()

@@ -117,6 +117,38 @@ impl Moto {
         });
     }
 
+    pub fn get(&self, bucket: &str, path: &str) -> Option<Vec<u8>> {
+        let store = self.store(bucket);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            match store.get(&StorePath::from(path)).await {
+                Ok(r) => Some(r.bytes().await.unwrap().to_vec()),
+                Err(object_store::Error::NotFound { .. }) => None,
+                Err(e) => panic!("get {path}: {e}"),
+            }
+        })
+    }
+
+    pub fn list(&self, bucket: &str, prefix: &str) -> Vec<String> {
+        use futures::TryStreamExt;
+        let store = self.store(bucket);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let metas: Vec<_> = store
+                .list(Some(&StorePath::from(prefix)))
+                .try_collect()
+                .await
+                .unwrap();
+            metas.into_iter().map(|m| m.location.to_string()).collect()
+        })
+    }
+
     pub fn delete(&self, bucket: &str, path: &str) {
         let store = self.store(bucket);
         let rt = tokio::runtime::Builder::new_current_thread()
