@@ -80,6 +80,9 @@ struct Done {
     old_bytes: Option<Bytes>,
 }
 
+/// A ref's write: its name, what was done (or why not), and the note for Git.
+type Outcome = (String, Result<Option<Done>, String>, Option<String>);
+
 /// What a push did, beyond the per-ref results.
 #[derive(Debug, Default)]
 pub struct PushReport {
@@ -121,7 +124,7 @@ pub async fn push(
         return report;
     }
     let remote: &Remote = remote;
-    let outcomes: Vec<(String, Result<Option<Done>, String>, Option<String>)> = if opts.atomic {
+    let outcomes: Vec<Outcome> = if opts.atomic {
         write_atomically(remote, &planned, &mut report.warnings).await
     } else {
         let writes = planned.iter().map(|p| async move {
@@ -442,7 +445,7 @@ async fn write_atomically(
     remote: &Remote,
     planned: &[Result<Planned, String>],
     warnings: &mut Vec<String>,
-) -> Vec<(String, Result<Option<Done>, String>, Option<String>)> {
+) -> Vec<Outcome> {
     let store = &remote.lake.store;
     let mut done: Vec<(Done, Planned)> = Vec::new();
     let mut failure: Option<(usize, String)> = None;
