@@ -3,7 +3,7 @@
 
 VENV   := target/venv
 MOTO   := $(VENV)/bin/moto_server
-export MOTO_SERVER := $(abspath $(MOTO))
+export MOTO_PYTHON := $(abspath $(VENV)/bin/python)
 
 .PHONY: test bench example install lint
 

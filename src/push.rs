@@ -30,7 +30,7 @@ pub const STALE_INFO: &str = "stale info";
 pub const ATOMIC_FAILED: &str = "atomic push failed";
 
 /// How many times `refs.json` is re-read and rewritten when other writers keep changing it.
-const REFS_JSON_ATTEMPTS: u32 = 30;
+const REFS_JSON_ATTEMPTS: u32 = 100;
 
 /// The options of one push batch.
 #[derive(Debug, Clone, Default)]
@@ -152,6 +152,7 @@ pub async fn push(
         };
         report.results.push((item.dst.clone(), r));
     }
+    crash_point_for_tests();
     let (attempts, warning) = update_refs_json(remote, listing, &changed).await;
     report.refs_json_attempts = attempts;
     report.warnings.extend(warning);
@@ -583,6 +584,15 @@ async fn update_refs_json(
             lake.name()
         )),
     )
+}
+
+/// For the crash tests only: with `GIT_REMOTE_FDL_TEST_STOP_BEFORE_REFS_JSON=<file>`, the helper
+/// writes its pid there and waits to be killed between its ref writes and `refs.json`.
+fn crash_point_for_tests() {
+    if let Some(path) = std::env::var_os("GIT_REMOTE_FDL_TEST_STOP_BEFORE_REFS_JSON") {
+        let _ = std::fs::write(&path, std::process::id().to_string());
+        std::thread::sleep(Duration::from_secs(60));
+    }
 }
 
 fn jitter() -> u32 {

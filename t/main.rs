@@ -7,4 +7,5 @@ mod bad_lakes;
 mod golden;
 mod push;
 mod read;
+mod reliability;
 mod stores;

@@ -1,5 +1,6 @@
-//! An S3-compatible server on 127.0.0.1 for the tests: moto's `moto_server`, started once per
-//! test run. `make test` installs it and names it in `MOTO_SERVER`; without it, S3 tests fail
+//! An S3-compatible server on 127.0.0.1 for the tests: moto's S3 server, started once per test
+//! run through `moto_server.py` (which makes each conditional write atomic, as S3 does).
+//! `make test` installs moto and names its Python in `MOTO_PYTHON`; without it, S3 tests fail
 //! (they never skip).
 
 use std::collections::BTreeMap;
@@ -25,17 +26,18 @@ pub fn moto() -> &'static Moto {
 }
 
 fn start() -> Moto {
-    let exe = std::env::var("MOTO_SERVER").unwrap_or_else(|_| {
-        panic!("MOTO_SERVER is not set: run the tests with `make test`, which installs moto_server")
+    let python = std::env::var("MOTO_PYTHON").unwrap_or_else(|_| {
+        panic!("MOTO_PYTHON is not set: run the tests with `make test`, which installs moto")
     });
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/t/support/moto_server.py");
     let port = TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
     // A watchdog shell stops the server when this test process ends.
-    let script = format!(
-        "'{exe}' -H 127.0.0.1 -p {port} >/dev/null 2>&1 & m=$!; \
+    let watchdog = format!(
+        "'{python}' '{script}' 127.0.0.1 {port} >/dev/null 2>&1 & m=$!; \
          while kill -0 {pid} 2>/dev/null; do sleep 1; done; kill $m",
         pid = std::process::id()
     );
@@ -43,10 +45,10 @@ fn start() -> Moto {
     #[allow(clippy::zombie_processes)]
     Command::new("sh")
         .arg("-c")
-        .arg(script)
+        .arg(watchdog)
         .stdin(Stdio::null())
         .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {exe}: {e}"));
+        .unwrap_or_else(|e| panic!("cannot start {script}: {e}"));
     let deadline = Instant::now() + Duration::from_secs(60);
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(
