@@ -140,6 +140,44 @@ fn main() {
         2 + r + 20
     );
 
+    // Pushes: one tag, then 100 tags in one push (written concurrently).
+    let tip = t
+        .ok("counted.git", &["rev-parse", "main"])
+        .trim()
+        .to_string();
+    let one_tag = requests(
+        &t,
+        "counted.git",
+        &[
+            "push",
+            "-q",
+            "origin",
+            &format!("{tip}:refs/tags/bench-one"),
+        ],
+    );
+    let last100 = t.ok("counted.git", &["rev-list", "-n", "100", "main"]);
+    let specs: Vec<String> = last100
+        .lines()
+        .enumerate()
+        .map(|(i, c)| format!("{c}:refs/tags/bench-{i}"))
+        .collect();
+    let mut args = vec!["push", "-q", "origin"];
+    args.extend(specs.iter().map(String::as_str));
+    let (hundred, hundred_secs) = time(|| requests(&t, "counted.git", &args));
+    let r_now = r + 1;
+    println!("pushes, local folder ({versions} versions of history)");
+    println!("  {:<26} {:<44} minimum", "operation", "helper");
+    println!(
+        "  {:<26} {:<44} get={} list=1 put=2 (list for-push: fdl.json, HEAD, refs.json, {r_now} refs; then the tag and refs.json)",
+        "push 1 tag",
+        one_tag,
+        3 + r_now
+    );
+    println!(
+        "  {:<26} {:<44} put=101 ({hundred_secs:.3} s)\n",
+        "push 100 tags at once", hundred
+    );
+
     // The same on the S3-compatible server.
     let m = support::moto::moto();
     m.create_bucket("bench");
@@ -197,4 +235,32 @@ fn main() {
     );
     println!("  {:<40} {}", "requests, cold clone", s3_cold);
     println!("  {:<40} {}", "requests, warm ls-remote", s3_warm);
+    let s3_tip = ts
+        .ok("s3-counted.git", &["rev-parse", "main"])
+        .trim()
+        .to_string();
+    let s3_one = requests(
+        &ts,
+        "s3-counted.git",
+        &[
+            "push",
+            "-q",
+            "origin",
+            &format!("{s3_tip}:refs/tags/bench-one"),
+        ],
+    );
+    println!("  {:<40} {}", "requests, push 1 tag", s3_one);
+    let last100 = ts.ok("s3-counted.git", &["rev-list", "-n", "100", "main"]);
+    let specs: Vec<String> = last100
+        .lines()
+        .enumerate()
+        .map(|(i, c)| format!("{c}:refs/tags/bench-{i}"))
+        .collect();
+    let mut args = vec!["push", "-q", "origin"];
+    args.extend(specs.iter().map(String::as_str));
+    let (s3_hundred, s3_hundred_secs) = time(|| requests(&ts, "s3-counted.git", &args));
+    println!(
+        "  {:<40} {} ({s3_hundred_secs:.3} s)",
+        "requests, push 100 tags at once", s3_hundred
+    );
 }

@@ -8,6 +8,9 @@ use std::time::{Duration, Instant};
 
 use crate::support::{faults, vid, LakeAt, LakeBuilder, TestEnv, Where};
 
+/// One writer's pushes: its number, and for each push the round, stdout and stderr.
+type WriterLog = (usize, Vec<(usize, String, String)>);
+
 const WRITERS: usize = 8;
 const ROUNDS: usize = 13; // 8 writers x 13 rounds x 2 pushes = 208 pushes
 
@@ -57,7 +60,7 @@ fn race(place: Where) {
         );
     }
     let start = Instant::now();
-    let results: Vec<(usize, Vec<(usize, String, String)>)> = std::thread::scope(|s| {
+    let results: Vec<WriterLog> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..WRITERS)
             .map(|w| {
                 let (t, commits) = (&t, &commits);
