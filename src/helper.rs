@@ -263,6 +263,11 @@ async fn session(remote_name: &str, url: &str) -> Result<(), Fatal> {
                     trace::line(&format!("requests: {stats}"));
                 }
                 state.listing = Some(listing);
+                // Git may skip its own walk over every fetched object when the helper vouches
+                // for it; the helper does only when it wrote the whole closure itself.
+                if state.options.check_connectivity && outcome.self_contained {
+                    out.send("connectivity-ok\n")?;
+                }
                 out.send("\n")?;
             }
             Request::Push(items) => {

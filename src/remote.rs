@@ -111,6 +111,9 @@ pub struct Remote {
 pub struct FetchOutcome {
     pub versions: usize,
     pub objects: usize,
+    /// Every object the wanted commits reach was written now (nothing was already there), so
+    /// the repository is connected by construction.
+    pub self_contained: bool,
 }
 
 impl Remote {
@@ -266,6 +269,7 @@ impl Remote {
         let mut seen: HashSet<VersionId> = HashSet::new();
         let mut needed: Vec<VersionId> = Vec::new();
         let mut read_data: HashMap<VersionId, VersionData> = HashMap::new();
+        let mut reached_existing = false;
         let mut read = 0u64;
         while !frontier.is_empty() {
             let mut to_read = Vec::new();
@@ -275,6 +279,7 @@ impl Remote {
                     continue;
                 }
                 if commit_of(&v, listing).is_some_and(|c| repo.has(&c)) {
+                    reached_existing = true;
                     continue;
                 }
                 needed.push(v.clone());
@@ -367,6 +372,7 @@ impl Remote {
         Ok(FetchOutcome {
             versions: needed.len(),
             objects: n_objects,
+            self_contained: !reached_existing,
         })
     }
 }
