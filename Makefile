@@ -5,9 +5,9 @@ VENV   := target/venv
 MOTO   := $(VENV)/bin/moto_server
 export MOTO_PYTHON := $(abspath $(VENV)/bin/python)
 
-.PHONY: test bench example install lint
+.PHONY: test bench example install lint ssh-keygen
 
-test: $(MOTO)
+test: $(MOTO) ssh-keygen
 	cargo test --locked
 
 bench: $(MOTO)
@@ -30,3 +30,7 @@ $(MOTO):
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check 'moto[server]==5.2.5'
 	test -x $(MOTO)
+
+# The signature tests sign versions with the real ssh-keygen.
+ssh-keygen:
+	@command -v ssh-keygen >/dev/null || { apt-get update -qq && apt-get install -y -qq openssh-client; }

@@ -3,11 +3,18 @@
 
 use clap::{Parser, Subcommand};
 
-use crate::helper::store_options;
+use std::collections::HashMap;
+
+use futures::StreamExt;
+
+use crate::helper::{expand_home, store_options};
+use crate::history;
 use crate::lake::Lake;
+use crate::lake::VersionId;
 use crate::progress::Silent;
 use crate::remote::{Remote, RemoteError};
 use crate::repo::Repo;
+use crate::signatures::{self, AllowedSigners, Subject, Verdict, DEFAULT_NAMESPACE};
 use crate::store::{Store, StoreUrl};
 
 #[derive(Parser, Debug)]
@@ -29,9 +36,23 @@ enum Command {
         /// The lake's address (a path, file://, s3://, gs://, az:// or http(s)://)
         lake: String,
     },
+    /// Check the signatures of a lake's versions against the keys you trust, as a table:
+    /// version, signer, status. Exits 1 if any version is not signed by a trusted key.
+    Verify {
+        /// The lake's address
+        lake: String,
+        /// Branches or tags whose history to check (default: all of them), e.g. main v2026.11
+        refs: Vec<String>,
+        /// The keys you trust, as an SSH allowed-signers file (default: git config gpg.ssh.allowedSignersFile)
+        #[arg(long, value_name = "FILE")]
+        allowed_signers: Option<std::path::PathBuf>,
+        /// The signature namespace
+        #[arg(long, default_value = DEFAULT_NAMESPACE)]
+        namespace: String,
+    },
 }
 
-const SUBCOMMANDS: [&str; 3] = ["ls", "help", "--help"];
+const SUBCOMMANDS: [&str; 4] = ["ls", "verify", "help", "--help"];
 
 /// Git runs `git-remote-fdl <remote> [<url>]`; humans run subcommands or flags.
 pub fn is_git_invocation(args: &[String]) -> bool {
@@ -54,13 +75,19 @@ pub fn main(args: &[String]) -> i32 {
         .enable_all()
         .build()
         .expect("tokio runtime");
-    let result: anyhow::Result<()> = runtime.block_on(async {
+    let result: anyhow::Result<i32> = runtime.block_on(async {
         match cli.command {
-            Command::Ls { lake } => ls(&lake).await,
+            Command::Ls { lake } => ls(&lake).await.map(|_| 0),
+            Command::Verify {
+                lake,
+                refs,
+                allowed_signers,
+                namespace,
+            } => verify(&lake, &refs, allowed_signers, &namespace).await,
         }
     });
     match result {
-        Ok(()) => 0,
+        Ok(code) => code,
         Err(e) => {
             eprintln!("fatal: {}", crate::store::redact(&format!("{e:#}")));
             128
@@ -68,14 +95,115 @@ pub fn main(args: &[String]) -> i32 {
     }
 }
 
-async fn ls(address: &str) -> anyhow::Result<()> {
+async fn open_lake(address: &str) -> anyhow::Result<Lake> {
     let address = address.strip_prefix("fdl::").unwrap_or(address);
     let url = StoreUrl::parse(address, &std::env::current_dir()?)?;
     let repo = Repo::from_env().ok().flatten();
     let opts = store_options(repo.as_ref(), "").map_err(|f| anyhow::anyhow!(f.message))?;
-    let lake = Lake::open(Store::open(&url, &opts)?)
+    Ok(Lake::open(Store::open(&url, &opts)?)
+        .await
+        .map_err(RemoteError::from)?)
+}
+
+async fn verify(
+    address: &str,
+    wanted: &[String],
+    allowed_signers: Option<std::path::PathBuf>,
+    namespace: &str,
+) -> anyhow::Result<i32> {
+    let path = match allowed_signers {
+        Some(p) => p,
+        None => git_config("gpg.ssh.allowedSignersFile")
+            .map(|p| expand_home(&p))
+            .ok_or_else(|| {
+                anyhow::anyhow!("no allowed signers file: pass --allowed-signers FILE or set gpg.ssh.allowedSignersFile")
+            })?,
+    };
+    let trusted = AllowedSigners::load(&path).map_err(|e| anyhow::anyhow!(e))?;
+    let lake = open_lake(address).await?;
+    let refs = lake.refs().await.map_err(RemoteError::from)?;
+    let mut tips = Vec::new();
+    for w in wanted {
+        let found = refs.iter().find(|(n, _)| {
+            n == w || *n == format!("refs/heads/{w}") || *n == format!("refs/tags/{w}")
+        });
+        let (name, v) = found
+            .ok_or_else(|| anyhow::anyhow!("lake '{}' has no branch or tag '{w}'", lake.name()))?;
+        tips.push((v.clone(), format!("ref {name}")));
+    }
+    if wanted.is_empty() {
+        tips = refs
+            .iter()
+            .map(|(n, v)| (v.clone(), format!("ref {n}")))
+            .collect();
+    }
+    let resolved = history::resolve(&lake, &tips, &Default::default(), &Silent)
         .await
         .map_err(RemoteError::from)?;
+    let mut versions: Vec<_> = resolved.built.iter().collect();
+    versions.sort_by(|a, b| b.1.time.cmp(&a.1.time).then(b.0.cmp(a.0)));
+    let lake_ref = &lake;
+    let mut sigs: HashMap<VersionId, _> =
+        futures::stream::iter(versions.iter().map(|(v, _)| (*v).clone()))
+            .map(|v| async move {
+                let s = lake_ref.read_signature(&v).await;
+                (v, s)
+            })
+            .buffer_unordered(crate::lake::CONCURRENCY)
+            .collect()
+            .await;
+    println!("{:<36}  {:<28}  STATUS", "VERSION", "SIGNER");
+    let mut bad = 0;
+    for (v, b) in &versions {
+        let sig = sigs
+            .remove(*v)
+            .expect("read above")
+            .map_err(RemoteError::from)?;
+        let subject = Subject {
+            record: &b.objects.blobs.last().expect("version.json blob").data,
+            signature: sig.as_deref(),
+            principal: &b.author_email,
+            time: b.time,
+        };
+        let verdict = signatures::verify(&subject, &trusted, namespace, &lake.config.signers);
+        let signer = match &verdict {
+            Verdict::Good { principal, .. } => principal.clone(),
+            _ if b.author_email.is_empty() => "-".to_string(),
+            _ => format!("({})", b.author_email),
+        };
+        let status = if verdict.is_good() {
+            format!("ok: {verdict}")
+        } else {
+            bad += 1;
+            format!("FAILED: {verdict}")
+        };
+        println!("{v}  {signer:<28}  {status}");
+    }
+    let listed = lake.config.signers.len();
+    if listed > 0 {
+        println!(
+            "\nfdl.json lists {listed} signer(s); only the keys in {} are trusted",
+            path.display()
+        );
+    }
+    println!(
+        "{} version(s), {bad} not signed by a trusted key",
+        versions.len()
+    );
+    Ok(if bad == 0 { 0 } else { 1 })
+}
+
+fn git_config(key: &str) -> Option<String> {
+    let out = std::process::Command::new("git")
+        .args(["config", "--get", key])
+        .output()
+        .ok()?;
+    let v = String::from_utf8(out.stdout).ok()?.trim().to_string();
+    (out.status.success() && !v.is_empty()).then_some(v)
+}
+
+async fn ls(address: &str) -> anyhow::Result<()> {
+    let lake = open_lake(address).await?;
     let mut remote = Remote::new(lake, None);
     let listing = remote.list(&Silent).await?;
     for w in remote.take_warnings() {

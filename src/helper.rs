@@ -9,6 +9,7 @@ use crate::protocol::{self, OptionReply, Options, Parser, Request};
 use crate::push::{self, PushOptions};
 use crate::remote::{Listing, Remote, RemoteError};
 use crate::repo::Repo;
+use crate::signatures::{AllowedSigners, Policy, DEFAULT_NAMESPACE};
 use crate::store::{Store, StoreUrl};
 use crate::trace;
 
@@ -104,6 +105,51 @@ pub fn store_options(repo: Option<&Repo>, name: &str) -> Result<Vec<(String, Str
     Ok(out)
 }
 
+/// Whether Git's configuration turns a boolean on (`true`, `yes`, `on`, `1`).
+fn config_true(value: Option<String>) -> bool {
+    value.is_some_and(|v| matches!(v.to_ascii_lowercase().as_str(), "true" | "yes" | "on" | "1"))
+}
+
+/// The allowed-signers file for remote `name`: `remote.<name>.fdlAllowedSignersFile`, else
+/// Git's own `gpg.ssh.allowedSignersFile`.
+pub fn allowed_signers_file(repo: &Repo, name: &str) -> Option<std::path::PathBuf> {
+    let raw = repo
+        .config(&format!("remote.{name}.fdlAllowedSignersFile"))
+        .or_else(|| repo.config("gpg.ssh.allowedSignersFile"))?;
+    Some(expand_home(&raw))
+}
+
+/// `~/x` as Git reads paths in its configuration.
+pub fn expand_home(path: &str) -> std::path::PathBuf {
+    match (path.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => std::path::Path::new(&home).join(rest),
+        _ => std::path::PathBuf::from(path),
+    }
+}
+
+/// The signature policy of remote `name`, when `remote.<name>.fdlRequireSignatures` is on.
+fn signature_policy(repo: Option<&Repo>, name: &str) -> Result<Option<Policy>, Fatal> {
+    let Some(repo) = repo else { return Ok(None) };
+    if name.contains([':', '/', '\\'])
+        || !config_true(repo.config(&format!("remote.{name}.fdlRequireSignatures")))
+    {
+        return Ok(None);
+    }
+    let Some(path) = allowed_signers_file(repo, name) else {
+        return Err(Fatal {
+            message: format!("remote.{name}.fdlRequireSignatures is on, but no allowed signers file is configured"),
+            hint: Some(format!(
+                "name the keys you trust: git config remote.{name}.fdlAllowedSignersFile ~/.ssh/allowed_signers"
+            )),
+        });
+    };
+    let trusted = AllowedSigners::load(&path).map_err(Fatal::new)?;
+    let namespace = repo
+        .config(&format!("remote.{name}.fdlSignatureNamespace"))
+        .unwrap_or_else(|| DEFAULT_NAMESPACE.to_string());
+    Ok(Some(Policy { trusted, namespace }))
+}
+
 /// Runs a protocol session for `git-remote-fdl <remote> [<url>]`; returns the exit code.
 pub fn run(remote_name: &str, url: Option<&str>) -> i32 {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -150,7 +196,10 @@ impl State {
             let lake = Lake::open(store)
                 .await
                 .map_err(|e| Fatal::from(RemoteError::from(e)))?;
-            self.remote = Some(Remote::new(lake, repo));
+            let policy = signature_policy(repo.as_ref(), &self.remote_name)?;
+            let mut remote = Remote::new(lake, repo);
+            remote.require_signatures = policy;
+            self.remote = Some(remote);
         }
         Ok(self.remote.as_mut().expect("just opened"))
     }

@@ -17,6 +17,9 @@ use crate::progress::Progress;
 pub struct Built {
     pub parents: Vec<VersionId>,
     pub objects: VersionObjects,
+    /// The author's email and the version's time: what a signature is checked against.
+    pub author_email: String,
+    pub time: u64,
 }
 
 /// Tasks that read versions side by side.
@@ -243,8 +246,13 @@ fn compute_commits(
                 let objects =
                     mapping::version_objects(&id, &d.record, d.dataset.as_deref(), &parents);
                 commits.insert(id.clone(), objects.commit.id);
-                let parents = d.record.parents.clone();
-                built.insert(id, Built { parents, objects });
+                let built_version = Built {
+                    parents: d.record.parents.clone(),
+                    objects,
+                    author_email: d.record.author.email.clone(),
+                    time: mapping::commit_time(&id, &d.record),
+                };
+                built.insert(id, built_version);
                 continue;
             }
             // Everything above a marker on the stack descends from it: meeting a version that

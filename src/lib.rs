@@ -16,5 +16,6 @@ pub mod protocol;
 pub mod push;
 pub mod remote;
 pub mod repo;
+pub mod signatures;
 pub mod store;
 pub mod trace;

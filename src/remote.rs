@@ -12,6 +12,7 @@ use crate::mapping::{self, Object, ObjectId};
 use crate::progress::Progress;
 use crate::protocol::{FetchItem, ListLine};
 use crate::repo::{Repo, RepoError};
+use crate::signatures::{self, Policy, Subject, Verdict};
 use crate::store::{Token, Versioned};
 
 #[derive(Debug, thiserror::Error)]
@@ -25,6 +26,13 @@ pub enum RemoteError {
         lake: String,
         oid: String,
         name: String,
+    },
+    #[error("lake '{lake}': version {version} is not signed by a trusted key: {verdict}{more}")]
+    Unsigned {
+        lake: String,
+        version: VersionId,
+        verdict: Verdict,
+        more: String,
     },
     #[error("lake '{lake}': version {version} maps to {computed}, but the cache in {cache} says {cached}")]
     CacheMismatch {
@@ -43,6 +51,9 @@ impl RemoteError {
             RemoteError::Repo(RepoError::Sha256(_)) => {
                 Some("clone the lake into a SHA-1 repository (the default)".to_string())
             }
+            RemoteError::Unsigned { .. } => Some(
+                "nothing was fetched; see every version's status with: git-remote-fdl verify <lake>".to_string(),
+            ),
             RemoteError::CacheMismatch { .. } => Some(
                 "a version was rewritten in the lake after it was read, or the cache is damaged; \
                  remove the cache folder and fetch again"
@@ -104,6 +115,8 @@ pub struct Remote {
     pub repo: Option<Repo>,
     cache: Option<Cache>,
     warnings: std::sync::Mutex<Vec<String>>,
+    /// When set, a fetch brings only versions signed by a trusted key.
+    pub require_signatures: Option<Policy>,
 }
 
 /// What a fetch wrote.
@@ -126,6 +139,7 @@ impl Remote {
             repo,
             cache,
             warnings: Default::default(),
+            require_signatures: None,
         }
     }
 
@@ -320,6 +334,10 @@ impl Remote {
         let mut emitted: HashSet<ObjectId> = HashSet::new();
         let mut computed: HashMap<VersionId, ObjectId> = HashMap::new();
         let order = topo_order(&needed, parents_of);
+        if let Some(policy) = &self.require_signatures {
+            self.check_signatures(policy, &order, listing, &read_data)
+                .await?;
+        }
         for v in order {
             // Once written, a version's objects are in the repository: no need to keep them.
             let vo = match listing.built.remove(&v) {
@@ -380,6 +398,78 @@ impl Remote {
 fn trace_step(what: &str) {
     if crate::trace::enabled() {
         crate::trace::line(what);
+    }
+}
+
+impl Remote {
+    /// Fails unless every version in `versions` is signed by a trusted key. Reads each
+    /// `version.json.sig` concurrently; reports the first failure (in history order) and a count.
+    async fn check_signatures(
+        &self,
+        policy: &Policy,
+        versions: &[VersionId],
+        listing: &Listing,
+        read_data: &HashMap<VersionId, VersionData>,
+    ) -> Result<(), RemoteError> {
+        let lake = &self.lake;
+        let mut sigs: HashMap<VersionId, Result<Option<bytes::Bytes>, LakeError>> =
+            futures::stream::iter(versions)
+                .map(|v| async move { (v.clone(), lake.read_signature(v).await) })
+                .buffer_unordered(CONCURRENCY)
+                .collect()
+                .await;
+        let mut failures = Vec::new();
+        for v in versions {
+            let sig = sigs.remove(v).expect("read above")?;
+            let sig = sig.as_deref();
+            let (record, email, time): (&[u8], &str, u64) = match listing.built.get(v) {
+                Some(b) => (
+                    &b.objects.blobs.last().expect("version.json blob").data,
+                    &b.author_email,
+                    b.time,
+                ),
+                None => {
+                    let d = &read_data[v];
+                    (
+                        &d.record.raw,
+                        &d.record.author.email,
+                        mapping::commit_time(v, &d.record),
+                    )
+                }
+            };
+            let subject = Subject {
+                record,
+                signature: sig,
+                principal: email,
+                time,
+            };
+            let verdict = signatures::verify(
+                &subject,
+                &policy.trusted,
+                &policy.namespace,
+                &lake.config.signers,
+            );
+            if !verdict.is_good() {
+                failures.push((v.clone(), verdict));
+            }
+        }
+        let Some((version, verdict)) = failures.first().cloned() else {
+            return Ok(());
+        };
+        let more = match failures.len() {
+            1 => String::new(),
+            n => format!(
+                " (and {} more version{})",
+                n - 1,
+                if n == 2 { "" } else { "s" }
+            ),
+        };
+        Err(RemoteError::Unsigned {
+            lake: lake.name(),
+            version,
+            verdict,
+            more,
+        })
     }
 }
 

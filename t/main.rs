@@ -8,4 +8,5 @@ mod golden;
 mod push;
 mod read;
 mod reliability;
+mod signatures;
 mod stores;

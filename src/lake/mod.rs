@@ -271,6 +271,17 @@ impl Lake {
             .map_err(|e| self.store_err(e))
     }
 
+    /// A version's `version.json.sig`, if it has one.
+    pub async fn read_signature(&self, id: &VersionId) -> Result<Option<Bytes>, LakeError> {
+        self.store
+            .get(
+                &format!("versions/{id}/version.json.sig"),
+                crate::signatures::SIGNATURE_LIMIT,
+            )
+            .await
+            .map_err(|e| self.store_err(e))
+    }
+
     /// Reads a version's record and `dataset.json` concurrently. `None` if it has no record.
     pub async fn read_version(&self, id: &VersionId) -> Result<Option<VersionData>, LakeError> {
         let record_path = format!("versions/{id}/version.json");
