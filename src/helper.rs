@@ -187,7 +187,7 @@ impl State {
             let cwd = std::env::current_dir()
                 .map_err(|e| Fatal::new(format!("no current folder: {e}")))?;
             let url = StoreUrl::parse(addr, &cwd).map_err(|e| Fatal::new(e.to_string()))?;
-            let repo = Repo::from_env().map_err(|e| Fatal::new(e.to_string()))?;
+            let repo = Repo::from_env().map_err(|e| Fatal::from(RemoteError::from(e)))?;
             let opts = store_options(repo.as_ref(), &self.remote_name)?;
             let store = Store::open(&url, &opts).map_err(|e| Fatal {
                 message: format!("cannot open lake '{url}': {e}"),

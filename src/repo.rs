@@ -35,10 +35,25 @@ impl Repo {
     }
 
     pub fn open(dir: &Path) -> Result<Repo, RepoError> {
-        let mut repo = gix::open(dir).map_err(|e| RepoError::Open {
-            path: dir.to_path_buf(),
-            message: e.to_string(),
-        })?;
+        let mut repo = match gix::open(dir) {
+            Ok(r) => r,
+            Err(e) => {
+                // gix here reads SHA-1 repositories only: say why a SHA-256 one cannot be used.
+                let format = std::process::Command::new("git")
+                    .args(["rev-parse", "--show-object-format"])
+                    .env("GIT_DIR", dir)
+                    .output()
+                    .ok()
+                    .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+                return Err(match format.as_deref() {
+                    Some(f) if !f.is_empty() && f != "sha1" => RepoError::Sha256(f.to_string()),
+                    _ => RepoError::Open {
+                        path: dir.to_path_buf(),
+                        message: e.to_string(),
+                    },
+                });
+            }
+        };
         // A missing object would make the object database rescan its packs on every lookup;
         // the helper asks about thousands of missing objects, and only it adds packs meanwhile.
         repo.objects.refresh_never();

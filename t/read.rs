@@ -321,3 +321,14 @@ fn progress_is_shown_when_asked_and_silent_otherwise() {
     let out = t.git(".", &["clone", "-q", &url, "b"]);
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
 }
+
+#[test]
+fn a_sha256_repository_gets_a_clear_error() {
+    let t = TestEnv::new();
+    let url = t.local_lake("lake", &small_lake());
+    t.ok(".", &["init", "-q", "--object-format=sha256", "work"]);
+    t.ok("work", &["remote", "add", "origin", &url]);
+    let err = t.fails("work", &["fetch", "origin"]);
+    assert!(err.contains("fatal: this repository uses sha256 object IDs, but lakes map to SHA-1 commits"), "{err}");
+    assert!(err.contains("hint: clone the lake into a SHA-1 repository"), "{err}");
+}
