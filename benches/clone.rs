@@ -59,6 +59,31 @@ fn requests(t: &TestEnv, cwd: &str, args: &[&str]) -> String {
         .to_string()
 }
 
+/// Requests for pushing one tag, then 100 tags in one push (and that push's seconds).
+fn push_requests(t: &TestEnv, repo: &str) -> (String, String, f64) {
+    let tip = t.ok(repo, &["rev-parse", "main"]).trim().to_string();
+    let one = requests(
+        t,
+        repo,
+        &[
+            "push",
+            "-q",
+            "origin",
+            &format!("{tip}:refs/tags/bench-one"),
+        ],
+    );
+    let last100 = t.ok(repo, &["rev-list", "-n", "100", "main"]);
+    let specs: Vec<String> = last100
+        .lines()
+        .enumerate()
+        .map(|(i, c)| format!("{c}:refs/tags/bench-{i}"))
+        .collect();
+    let mut args = vec!["push", "-q", "origin"];
+    args.extend(specs.iter().map(String::as_str));
+    let (hundred, secs) = time(|| requests(t, repo, &args));
+    (one, hundred, secs)
+}
+
 fn refs_of(l: &LakeBuilder) -> u64 {
     l.files
         .keys()
@@ -159,29 +184,7 @@ fn main() {
     );
 
     // Pushes: one tag, then 100 tags in one push (written concurrently).
-    let tip = t
-        .ok("counted.git", &["rev-parse", "main"])
-        .trim()
-        .to_string();
-    let one_tag = requests(
-        &t,
-        "counted.git",
-        &[
-            "push",
-            "-q",
-            "origin",
-            &format!("{tip}:refs/tags/bench-one"),
-        ],
-    );
-    let last100 = t.ok("counted.git", &["rev-list", "-n", "100", "main"]);
-    let specs: Vec<String> = last100
-        .lines()
-        .enumerate()
-        .map(|(i, c)| format!("{c}:refs/tags/bench-{i}"))
-        .collect();
-    let mut args = vec!["push", "-q", "origin"];
-    args.extend(specs.iter().map(String::as_str));
-    let (hundred, hundred_secs) = time(|| requests(&t, "counted.git", &args));
+    let (one_tag, hundred, hundred_secs) = push_requests(&t, "counted.git");
     println!("pushes, local folder ({versions} versions of history)");
     println!("  {:<26} {:<44} minimum", "operation", "helper");
     println!(
@@ -252,30 +255,8 @@ fn main() {
     );
     println!("  {:<40} {}", "requests, cold clone", s3_cold);
     println!("  {:<40} {}", "requests, warm ls-remote", s3_warm);
-    let s3_tip = ts
-        .ok("s3-counted.git", &["rev-parse", "main"])
-        .trim()
-        .to_string();
-    let s3_one = requests(
-        &ts,
-        "s3-counted.git",
-        &[
-            "push",
-            "-q",
-            "origin",
-            &format!("{s3_tip}:refs/tags/bench-one"),
-        ],
-    );
+    let (s3_one, s3_hundred, s3_hundred_secs) = push_requests(&ts, "s3-counted.git");
     println!("  {:<40} {}", "requests, push 1 tag", s3_one);
-    let last100 = ts.ok("s3-counted.git", &["rev-list", "-n", "100", "main"]);
-    let specs: Vec<String> = last100
-        .lines()
-        .enumerate()
-        .map(|(i, c)| format!("{c}:refs/tags/bench-{i}"))
-        .collect();
-    let mut args = vec!["push", "-q", "origin"];
-    args.extend(specs.iter().map(String::as_str));
-    let (s3_hundred, s3_hundred_secs) = time(|| requests(&ts, "s3-counted.git", &args));
     println!(
         "  {:<40} {} ({s3_hundred_secs:.3} s)",
         "requests, push 100 tags at once", s3_hundred

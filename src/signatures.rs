@@ -271,47 +271,37 @@ fn is_key_type(field: &str) -> bool {
 
 /// Splits on blanks, keeping double-quoted parts (which may hold blanks) together.
 fn split_fields(line: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut quoted = false;
-    for c in line.chars() {
-        match c {
-            '"' => {
-                quoted = !quoted;
-                cur.push(c);
-            }
-            c if c.is_whitespace() && !quoted => {
-                if !cur.is_empty() {
-                    out.push(std::mem::take(&mut cur));
-                }
-            }
-            c => cur.push(c),
-        }
-    }
-    if !cur.is_empty() {
-        out.push(cur);
-    }
-    out
+    split_unquoted(line, char::is_whitespace)
+        .into_iter()
+        .filter(|f| !f.is_empty())
+        .collect()
 }
 
 /// Splits `opt1,opt2="a,b"` on commas outside quotes.
 fn split_options(s: &str) -> Vec<String> {
+    let mut out = split_unquoted(s, |c| c == ',');
+    if out.last().is_some_and(String::is_empty) {
+        out.pop();
+    }
+    out
+}
+
+/// Splits `s` at each character `is_sep` accepts outside double quotes (quotes are kept).
+fn split_unquoted(s: &str, is_sep: impl Fn(char) -> bool) -> Vec<String> {
     let mut out = Vec::new();
     let mut cur = String::new();
     let mut quoted = false;
     for c in s.chars() {
-        match c {
-            '"' => {
-                quoted = !quoted;
-                cur.push(c);
-            }
-            ',' if !quoted => out.push(std::mem::take(&mut cur)),
-            c => cur.push(c),
+        if c == '"' {
+            quoted = !quoted;
+        }
+        if !quoted && is_sep(c) {
+            out.push(std::mem::take(&mut cur));
+        } else {
+            cur.push(c);
         }
     }
-    if !cur.is_empty() {
-        out.push(cur);
-    }
+    out.push(cur);
     out
 }
 

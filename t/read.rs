@@ -329,6 +329,14 @@ fn a_sha256_repository_gets_a_clear_error() {
     t.ok(".", &["init", "-q", "--object-format=sha256", "work"]);
     t.ok("work", &["remote", "add", "origin", &url]);
     let err = t.fails("work", &["fetch", "origin"]);
-    assert!(err.contains("fatal: this repository uses sha256 object IDs, but lakes map to SHA-1 commits"), "{err}");
-    assert!(err.contains("hint: clone the lake into a SHA-1 repository"), "{err}");
+    assert!(
+        err.contains(
+            "fatal: this repository uses sha256 object IDs, but lakes map to SHA-1 commits"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("hint: clone the lake into a SHA-1 repository"),
+        "{err}"
+    );
 }

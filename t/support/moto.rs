@@ -104,11 +104,7 @@ impl Moto {
 
     pub fn put_files(&self, bucket: &str, prefix: &str, files: &BTreeMap<String, Vec<u8>>) {
         let store = self.store(bucket);
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async {
+        block_on(async {
             for (path, bytes) in files {
                 let p = StorePath::from(format!("{}{path}", prefix));
                 store
@@ -121,11 +117,7 @@ impl Moto {
 
     pub fn get(&self, bucket: &str, path: &str) -> Option<Vec<u8>> {
         let store = self.store(bucket);
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async {
+        block_on(async {
             match store.get(&StorePath::from(path)).await {
                 Ok(r) => Some(r.bytes().await.unwrap().to_vec()),
                 Err(object_store::Error::NotFound { .. }) => None,
@@ -137,11 +129,7 @@ impl Moto {
     pub fn list(&self, bucket: &str, prefix: &str) -> Vec<String> {
         use futures::TryStreamExt;
         let store = self.store(bucket);
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async {
+        block_on(async {
             let metas: Vec<_> = store
                 .list(Some(&StorePath::from(prefix)))
                 .try_collect()
@@ -153,10 +141,14 @@ impl Moto {
 
     pub fn delete(&self, bucket: &str, path: &str) {
         let store = self.store(bucket);
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async { store.delete(&StorePath::from(path)).await.unwrap() });
+        block_on(async { store.delete(&StorePath::from(path)).await.unwrap() });
     }
+}
+
+fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(f)
 }
