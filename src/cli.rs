@@ -54,11 +54,13 @@ enum Command {
 
 const SUBCOMMANDS: [&str; 4] = ["ls", "verify", "help", "--help"];
 
-/// Git runs `git-remote-fdl <remote> [<url>]`; humans run subcommands or flags.
+/// Git runs `git-remote-fdl <remote> [<url>]`; humans run subcommands or flags. A remote may
+/// be named like a subcommand (`verify`): Git runs its helpers with `GIT_DIR` set, which a
+/// human's shell does not have.
 pub fn is_git_invocation(args: &[String]) -> bool {
     matches!(args.len(), 1 | 2)
         && !args[0].starts_with('-')
-        && !SUBCOMMANDS.contains(&args[0].as_str())
+        && (!SUBCOMMANDS.contains(&args[0].as_str()) || std::env::var_os("GIT_DIR").is_some())
 }
 
 pub fn main(args: &[String]) -> i32 {

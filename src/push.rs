@@ -81,7 +81,31 @@ struct Done {
 }
 
 /// A ref's write: its name, what was done (or why not), and the note for Git.
-type Outcome = (String, Result<Option<Done>, String>, Option<String>);
+type Outcome = (String, Result<Option<Done>, Failure>, Option<String>);
+
+/// Why a write did not happen, and whether that is certain.
+#[derive(Debug, Clone)]
+struct Failure {
+    reason: String,
+    /// The store's answer was lost and the ref could not be read back: it may hold our value.
+    uncertain: bool,
+}
+
+impl Failure {
+    fn sure(reason: String) -> Failure {
+        Failure {
+            reason,
+            uncertain: false,
+        }
+    }
+
+    fn unknown(reason: String) -> Failure {
+        Failure {
+            reason,
+            uncertain: true,
+        }
+    }
+}
 
 /// What a push did, beyond the per-ref results.
 #[derive(Debug, Default)]
@@ -102,7 +126,16 @@ pub async fn push(
     let mut report = PushReport::default();
     let mut planned: Vec<Result<Planned, String>> = Vec::with_capacity(items.len());
     for item in items {
-        planned.push(plan(remote, listing, item, opts).await);
+        let clash = items.iter().find(|other| {
+            !item.src.is_empty()
+                && !other.src.is_empty()
+                && (other.dst.starts_with(&format!("{}/", item.dst))
+                    || item.dst.starts_with(&format!("{}/", other.dst)))
+        });
+        planned.push(match clash {
+            Some(other) => Err(format!("cannot create both {} and {}", item.dst, other.dst)),
+            None => plan(remote, listing, item, opts).await,
+        });
     }
     let any_failed = planned.iter().any(|p| p.is_err());
     if opts.atomic && any_failed {
@@ -129,7 +162,7 @@ pub async fn push(
     } else {
         let writes = planned.iter().map(|p| async move {
             match p {
-                Err(why) => (String::new(), Err(why.clone()), None),
+                Err(why) => (String::new(), Err(Failure::sure(why.clone())), None),
                 Ok(p) => {
                     let r = write(remote, p).await;
                     (p.dst.clone(), r, note(&p.action))
@@ -139,6 +172,7 @@ pub async fn push(
         futures::stream::iter(writes).buffered(16).collect().await
     };
     let mut changed: Vec<(String, Option<VersionId>)> = Vec::new();
+    let mut uncertain = false;
     for ((item, p), (_, outcome, note)) in items.iter().zip(&planned).zip(outcomes) {
         let r = match outcome {
             Ok(Some(_)) => {
@@ -148,12 +182,17 @@ pub async fn push(
                 Ok(note)
             }
             Ok(None) => Ok(note),
-            Err(why) => Err(why),
+            Err(f) => {
+                uncertain |= f.uncertain;
+                Err(f.reason)
+            }
         };
         report.results.push((item.dst.clone(), r));
     }
     crash_point_for_tests();
-    let (attempts, warning) = update_refs_json(remote, listing, &changed).await;
+    // After a write of unknown outcome, what Git listed plus our changes may be wrong:
+    // refs.json is then rebuilt from the ref files themselves.
+    let (attempts, warning) = update_refs_json(remote, listing, &changed, uncertain).await;
     report.refs_json_attempts = attempts;
     report.warnings.extend(warning);
     report
@@ -214,10 +253,11 @@ async fn plan(
         .find(|(r, _)| r == dst)
         .map(|(_, v)| v.clone());
     if let Some(expected) = &lease {
-        let matches = match (&old_commit, expected.as_str()) {
-            (None, "") => true,
-            (Some(c), e) => ObjectId::from_hex(e) == Some(*c),
-            (None, _) => false,
+        // Git sends the all-zero ID (or nothing) for "the ref must not exist yet".
+        let expects_absent = expected.is_empty() || expected.bytes().all(|b| b == b'0');
+        let matches = match &old_commit {
+            None => expects_absent,
+            Some(c) => ObjectId::from_hex(expected) == Some(*c),
         };
         if !matches {
             return Err(STALE_INFO.to_string());
@@ -361,7 +401,7 @@ fn ref_bytes(version: &VersionId) -> Bytes {
 
 /// Performs one planned write. `Ok(Some(done))` when the lake changed, `Ok(None)` when nothing
 /// needed writing.
-async fn write(remote: &Remote, p: &Planned) -> Result<Option<Done>, String> {
+async fn write(remote: &Remote, p: &Planned) -> Result<Option<Done>, Failure> {
     let store = &remote.lake.store;
     let lost = |p: &Planned| -> String {
         if p.dst.starts_with("refs/tags/") {
@@ -388,15 +428,16 @@ async fn write(remote: &Remote, p: &Planned) -> Result<Option<Done>, String> {
                 // The outcome of a failed write is checked, not assumed: a retried request
                 // whose first attempt landed reads as a conflict with our own write.
                 Err(e) => match recheck(remote, &p.dst, Some(version)).await {
-                    Some(token) => Ok(Some(Done {
+                    Readback::Holds(token) => Ok(Some(Done {
                         dst: p.dst.clone(),
                         new_token: Some(token),
                         old_bytes: None,
                     })),
-                    None => Err(match e {
+                    Readback::Differs => Err(Failure::sure(match e {
                         WriteError::Conflict => lost(p),
                         WriteError::Store(s) => store_reason(&s),
-                    }),
+                    })),
+                    Readback::Unknown(why) => Err(Failure::unknown(unknown_outcome(&e, &why))),
                 },
             }
         }
@@ -406,14 +447,18 @@ async fn write(remote: &Remote, p: &Planned) -> Result<Option<Done>, String> {
                 new_token: None,
                 old_bytes: None,
             })),
-            Err(e) => match (recheck(remote, &p.dst, None).await, e) {
-                (Some(_), WriteError::Store(_)) => Ok(Some(Done {
+            Err(WriteError::Conflict) => Err(Failure::sure(lost(p))),
+            Err(e) => match recheck(remote, &p.dst, None).await {
+                Readback::Holds(_) => Ok(Some(Done {
                     dst: p.dst.clone(),
                     new_token: None,
                     old_bytes: None,
                 })),
-                (_, WriteError::Conflict) => Err(lost(p)),
-                (_, WriteError::Store(s)) => Err(store_reason(&s)),
+                Readback::Differs => Err(Failure::sure(match &e {
+                    WriteError::Store(s) => store_reason(s),
+                    WriteError::Conflict => lost(p),
+                })),
+                Readback::Unknown(why) => Err(Failure::unknown(unknown_outcome(&e, &why))),
             },
         },
     }
@@ -426,18 +471,47 @@ fn store_reason(e: &crate::store::StoreError) -> String {
     }
 }
 
-/// Reads the ref back after a failed write: `Some(token)` if it holds `want` (for a delete,
-/// `want` is `None` and a missing ref counts, with an empty token).
-async fn recheck(remote: &Remote, dst: &str, want: Option<&VersionId>) -> Option<Token> {
-    let got = remote.lake.store.get_versioned(dst, 1 << 20).await.ok()?;
-    match (got, want) {
-        (None, None) => Some(Token::default()),
-        (Some(v), Some(want)) => {
-            let holds = std::str::from_utf8(&v.bytes).ok()?.trim() == want.as_str();
-            holds.then_some(v.token)
+/// What reading a ref back after a failed write showed.
+enum Readback {
+    /// It holds what we wrote (our write landed after all), at this version.
+    Holds(Token),
+    Differs,
+    /// It could not be read: whether the write happened is unknown.
+    Unknown(String),
+}
+
+/// Reads the ref back after a failed write, retrying the read a few times: does it hold
+/// `want` (for a delete, `want` is `None` and a missing ref counts)?
+async fn recheck(remote: &Remote, dst: &str, want: Option<&VersionId>) -> Readback {
+    let mut pause = Duration::from_millis(100);
+    let mut last_error = String::new();
+    for _ in 0..4 {
+        match remote.lake.store.get_versioned(dst, 1 << 20).await {
+            Ok(got) => {
+                return match (got, want) {
+                    (None, None) => Readback::Holds(Token::default()),
+                    (Some(v), Some(want))
+                        if std::str::from_utf8(&v.bytes)
+                            .is_ok_and(|t| t.trim() == want.as_str()) =>
+                    {
+                        Readback::Holds(v.token)
+                    }
+                    _ => Readback::Differs,
+                }
+            }
+            Err(e) => last_error = e.to_string(),
         }
-        _ => None,
+        tokio::time::sleep(pause).await;
+        pause *= 2;
     }
+    Readback::Unknown(last_error)
+}
+
+fn unknown_outcome(e: &WriteError, why: &str) -> String {
+    format!(
+        "the outcome of this write is unknown ({e}; reading the ref back failed: {why}); \
+         run 'git ls-remote' to see whether it happened"
+    )
 }
 
 /// `--atomic`: writes one at a time; on the first failure, undoes what was written with
@@ -449,7 +523,7 @@ async fn write_atomically(
 ) -> Vec<Outcome> {
     let store = &remote.lake.store;
     let mut done: Vec<(Done, Planned)> = Vec::new();
-    let mut failure: Option<(usize, String)> = None;
+    let mut failure: Option<(usize, Failure)> = None;
     for (i, p) in planned.iter().enumerate() {
         let Ok(p) = p else { continue };
         // What to put back if a later write fails.
@@ -501,6 +575,16 @@ async fn write_atomically(
             ));
         }
     }
+    if why.uncertain {
+        let dst = planned[failed_at]
+            .as_ref()
+            .map(|p| p.dst.as_str())
+            .unwrap_or("");
+        warnings.push(format!(
+            "atomic push: the write of {dst} may have happened (its outcome is unknown) and could not be undone; \
+             check it with 'git ls-remote'"
+        ));
+    }
     planned
         .iter()
         .enumerate()
@@ -509,7 +593,7 @@ async fn write_atomically(
             let r = if i == failed_at {
                 Err(why.clone())
             } else {
-                Err(ATOMIC_FAILED.to_string())
+                Err(Failure::sure(ATOMIC_FAILED.to_string()))
             };
             (dst, r, None)
         })
@@ -517,43 +601,81 @@ async fn write_atomically(
 }
 
 /// Rewrites `refs.json` so that it equals the ref files. The first attempt uses the refs Git
-/// listed (read after `refs.json`'s token) plus this push's changes; on a conflict, the token
-/// and then the ref files are read again. Returns the attempts made, and a warning on giving up.
+/// listed (read after `refs.json`'s token) plus this push's changes, unless `fresh_first`; on a
+/// conflict, the token and then the ref files are read again. Returns the attempts made, and a
+/// warning on giving up. Entries other than branches and tags (a host's own) are kept.
 async fn update_refs_json(
     remote: &Remote,
     listing: &Listing,
     changed: &[(String, Option<VersionId>)],
+    fresh_first: bool,
 ) -> (u32, Option<String>) {
     let lake = &remote.lake;
     let Some(snapshot) = &listing.refs_json else {
         return (0, None);
     };
-    let mut refs: HashMap<String, VersionId> = listing.refs.iter().cloned().collect();
-    for (name, v) in changed {
-        match v {
-            Some(v) => refs.insert(name.clone(), v.clone()),
-            None => refs.remove(name),
-        };
+    // What refs.json holds now (bytes and token), and what the ref files hold.
+    type State = (Option<(Bytes, Token)>, HashMap<String, VersionId>);
+    let mut state: Option<State> = None;
+    if !fresh_first {
+        let mut refs: HashMap<String, VersionId> = listing.refs.iter().cloned().collect();
+        for (name, v) in changed {
+            match v {
+                Some(v) => refs.insert(name.clone(), v.clone()),
+                None => refs.remove(name),
+            };
+        }
+        state = Some((
+            snapshot
+                .as_ref()
+                .map(|v| (v.bytes.clone(), v.token.clone())),
+            refs,
+        ));
     }
-    let mut current: Option<(Bytes, Token)> = snapshot
-        .as_ref()
-        .map(|v| (v.bytes.clone(), v.token.clone()));
     let mut pause = Duration::from_millis(5);
     for attempt in 1..=REFS_JSON_ATTEMPTS {
+        if state.is_none() {
+            // refs.json's token first, then the ref files: a write conditional on that token
+            // then holds every ref write that finished before it.
+            let current = lake.refs_json_versioned().await;
+            let fresh = match current {
+                Ok(current) => lake.refs_versioned().await.map(|r| (current, r)),
+                Err(e) => Err(e),
+            };
+            match fresh {
+                Ok((current, refs)) => {
+                    state = Some((
+                        current.map(|v| (v.bytes, v.token)),
+                        refs.into_iter().map(|(n, v, _)| (n, v)).collect(),
+                    ))
+                }
+                Err(_) => {
+                    backoff(&mut pause).await;
+                    continue;
+                }
+            }
+        }
+        let (current, refs) = state.as_ref().expect("read above");
         let mut pairs: Vec<(String, VersionId)> =
             refs.iter().map(|(n, v)| (n.clone(), v.clone())).collect();
         pairs.retain(|(n, _)| check_ref_name(n).is_ok());
-        let wanted = Bytes::from(render_refs_json(&pairs));
+        let wanted = Bytes::from(render_refs_json(
+            current.as_ref().map(|(b, _)| &b[..]),
+            &pairs,
+        ));
         if current.as_ref().is_some_and(|(b, _)| *b == wanted) {
             return (attempt - 1, None);
         }
-        let mode = match &current {
+        let mode = match current {
             Some((_, t)) => WriteMode::Update(t.clone()),
             None => WriteMode::Create,
         };
         match lake.store.put("refs.json", wanted, &mode).await {
             Ok(_) => return (attempt, None),
-            Err(WriteError::Conflict) => {}
+            Err(WriteError::Conflict) => {
+                state = None;
+                backoff(&mut pause).await;
+            }
             Err(WriteError::Store(e)) => {
                 return (
                     attempt,
@@ -564,17 +686,6 @@ async fn update_refs_json(
                 )
             }
         }
-        // Someone else wrote refs.json: read its token first, then the ref files.
-        tokio::time::sleep(pause + Duration::from_micros(u64::from(jitter()) % 5000)).await;
-        pause = (pause * 2).min(Duration::from_millis(200));
-        current = match lake.refs_json_versioned().await {
-            Ok(v) => v.map(|v| (v.bytes, v.token)),
-            Err(_) => continue,
-        };
-        match lake.refs_versioned().await {
-            Ok(fresh) => refs = fresh.into_iter().map(|(n, v, _)| (n, v)).collect(),
-            Err(_) => continue,
-        }
     }
     (
         REFS_JSON_ATTEMPTS,
@@ -584,6 +695,12 @@ async fn update_refs_json(
             lake.name()
         )),
     )
+}
+
+/// Sleeps with exponential backoff and jitter, so racing writers spread out.
+async fn backoff(pause: &mut Duration) {
+    tokio::time::sleep(*pause + Duration::from_micros(u64::from(jitter()) % 5000)).await;
+    *pause = (*pause * 2).min(Duration::from_millis(200));
 }
 
 /// For the crash tests only: with `GIT_REMOTE_FDL_TEST_STOP_BEFORE_REFS_JSON=<file>`, the helper

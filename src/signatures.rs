@@ -305,7 +305,8 @@ fn split_unquoted(s: &str, is_sep: impl Fn(char) -> bool) -> Vec<String> {
     out
 }
 
-/// ssh's pattern lists: comma-separated, `*` and `?` wildcards, `!` negates (and wins).
+/// ssh's pattern lists: comma-separated, `*` and `?` wildcards, `!` negates (and wins);
+/// case-sensitive, as OpenSSH matches principals.
 fn principal_matches(patterns: &str, principal: &str) -> bool {
     if principal.is_empty() {
         return false;
@@ -328,7 +329,7 @@ fn glob(pattern: &str, text: &str) -> bool {
     let t: Vec<char> = text.chars().collect();
     let (mut pi, mut ti, mut star, mut mark) = (0, 0, None, 0);
     while ti < t.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi].eq_ignore_ascii_case(&t[ti])) {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
             pi += 1;
             ti += 1;
         } else if pi < p.len() && p[pi] == '*' {

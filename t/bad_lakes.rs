@@ -341,3 +341,65 @@ fn unknown_files_and_version_folders_are_ignored() {
     t.ok(".", &["clone", "-q", &url, "work"]);
     assert_eq!(t.ok("work", &["rev-list", "--count", "HEAD"]), "3\n");
 }
+
+#[test]
+fn a_fifo_in_the_lake_is_refused_not_waited_on() {
+    let t = TestEnv::new();
+    let url = t.local_lake("lake", &base());
+    std::fs::remove_file(t.path("lake/HEAD")).unwrap();
+    let fifo = std::ffi::CString::new(t.path("lake/HEAD").to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    let start = Instant::now();
+    let err = t.fails(".", &["ls-remote", &url]);
+    assert!(start.elapsed() < Duration::from_secs(30));
+    assert!(
+        err.contains("HEAD: is not a regular file (a FIFO, socket or device), not a file"),
+        "{err}"
+    );
+}
+
+#[test]
+fn symlinks_out_of_the_root_are_neither_listed_nor_written_through() {
+    let t = TestEnv::new();
+    let url = t.local_lake("lake", &base());
+    std::fs::create_dir_all(t.path("outside/heads")).unwrap();
+    std::fs::write(t.path("outside/heads/stolen"), vid(1)).unwrap();
+    t.ok(".", &["clone", "-q", &url, "work"]);
+    std::fs::rename(t.path("lake/refs"), t.path("lake/refs-real")).unwrap();
+    std::os::unix::fs::symlink(t.path("outside"), t.path("lake/refs")).unwrap();
+    let err = t.fails(".", &["ls-remote", &url]);
+    assert!(err.contains("refs: leads outside the lake's root"), "{err}");
+    // A push must not create anything through the link either.
+    std::fs::remove_file(t.path("lake/refs")).unwrap();
+    std::fs::rename(t.path("lake/refs-real"), t.path("lake/refs")).unwrap();
+    std::os::unix::fs::symlink(t.path("outside"), t.path("lake/refs/tags")).unwrap_or(());
+    std::fs::create_dir_all(t.path("lake/refs/heads")).unwrap();
+    std::os::unix::fs::symlink(t.path("outside"), t.path("lake/refs/heads/team")).unwrap();
+    let err = t.fails(
+        "work",
+        &["push", "origin", "origin/main:refs/heads/team/a/b"],
+    );
+    assert!(err.contains("leads outside the lake's root"), "{err}");
+    assert!(
+        !t.path("outside/a").exists(),
+        "nothing was created outside the lake"
+    );
+}
+
+#[test]
+fn credentials_in_an_address_never_appear_in_output() {
+    let t = TestEnv::new();
+    let err = t.fails(
+        ".",
+        &[
+            "ls-remote",
+            "fdl::https://ghp_SECRETTOKEN@127.0.0.1:1/lake/?sig=SECRETSIG",
+        ],
+    );
+    assert!(err.starts_with("fatal: "), "{err}");
+    assert!(
+        !err.contains("SECRETTOKEN") && !err.contains("SECRETSIG"),
+        "{err}"
+    );
+    assert!(err.contains("<redacted>@127.0.0.1:1"), "{err}");
+}

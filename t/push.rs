@@ -57,7 +57,88 @@ on_both!(
     dry_run_writes_nothing,
     atomic_is_all_or_nothing,
     a_stale_refs_json_is_repaired_by_the_next_push,
+    ref_names_with_any_allowed_character_round_trip,
+    a_lease_on_a_new_ref_expects_it_absent,
 );
+
+fn ref_names_with_any_allowed_character_round_trip(place: Where) {
+    let (t, lake) = setup(place);
+    for name in [
+        "refs/heads/fix#9",
+        "refs/heads/café",
+        "refs/tags/v1%2f",
+        "refs/heads/a{b}",
+    ] {
+        t.ok(
+            "work",
+            &["push", "-q", "origin", &format!("origin/main:{name}")],
+        );
+        assert_eq!(
+            lake.read(name).map(|v| v.trim().to_string()),
+            Some(vid(5)),
+            "{name}"
+        );
+        let listed = t.ok("work", &["ls-remote", "origin", name]);
+        assert!(
+            listed.trim_end().ends_with(&format!("\t{name}")),
+            "{name}: {listed}"
+        );
+    }
+    assert_refs_json_matches(&lake);
+    t.ok(
+        "work",
+        &["push", "-q", "origin", "--delete", "refs/heads/fix#9"],
+    );
+    assert_eq!(lake.read("refs/heads/fix#9"), None);
+}
+
+fn a_lease_on_a_new_ref_expects_it_absent(place: Where) {
+    let (t, lake) = setup(place);
+    // Git sends the all-zero ID as the lease of a ref it expects not to exist.
+    t.ok(
+        "work",
+        &[
+            "push",
+            "-q",
+            "--force-with-lease=refs/heads/new:",
+            "origin",
+            "origin/main:refs/heads/new",
+        ],
+    );
+    assert_eq!(lake.read("refs/heads/new").unwrap().trim(), vid(5));
+    t.ok(
+        "work",
+        &[
+            "push",
+            "-q",
+            "--force-with-lease",
+            "origin",
+            "origin/main:refs/heads/newer",
+        ],
+    );
+    let err = t.fails(
+        "work",
+        &[
+            "push",
+            "--force-with-lease=refs/heads/staging:",
+            "origin",
+            "origin/main:refs/heads/staging",
+        ],
+    );
+    assert!(err.contains("(stale info)"), "{err}");
+    // One push cannot make both a branch and a folder of the same name.
+    let err = t.fails(
+        "work",
+        &[
+            "push",
+            "origin",
+            "origin/main:refs/heads/x",
+            "origin/main:refs/heads/x/y",
+        ],
+    );
+    assert!(err.contains("cannot create both"), "{err}");
+    assert_eq!(lake.read("refs/heads/x"), None);
+}
 
 fn tag_push_creates_the_tag_and_updates_refs_json(place: Where) {
     let (t, lake) = setup(place);
@@ -396,4 +477,18 @@ fn a_lock_left_by_a_killed_push_is_explained() {
     // Lock files never show up as refs.
     let listed = t.ok("work", &["ls-remote", "origin"]);
     assert!(!listed.contains(".lock"), "{listed}");
+}
+
+#[test]
+fn a_remote_may_be_named_like_a_subcommand() {
+    let t = TestEnv::new();
+    let url = t.local_lake("lake", &lake());
+    t.ok(".", &["init", "-q", "work"]);
+    t.ok("work", &["remote", "add", "verify", &url]);
+    t.ok("work", &["fetch", "-q", "verify"]);
+    t.ok(
+        "work",
+        &["push", "-q", "verify", "verify/main:refs/tags/by-name"],
+    );
+    assert!(t.path("lake/refs/tags/by-name").exists());
 }

@@ -150,3 +150,22 @@ fn http_without_refs_json_shows_no_refs_and_says_why() {
     );
     assert_eq!(String::from_utf8_lossy(&out.stdout), "");
 }
+
+#[test]
+fn s3_keys_no_lake_path_can_name_do_not_break_a_listing() {
+    let t = s3_env("odd-keys");
+    let l = lake();
+    l.write_s3(moto(), "odd-keys", "lake/");
+    moto().put_raw("odd-keys", "lake/refs/requests//junk", "x");
+    moto().put_raw("odd-keys", "lake/refs/heads/x,y", &vid(2));
+    let out = t.git(".", &["ls-remote", "fdl::s3://odd-keys/lake/"]);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{:?} {stdout} {stderr}", out.status);
+    assert!(
+        stdout.contains("refs/heads/main") && stdout.contains("refs/heads/x,y"),
+        "{stdout}{stderr}"
+    );
+}

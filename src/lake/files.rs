@@ -155,13 +155,29 @@ fn value_version(v: &Value, name: &str) -> Result<String, String> {
 }
 
 /// The `refs.json` this helper writes: a flat map of full ref names to version IDs, sorted,
-/// pretty-printed, ending in a newline.
-pub fn render_refs_json(refs: &[(String, VersionId)]) -> Vec<u8> {
-    let mut sorted: Vec<_> = refs.iter().collect();
-    sorted.sort_by(|a, b| a.0.cmp(&b.0));
+/// pretty-printed, ending in a newline. Entries of `existing` that are not branches or tags
+/// (a host's own, such as `refs/requests/...` or `HEAD`) are kept as they are; the other
+/// shapes a reader accepts (`refs`, `heads`, `tags` keys) are replaced by the flat map.
+pub fn render_refs_json(existing: Option<&[u8]>, refs: &[(String, VersionId)]) -> Vec<u8> {
+    let mut entries: Vec<(String, Value)> = Vec::new();
+    if let Some(Ok(Value::Object(old))) = existing.map(serde_json::from_slice::<Value>) {
+        for (k, v) in old {
+            let managed = k.starts_with("refs/heads/")
+                || k.starts_with("refs/tags/")
+                || matches!(k.as_str(), "refs" | "heads" | "tags");
+            if !managed {
+                entries.push((k, v));
+            }
+        }
+    }
+    entries.extend(
+        refs.iter()
+            .map(|(n, id)| (n.clone(), Value::String(id.to_string()))),
+    );
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
     let mut map = Map::new();
-    for (name, id) in sorted {
-        map.insert(name.clone(), Value::String(id.to_string()));
+    for (name, value) in entries {
+        map.insert(name, value);
     }
     let mut out =
         serde_json::to_vec_pretty(&Value::Object(map)).expect("a map of strings serialises");
@@ -217,8 +233,22 @@ mod tests {
             parse_refs_json(list.as_bytes()).unwrap()[0].0,
             "refs/heads/main"
         );
-        let rendered =
-            render_refs_json(&[("refs/heads/main".into(), VersionId::parse(id).unwrap())]);
+        let rendered = render_refs_json(
+            None,
+            &[("refs/heads/main".into(), VersionId::parse(id).unwrap())],
+        );
         assert_eq!(parse_refs_json(&rendered).unwrap()[0].1, id);
+        let old = format!(
+            r#"{{"refs/requests/7":"{id}","refs/heads/gone":"{id}","heads":{{}},"HEAD":"ref: refs/heads/main"}}"#
+        );
+        let kept = String::from_utf8(render_refs_json(Some(old.as_bytes()), &[])).unwrap();
+        assert!(
+            kept.contains("refs/requests/7") && kept.contains("HEAD"),
+            "{kept}"
+        );
+        assert!(
+            !kept.contains("gone") && !kept.contains("\"heads\""),
+            "{kept}"
+        );
     }
 }

@@ -174,11 +174,21 @@ impl Lake {
 
     /// Every branch and tag from the ref files, with each file's version token (for pushes).
     pub async fn refs_versioned(&self) -> Result<Vec<(String, VersionId, Token)>, LakeError> {
-        let files = self
-            .store
-            .list("refs/")
-            .await
-            .map_err(|e| self.store_err(e))?;
+        let files = match self.store.list("refs/").await {
+            Ok(f) => f,
+            // A stray key elsewhere under refs/ (the host's requests, say) must not hide the
+            // branches and tags: list those two folders on their own.
+            Err(StoreError::InvalidKey { .. }) => {
+                let (heads, tags) = futures::join!(
+                    self.store.list("refs/heads/"),
+                    self.store.list("refs/tags/")
+                );
+                let mut all = heads.map_err(|e| self.store_err(e))?;
+                all.extend(tags.map_err(|e| self.store_err(e))?);
+                all
+            }
+            Err(e) => return Err(self.store_err(e)),
+        };
         let mut names = Vec::new();
         for f in files {
             if !(f.starts_with("refs/heads/") || f.starts_with("refs/tags/")) {

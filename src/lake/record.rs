@@ -89,17 +89,24 @@ impl VersionRecord {
 }
 
 fn parse_parent(s: &str) -> Result<VersionId, String> {
-    VersionId::parse(s.trim()).map_err(|_| format!("parent '{}' is not a version ID", printable(s)))
+    VersionId::parse(trim_blanks(s))
+        .map_err(|_| format!("parent '{}' is not a version ID", printable(s)))
+}
+
+/// The blanks trimmed from author strings and IDs: ASCII space, tab, CR and LF only, so that
+/// every implementation trims the same characters (docs/mapping.md).
+fn trim_blanks(s: &str) -> &str {
+    s.trim_matches([' ', '\t', '\r', '\n'])
 }
 
 /// `"Name <email>"` or a plain name.
 pub fn parse_author_string(s: &str) -> Author {
-    let t = s.trim();
+    let t = trim_blanks(s);
     if let (Some(lt), true) = (t.find('<'), t.ends_with('>')) {
         if lt < t.len() - 1 {
             return Author {
-                name: t[..lt].trim().to_string(),
-                email: t[lt + 1..t.len() - 1].trim().to_string(),
+                name: trim_blanks(&t[..lt]).to_string(),
+                email: trim_blanks(&t[lt + 1..t.len() - 1]).to_string(),
             };
         }
     }
@@ -109,10 +116,74 @@ pub fn parse_author_string(s: &str) -> Author {
     }
 }
 
-/// Whole seconds since the epoch (rounded down); times before 1970 become 0.
+/// Whole seconds since the epoch of an RFC 3339 `date-time` (section 5.6), rounded down;
+/// times before 1970 become 0. Strict, so that every implementation accepts the same strings:
+/// `YYYY-MM-DD`, `T` or `t`, `hh:mm:ss`, an optional fraction (`.` and digits, dropped), then
+/// `Z`, `z` or `+hh:mm` / `-hh:mm`; no blanks; each field in its range (seconds up to 60).
 pub fn parse_rfc3339_seconds(s: &str) -> Option<u64> {
-    let t = chrono::DateTime::parse_from_rfc3339(s.trim()).ok()?;
-    Some(t.timestamp().max(0) as u64)
+    let b = s.as_bytes();
+    let num = |from: usize, len: usize| -> Option<i64> {
+        let part = b.get(from..from + len)?;
+        part.iter()
+            .all(u8::is_ascii_digit)
+            .then(|| part.iter().fold(0i64, |n, d| n * 10 + i64::from(d - b'0')))
+    };
+    let sep = |at: usize, c: &[u8]| b.get(at).is_some_and(|x| c.contains(x));
+    if !(sep(4, b"-") && sep(7, b"-") && sep(10, b"Tt") && sep(13, b":") && sep(16, b":")) {
+        return None;
+    }
+    let (year, month, day) = (num(0, 4)?, num(5, 2)?, num(8, 2)?);
+    let (hour, minute, second) = (num(11, 2)?, num(14, 2)?, num(17, 2)?);
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let days_in_month = match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return None,
+    };
+    if !(1..=days_in_month).contains(&day) || hour > 23 || minute > 59 || second > 60 {
+        return None;
+    }
+    let mut at = 19;
+    if sep(at, b".") {
+        at += 1;
+        let digits = b[at..].iter().take_while(|c| c.is_ascii_digit()).count();
+        if digits == 0 {
+            return None;
+        }
+        at += digits;
+    }
+    let offset = match b.get(at)? {
+        b'Z' | b'z' if at + 1 == b.len() => 0,
+        sign @ (b'+' | b'-') if at + 6 == b.len() && sep(at + 3, b":") => {
+            let (oh, om) = (num(at + 1, 2)?, num(at + 4, 2)?);
+            if oh > 23 || om > 59 {
+                return None;
+            }
+            let o = oh * 3600 + om * 60;
+            if *sign == b'+' {
+                o
+            } else {
+                -o
+            }
+        }
+        _ => return None,
+    };
+    let seconds =
+        days_from_civil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second - offset;
+    Some(seconds.max(0) as u64)
+}
+
+/// Days from 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146097 + doe - 719468
 }
 
 #[cfg(test)]
@@ -147,6 +218,45 @@ mod tests {
         .unwrap();
         assert_eq!(r.author.name, "Plain Name");
         assert_eq!(r.time, Some(0));
+    }
+
+    #[test]
+    fn rfc3339_is_strict_and_exact() {
+        assert_eq!(parse_rfc3339_seconds("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(
+            parse_rfc3339_seconds("2024-07-27T10:00:00Z"),
+            Some(1722074400)
+        );
+        assert_eq!(
+            parse_rfc3339_seconds("2024-07-28t12:30:45.999+02:00"),
+            Some(1722162645)
+        );
+        assert_eq!(
+            parse_rfc3339_seconds("2024-02-29T23:59:60z"),
+            Some(1709251200)
+        );
+        assert_eq!(
+            parse_rfc3339_seconds("2000-03-01T00:00:00-00:30"),
+            Some(951870600)
+        );
+        for bad in [
+            " 2024-07-27T10:00:00Z",
+            "2024-07-27 10:00:00Z",
+            "2024-07-27T10:00:00",
+            "2023-02-29T00:00:00Z",
+            "2024-13-01T00:00:00Z",
+            "2024-07-27T24:00:00Z",
+            "2024-07-27T10:00:00.Z",
+            "2024-07-27T10:00:00+0200",
+            "2024-07-27T10:00:00+02:00 ",
+        ] {
+            assert_eq!(parse_rfc3339_seconds(bad), None, "{bad}");
+        }
+        // Times before 1970 are 0; huge numbers do not break the record.
+        assert_eq!(parse_rfc3339_seconds("1969-12-31T23:59:59Z"), Some(0));
+        assert!(VersionRecord::parse(br#"{"size": 1e400, "message": "m"}"#.to_vec()).is_ok());
+        let a = parse_author_string("Ada\u{a0} <a@x>");
+        assert_eq!(a.name, "Ada\u{a0}");
     }
 
     #[test]

@@ -64,34 +64,51 @@ impl LocalDir {
         Ok(Some(path))
     }
 
-    /// Opens the file at `rel` for reading, confined to the root.
+    /// Opens the regular file at `rel` for reading, confined to the root. Never blocks: a FIFO
+    /// or a device is refused before it is read, and a symlink is followed only inside the root.
     fn open_file(&self, rel: &str) -> Result<Option<std::fs::File>, StoreError> {
         if let Some((dir, _)) = rel.rsplit_once('/') {
             if self.resolve(dir)?.is_none() {
                 return Ok(None);
             }
         }
-        {
-            // O_NOFOLLOW: a symlink as the last component fails with ELOOP instead of being followed.
-            match std::fs::OpenOptions::new()
-                .read(true)
-                .custom_flags(libc::O_NOFOLLOW)
-                .open(self.root.join(rel))
-            {
-                Ok(f) => return Ok(Some(f)),
-                Err(e) if is_absent(&e) => return Ok(None),
-                Err(e) if e.raw_os_error() != Some(libc::ELOOP) => return Err(io_error(rel, e)),
-                Err(_) => {}
+        let path = self.root.join(rel);
+        match std::fs::symlink_metadata(&path) {
+            Ok(m) if !m.is_file() && !m.file_type().is_symlink() => {
+                return Err(not_a_file(rel, &m))
             }
+            Ok(_) => {}
+            Err(e) if is_absent(&e) => return Ok(None),
+            Err(e) => return Err(io_error(rel, e)),
         }
-        let Some(real) = self.resolve_symlinked(rel)? else {
-            return Ok(None);
+        let open = |p: &Path, flags: i32| {
+            std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(flags | libc::O_NONBLOCK)
+                .open(p)
         };
-        match std::fs::File::open(real) {
-            Ok(f) => Ok(Some(f)),
-            Err(e) if is_absent(&e) => Ok(None),
-            Err(e) => Err(io_error(rel, e)),
+        // O_NOFOLLOW: a symlink as the last component fails with ELOOP instead of being followed.
+        let file = match open(&path, libc::O_NOFOLLOW) {
+            Ok(f) => f,
+            Err(e) if is_absent(&e) => return Ok(None),
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+                let Some(real) = self.resolve_symlinked(rel)? else {
+                    return Ok(None);
+                };
+                match open(&real, 0) {
+                    Ok(f) => f,
+                    Err(e) if is_absent(&e) => return Ok(None),
+                    Err(e) => return Err(io_error(rel, e)),
+                }
+            }
+            Err(e) => return Err(io_error(rel, e)),
+        };
+        // Checked again on the open file: what was looked at may have been swapped.
+        let meta = file.metadata().map_err(|e| io_error(rel, e))?;
+        if !meta.is_file() {
+            return Err(not_a_file(rel, &meta));
         }
+        Ok(Some(file))
     }
 
     fn resolve_symlinked(&self, rel: &str) -> Result<Option<PathBuf>, StoreError> {
@@ -110,12 +127,6 @@ impl LocalDir {
             return Ok(None);
         };
         let meta = file.metadata().map_err(|e| io_error(rel, e))?;
-        if meta.is_dir() {
-            return Err(StoreError::Failed {
-                path: rel.to_string(),
-                message: "is a folder, not a file".to_string(),
-            });
-        }
         if meta.len() > limit {
             return Err(StoreError::TooLarge {
                 path: rel.to_string(),
@@ -139,9 +150,13 @@ impl LocalDir {
     /// Symlinked folders are not followed; symlinked files are listed if they stay inside.
     pub fn list(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
         let mut out = Vec::new();
-        let mut stack = vec![prefix.trim_end_matches('/').to_string()];
-        while let Some(dir_rel) = stack.pop() {
-            let dir = self.root.join(&dir_rel);
+        let start = prefix.trim_end_matches('/').to_string();
+        // The prefix itself may be a symlink: follow it only if it stays inside the root.
+        let Some(start_dir) = self.resolve(&start)? else {
+            return Ok(out);
+        };
+        let mut stack = vec![(start_dir, start)];
+        while let Some((dir, dir_rel)) = stack.pop() {
             let entries = match std::fs::read_dir(&dir) {
                 Ok(e) => e,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
@@ -160,7 +175,7 @@ impl LocalDir {
                 };
                 let ft = entry.file_type().map_err(|e| io_error(&rel, e))?;
                 if ft.is_dir() {
-                    stack.push(rel);
+                    stack.push((entry.path(), rel));
                 } else if ft.is_file() {
                     out.push(rel);
                 } else if ft.is_symlink() {
@@ -179,7 +194,10 @@ impl LocalDir {
     /// The names of the folders directly below `prefix`.
     pub fn list_dirs(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
         let dir_rel = prefix.trim_end_matches('/');
-        let entries = match std::fs::read_dir(self.root.join(dir_rel)) {
+        let Some(dir) = self.resolve(dir_rel)? else {
+            return Ok(Vec::new());
+        };
+        let entries = match std::fs::read_dir(dir) {
             Ok(e) => e,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(io_error(dir_rel, e)),
@@ -195,6 +213,18 @@ impl LocalDir {
         }
         out.sort();
         Ok(out)
+    }
+}
+
+fn not_a_file(rel: &str, meta: &std::fs::Metadata) -> StoreError {
+    let what = if meta.is_dir() {
+        "a folder"
+    } else {
+        "not a regular file (a FIFO, socket or device)"
+    };
+    StoreError::Failed {
+        path: rel.to_string(),
+        message: format!("is {what}, not a file"),
     }
 }
 
@@ -232,6 +262,9 @@ pub fn content_token(bytes: &[u8]) -> String {
     let hex: String = d.iter().map(|b| format!("{b:02x}")).collect();
     format!("sha1:{hex}")
 }
+
+/// The largest file a conditional write compares (refs.json is the largest written).
+const WRITE_READ_LIMIT: u64 = 64 << 20;
 
 /// How long a writer waits for another's lock before giving up (locks are held for
 /// milliseconds).
@@ -291,12 +324,8 @@ impl LocalDir {
         Ok(())
     }
 
-    fn check(&self, rel: &str, path: &Path, expect: &Expect) -> Result<(), LocalWriteError> {
-        let current = match std::fs::read(path) {
-            Ok(b) => Some(b),
-            Err(e) if is_absent(&e) => None,
-            Err(e) => return Err(io_error(rel, e).into()),
-        };
+    fn check(&self, rel: &str, _path: &Path, expect: &Expect) -> Result<(), LocalWriteError> {
+        let current = self.get(rel, WRITE_READ_LIMIT)?;
         let matches = match (expect, &current) {
             (Expect::Absent, None) => true,
             (Expect::Token(t), Some(b)) => *t == content_token(b),
@@ -309,34 +338,49 @@ impl LocalDir {
         }
     }
 
-    /// Creates the folders above `rel` and checks they stay inside the root.
+    /// Creates the folders above `rel`, one level at a time, each checked before the next is
+    /// made, so that nothing is ever created outside the root.
     fn prepare_parent(&self, rel: &str) -> Result<PathBuf, StoreError> {
-        let path = self.root.join(rel);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| match e.kind() {
-                std::io::ErrorKind::AlreadyExists | std::io::ErrorKind::NotADirectory => {
-                    StoreError::Failed {
+        let parts: Vec<&str> = rel.split('/').filter(|p| !p.is_empty()).collect();
+        let mut dir = self.root.clone();
+        for part in &parts[..parts.len().saturating_sub(1)] {
+            dir.push(part);
+            match std::fs::symlink_metadata(&dir) {
+                Ok(m) if m.is_dir() => {}
+                Ok(m) if m.file_type().is_symlink() => {
+                    let real = std::fs::canonicalize(&dir).map_err(|e| io_error(rel, e))?;
+                    if !real.starts_with(&self.root) || !real.is_dir() {
+                        return Err(StoreError::OutsideRoot {
+                            path: rel.to_string(),
+                        });
+                    }
+                    dir = real;
+                }
+                Ok(_) => {
+                    return Err(StoreError::Failed {
                         path: rel.to_string(),
-                        message: "a file stands where a folder of this path should be".into(),
+                        message: format!(
+                            "a file stands where the folder {part}/ of this path should be"
+                        ),
+                    })
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    match std::fs::create_dir(&dir) {
+                        Ok(()) => {}
+                        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && dir.is_dir() => {
+                        }
+                        Err(e) => return Err(io_error(rel, e)),
                     }
                 }
-                _ => io_error(rel, e),
-            })?;
-            let real = std::fs::canonicalize(parent).map_err(|e| io_error(rel, e))?;
-            if !real.starts_with(&self.root) {
-                return Err(StoreError::OutsideRoot {
-                    path: rel.to_string(),
-                });
+                Err(e) => return Err(io_error(rel, e)),
             }
         }
+        let path = dir.join(parts.last().copied().unwrap_or(""));
         match std::fs::symlink_metadata(&path) {
             Ok(m) if m.file_type().is_symlink() => Err(StoreError::OutsideRoot {
                 path: rel.to_string(),
             }),
-            Ok(m) if m.is_dir() => Err(StoreError::Failed {
-                path: rel.to_string(),
-                message: "a folder stands where this file should be".into(),
-            }),
+            Ok(m) if !m.is_file() => Err(not_a_file(rel, &m)),
             _ => Ok(path),
         }
     }

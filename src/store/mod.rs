@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path as StorePath;
 use object_store::{ObjectStore, ObjectStoreExt};
 
@@ -28,6 +28,8 @@ pub enum StoreError {
     Failed { path: String, message: String },
     #[error("{path} exists: another writer holds this lock ({holder})")]
     Locked { path: String, holder: String },
+    #[error("{path}: the store lists a key no lake path can be ({message})")]
+    InvalidKey { path: String, message: String },
     #[error("{0}")]
     Config(String),
     #[error("{path}: this store cannot write on condition: {message}")]
@@ -155,12 +157,19 @@ impl Store {
         }
     }
 
-    fn remote_path(prefix: &StorePath, rel: &str) -> StorePath {
-        let mut p = prefix.clone();
-        for part in rel.split('/').filter(|s| !s.is_empty()) {
-            p = p.clone().join(part);
-        }
-        p
+    /// The key of `rel` below the root, taken as it is (not percent-encoded), exactly as a
+    /// listing returns keys: a ref named `a#b` or `café` is the key `.../a#b`, `.../café`.
+    fn remote_path(prefix: &StorePath, rel: &str) -> Result<StorePath, StoreError> {
+        let rel = rel.trim_end_matches('/');
+        let raw = match (prefix.as_ref(), rel) {
+            (p, "") => p.to_string(),
+            ("", r) => r.to_string(),
+            (p, r) => format!("{p}/{r}"),
+        };
+        StorePath::parse(&raw).map_err(|e| StoreError::Failed {
+            path: rel.to_string(),
+            message: format!("not a valid key: {e}"),
+        })
     }
 
     /// Reads a whole file, `None` when there is none; refuses files over `limit` bytes.
@@ -171,7 +180,7 @@ impl Store {
             // A local read takes microseconds: handing it to a blocking thread would cost more.
             Backend::Local(dir) => dir.get(rel, limit).map(|o| o.map(Bytes::from)),
             Backend::Remote(store, prefix) => {
-                let path = Self::remote_path(prefix, rel);
+                let path = Self::remote_path(prefix, rel)?;
                 match store.get(&path).await {
                     Err(object_store::Error::NotFound { .. }) => Ok(None),
                     Err(e) => Err(failed(rel, e)),
@@ -209,12 +218,23 @@ impl Store {
                     .map_err(|e| failed(prefix, e))??
             }
             Backend::Remote(store, root) => {
-                let path = Self::remote_path(root, prefix);
-                let metas: Vec<_> = store
-                    .list(Some(&path))
-                    .try_collect()
-                    .await
-                    .map_err(|e| failed(prefix, e))?;
+                let path = Self::remote_path(root, prefix)?;
+                let mut metas = Vec::new();
+                let mut listing = store.list(Some(&path));
+                while let Some(item) = listing.next().await {
+                    match item {
+                        Ok(m) => metas.push(m),
+                        // A key no lake path can be (an empty segment, a control character)
+                        // spoils the whole page it is on: say so, never drop a page silently.
+                        Err(e @ object_store::Error::InvalidPath { .. }) => {
+                            return Err(StoreError::InvalidKey {
+                                path: prefix.to_string(),
+                                message: redact(&e.to_string()),
+                            })
+                        }
+                        Err(e) => return Err(failed(prefix, e)),
+                    }
+                }
                 let pages = (metas.len() as u64).div_ceil(LIST_PAGE).max(1);
                 self.stats.list.fetch_add(pages, Ordering::Relaxed);
                 metas
@@ -240,7 +260,7 @@ impl Store {
                     .map_err(|e| failed(prefix, e))??
             }
             Backend::Remote(store, root) => {
-                let path = Self::remote_path(root, prefix);
+                let path = Self::remote_path(root, prefix)?;
                 let res = store
                     .list_with_delimiter(Some(&path))
                     .await
@@ -281,7 +301,7 @@ impl Store {
             })),
             Backend::Remote(store, prefix) => {
                 self.stats.get.fetch_add(1, Ordering::Relaxed);
-                let path = Self::remote_path(prefix, rel);
+                let path = Self::remote_path(prefix, rel)?;
                 let result = match store.get(&path).await {
                     Err(object_store::Error::NotFound { .. }) => Ok(None),
                     Err(e) => Err(failed(rel, e)),
@@ -342,7 +362,7 @@ impl Store {
                     })
             }
             Backend::Remote(store, prefix) => {
-                let path = Self::remote_path(prefix, rel);
+                let path = Self::remote_path(prefix, rel)?;
                 let put_mode = match mode {
                     WriteMode::Create => object_store::PutMode::Create,
                     WriteMode::Update(t) => {
@@ -410,7 +430,7 @@ impl Store {
                     })
             }
             Backend::Remote(store, prefix) => {
-                let path = Self::remote_path(prefix, rel);
+                let path = Self::remote_path(prefix, rel)?;
                 self.stats.get.fetch_add(1, Ordering::Relaxed);
                 match store.head(&path).await {
                     Err(object_store::Error::NotFound { .. }) => Err(WriteError::Conflict),

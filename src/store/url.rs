@@ -73,39 +73,35 @@ impl fmt::Display for StoreUrl {
     }
 }
 
-/// Removes passwords and query strings (SAS tokens, signatures) from every URL in `text`.
+/// Removes credentials from every URL in `text`: the whole user-info part (a token may stand
+/// where a user name goes) and the query string (SAS tokens, signatures).
 pub fn redact(text: &str) -> String {
-    text.split(' ')
-        .map(|word| {
-            let Some(idx) = word.find("://") else {
-                return word.to_string();
-            };
-            let (head, rest) = word.split_at(idx + 3);
-            let rest = match rest.find(['/', '?', '#']) {
-                Some(end) => {
-                    let (authority, tail) = rest.split_at(end);
-                    format!("{}{}", strip_userinfo(authority), tail)
-                }
-                None => strip_userinfo(rest),
-            };
-            let rest = match rest.find('?') {
-                Some(q) => format!("{}?<redacted>", &rest[..q]),
-                None => rest,
-            };
-            format!("{head}{rest}")
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-fn strip_userinfo(authority: &str) -> String {
-    match authority.rfind('@') {
-        Some(at) => {
-            let user = authority[..at].split(':').next().unwrap_or("");
-            format!("{user}:<redacted>@{}", &authority[at + 1..])
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(idx) = rest.find("://") {
+        let (head, tail) = rest.split_at(idx + 3);
+        out.push_str(head);
+        let end = tail.find(char::is_whitespace).unwrap_or(tail.len());
+        let (url, after) = tail.split_at(end);
+        let (authority, path) = url.split_at(url.find(['/', '?', '#']).unwrap_or(url.len()));
+        match authority.rfind('@') {
+            Some(at) => {
+                out.push_str("<redacted>@");
+                out.push_str(&authority[at + 1..]);
+            }
+            None => out.push_str(authority),
         }
-        None => authority.to_string(),
+        match path.find('?') {
+            Some(q) => {
+                out.push_str(&path[..q]);
+                out.push_str("?<redacted>");
+            }
+            None => out.push_str(path),
+        }
+        rest = after;
     }
+    out.push_str(rest);
+    out
 }
 
 /// Builds a cloud or HTTP store and the path of the lake's root inside it.
@@ -226,7 +222,12 @@ mod tests {
     fn secrets_are_redacted() {
         assert_eq!(
             redact("GET https://u:secret@h/p?sig=abc failed"),
-            "GET https://u:<redacted>@h/p?<redacted> failed"
+            "GET https://<redacted>@h/p?<redacted> failed"
+        );
+        assert_eq!(redact("https://ghp_TOKEN@h/l/"), "https://<redacted>@h/l/");
+        assert_eq!(
+            redact("a https://x:y@h/\nb https://p:q@k/?s=1"),
+            "a https://<redacted>@h/\nb https://<redacted>@k/?<redacted>"
         );
         assert_eq!(redact("s3://bucket/lake/"), "s3://bucket/lake/");
     }

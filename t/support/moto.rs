@@ -90,6 +90,21 @@ impl Moto {
         );
     }
 
+    /// Writes an object with a raw key (no client-side checks), as another tool might.
+    pub fn put_raw(&self, bucket: &str, key: &str, body: &str) {
+        let addr = self.endpoint.trim_start_matches("http://");
+        let mut s = TcpStream::connect(addr).unwrap();
+        write!(
+            s,
+            "PUT /{bucket}/{key} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut reply = String::new();
+        s.read_to_string(&mut reply).unwrap();
+        assert!(reply.starts_with("HTTP/1.1 200"), "put {key}: {reply}");
+    }
+
     pub fn store(&self, bucket: &str) -> impl ObjectStore {
         AmazonS3Builder::new()
             .with_endpoint(&self.endpoint)
@@ -106,7 +121,7 @@ impl Moto {
         let store = self.store(bucket);
         block_on(async {
             for (path, bytes) in files {
-                let p = StorePath::from(format!("{}{path}", prefix));
+                let p = StorePath::parse(format!("{}{path}", prefix)).unwrap();
                 store
                     .put(&p, PutPayload::from(bytes.clone()))
                     .await
@@ -118,7 +133,7 @@ impl Moto {
     pub fn get(&self, bucket: &str, path: &str) -> Option<Vec<u8>> {
         let store = self.store(bucket);
         block_on(async {
-            match store.get(&StorePath::from(path)).await {
+            match store.get(&StorePath::parse(path).unwrap()).await {
                 Ok(r) => Some(r.bytes().await.unwrap().to_vec()),
                 Err(object_store::Error::NotFound { .. }) => None,
                 Err(e) => panic!("get {path}: {e}"),
@@ -141,7 +156,12 @@ impl Moto {
 
     pub fn delete(&self, bucket: &str, path: &str) {
         let store = self.store(bucket);
-        block_on(async { store.delete(&StorePath::from(path)).await.unwrap() });
+        block_on(async {
+            store
+                .delete(&StorePath::parse(path).unwrap())
+                .await
+                .unwrap()
+        });
     }
 }
 
