@@ -100,7 +100,46 @@ pub async fn resolve(
         }
     }
     progress.finish("Reading versions", read, None);
+    if listed {
+        read_reachable_datasets(lake, tips, known, &mut data).await?;
+    }
     compute_commits(lake, tips, known, data, &named_by)
+}
+
+/// After a listing read only records: reads `dataset.json` of the versions the tips reach.
+async fn read_reachable_datasets(
+    lake: &Lake,
+    tips: &[(VersionId, String)],
+    known: &HashMap<VersionId, ObjectId>,
+    data: &mut HashMap<VersionId, Result<VersionData, LakeError>>,
+) -> Result<(), LakeError> {
+    let mut reachable: HashSet<VersionId> = HashSet::new();
+    let mut stack: Vec<VersionId> = tips.iter().map(|(v, _)| v.clone()).collect();
+    while let Some(v) = stack.pop() {
+        if known.contains_key(&v) || !reachable.insert(v.clone()) {
+            continue;
+        }
+        if let Some(Ok(d)) = data.get(&v) {
+            stack.extend(d.record.parents.iter().cloned());
+        }
+    }
+    let missing: Vec<VersionId> = reachable
+        .into_iter()
+        .filter(|v| matches!(data.get(v), Some(Ok(d)) if !d.dataset_read))
+        .collect();
+    let mut reads = futures::stream::iter(missing)
+        .map(|v| async move {
+            let r = lake.read_dataset(&v).await;
+            (v, r)
+        })
+        .buffer_unordered(CONCURRENCY);
+    while let Some((v, r)) = reads.next().await {
+        if let Some(Ok(d)) = data.get_mut(&v) {
+            d.dataset = r?;
+            d.dataset_read = true;
+        }
+    }
+    Ok(())
 }
 
 /// Parents of what has been read that are neither known nor read yet.
@@ -149,7 +188,9 @@ async fn read_batch(
             let lake = &lake;
             let mut reads = futures::stream::iter(part)
                 .map(|id| async move {
-                    let r = lake.read_version(&id).await;
+                    // A listing reads every version, reachable or not: the records first, and
+                    // dataset.json later, only for those the tips reach.
+                    let r = lake.read_version_with(&id, !from_listing).await;
                     (id, r)
                 })
                 .buffer_unordered(CONCURRENCY / workers);
