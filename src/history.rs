@@ -8,6 +8,7 @@
 use std::collections::{HashMap, HashSet};
 
 use futures::StreamExt;
+use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::lake::{Lake, LakeError, VersionData, VersionId, CONCURRENCY};
 use crate::mapping::{self, ObjectId, VersionObjects};
@@ -21,6 +22,9 @@ pub struct Built {
     pub author_email: String,
     pub time: u64,
 }
+
+/// Results a reading task hands over at once.
+const SEND_BATCH: usize = 64;
 
 /// Tasks that read versions side by side.
 const WORKERS: usize = 4;
@@ -106,6 +110,45 @@ pub async fn resolve(
     compute_commits(lake, tips, known, data, &named_by)
 }
 
+/// Runs `read` for every ID with [`CONCURRENCY`] reads in flight, spread over a few tasks so
+/// that parsing and hashing (and local reads, which are synchronous) use every core. Results
+/// arrive in completion order.
+fn spread_reads<T, F, Fut>(
+    lake: &Lake,
+    ids: Vec<VersionId>,
+    read: F,
+) -> UnboundedReceiver<Vec<(VersionId, T)>>
+where
+    T: Send + 'static,
+    F: Fn(Lake, VersionId) -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = T> + Send,
+{
+    let workers = WORKERS.min(ids.len()).max(1);
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    for part in ids.chunks(ids.len().div_ceil(workers).max(1)) {
+        let (lake, part, tx, read) = (lake.clone(), part.to_vec(), tx.clone(), read.clone());
+        tokio::spawn(async move {
+            let mut reads = futures::stream::iter(part)
+                .map(|id| {
+                    let (lake, read) = (lake.clone(), read.clone());
+                    async move { (id.clone(), read(lake, id).await) }
+                })
+                .buffer_unordered(CONCURRENCY / workers);
+            // Results go out in small batches: one wake-up of the receiver per result would
+            // cost more than a local read.
+            let mut batch = Vec::with_capacity(SEND_BATCH);
+            while let Some(result) = reads.next().await {
+                batch.push(result);
+                if batch.len() == SEND_BATCH && tx.send(std::mem::take(&mut batch)).is_err() {
+                    return;
+                }
+            }
+            let _ = tx.send(batch);
+        });
+    }
+    rx
+}
+
 /// After a listing read only records: reads `dataset.json` of the versions the tips reach.
 async fn read_reachable_datasets(
     lake: &Lake,
@@ -127,16 +170,15 @@ async fn read_reachable_datasets(
         .into_iter()
         .filter(|v| matches!(data.get(v), Some(Ok(d)) if !d.dataset_read))
         .collect();
-    let mut reads = futures::stream::iter(missing)
-        .map(|v| async move {
-            let r = lake.read_dataset(&v).await;
-            (v, r)
-        })
-        .buffer_unordered(CONCURRENCY);
-    while let Some((v, r)) = reads.next().await {
-        if let Some(Ok(d)) = data.get_mut(&v) {
-            d.dataset = r?;
-            d.dataset_read = true;
+    let mut reads = spread_reads(lake, missing, |lake, id| async move {
+        lake.read_dataset(&id).await
+    });
+    while let Some(batch) = reads.recv().await {
+        for (v, r) in batch {
+            if let Some(Ok(d)) = data.get_mut(&v) {
+                d.dataset = r?;
+                d.dataset_read = true;
+            }
         }
     }
     Ok(())
@@ -176,52 +218,32 @@ async fn read_batch(
     progress: &dyn Progress,
     from_listing: bool,
 ) {
-    // A few tasks, each with its share of the reads in flight, so that parsing and hashing (and
-    // local reads, which are synchronous) use every core.
-    let workers = WORKERS.min(ids.len()).max(1);
-    let (tx, mut results) = tokio::sync::mpsc::unbounded_channel();
-    for part in ids.chunks(ids.len().div_ceil(workers).max(1)) {
-        let lake = lake.clone();
-        let part = part.to_vec();
-        let tx = tx.clone();
-        tokio::spawn(async move {
-            let lake = &lake;
-            let mut reads = futures::stream::iter(part)
-                .map(|id| async move {
-                    // A listing reads every version, reachable or not: the records first, and
-                    // dataset.json later, only for those the tips reach.
-                    let r = lake.read_version_with(&id, !from_listing).await;
-                    (id, r)
-                })
-                .buffer_unordered(CONCURRENCY / workers);
-            while let Some(result) = reads.next().await {
-                if tx.send(result).is_err() {
-                    return;
+    // A listing reads every version, reachable or not: the records first, and dataset.json
+    // later, only for those the tips reach.
+    let with_dataset = !from_listing;
+    let mut results = spread_reads(lake, ids, move |lake, id| async move {
+        lake.read_version_with(&id, with_dataset).await
+    });
+    while let Some(batch) = results.recv().await {
+        for (id, r) in batch {
+            *read += 1;
+            progress.update("Reading versions", *read, total);
+            match r {
+                Ok(Some(d)) => {
+                    data.insert(id, Ok(d));
                 }
-            }
-        });
-    }
-    drop(tx);
-    while let Some((id, r)) = results.recv().await {
-        *read += 1;
-        progress.update("Reading versions", *read, total);
-        match r {
-            Ok(Some(d)) => {
-                data.insert(id, Ok(d));
-            }
-            Ok(None) if from_listing => {}
-            Ok(None) => {
-                data.insert(
-                    id.clone(),
-                    Err(LakeError::MissingVersion {
+                Ok(None) if from_listing => {}
+                Ok(None) => {
+                    let missing = LakeError::MissingVersion {
                         lake: lake.name(),
-                        version: id,
+                        version: id.clone(),
                         by: String::new(),
-                    }),
-                );
-            }
-            Err(e) => {
-                data.insert(id, Err(e));
+                    };
+                    data.insert(id, Err(missing));
+                }
+                Err(e) => {
+                    data.insert(id, Err(e));
+                }
             }
         }
     }
@@ -284,8 +306,7 @@ fn compute_commits(
                             .expect("parents first")
                     })
                     .collect();
-                let objects =
-                    mapping::version_objects(&id, &d.record, d.dataset.as_deref(), &parents);
+                let objects = mapping::version_objects(&id, &d.record, d.dataset.clone(), &parents);
                 commits.insert(id.clone(), objects.commit.id);
                 let built_version = Built {
                     parents: d.record.parents.clone(),

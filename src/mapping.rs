@@ -4,6 +4,7 @@
 //! contract this code implements; the golden tests in `t/` pin its output. Changing any byte
 //! produced here changes every commit ID users have pinned: don't.
 
+use bytes::Bytes;
 use sha1::{Digest, Sha1};
 use std::fmt;
 
@@ -75,12 +76,14 @@ impl Kind {
 #[derive(Clone, Debug)]
 pub struct Object {
     pub kind: Kind,
-    pub data: Vec<u8>,
+    /// Shared bytes: a blob is the file as read, never copied.
+    pub data: Bytes,
     pub id: ObjectId,
 }
 
 impl Object {
-    pub fn new(kind: Kind, data: Vec<u8>) -> Object {
+    pub fn new(kind: Kind, data: impl Into<Bytes>) -> Object {
+        let data = data.into();
         let id = object_id(kind, &data);
         Object { kind, data, id }
     }
@@ -110,14 +113,14 @@ pub struct VersionObjects {
 pub fn version_objects(
     id: &VersionId,
     record: &VersionRecord,
-    dataset_json: Option<&[u8]>,
+    dataset_json: Option<Bytes>,
     parents: &[ObjectId],
 ) -> VersionObjects {
     let version_blob = Object::new(Kind::Blob, record.raw.clone());
     let mut entries: Vec<(&str, ObjectId)> = Vec::with_capacity(2);
     let mut blobs = Vec::with_capacity(2);
     if let Some(bytes) = dataset_json {
-        let blob = Object::new(Kind::Blob, bytes.to_vec());
+        let blob = Object::new(Kind::Blob, bytes);
         entries.push(("dataset.json", blob.id));
         blobs.push(blob);
     }

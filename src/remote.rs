@@ -353,8 +353,7 @@ impl Remote {
                             by: format!("version {v}"),
                         })?);
                     }
-                    let vo =
-                        mapping::version_objects(&v, &d.record, d.dataset.as_deref(), &parents);
+                    let vo = mapping::version_objects(&v, &d.record, d.dataset.clone(), &parents);
                     if let Some(expected) = commit_of(&v, listing) {
                         if expected != vo.commit.id {
                             return Err(RemoteError::CacheMismatch {

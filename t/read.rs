@@ -349,11 +349,24 @@ fn a_listing_reads_dataset_json_only_of_reachable_versions() {
     l.version(99, &[3], "abandoned, no ref names it");
     l.branch("main", 10);
     let url = t.local_lake("lake", &l);
-    let out = t.command("git", ".", &["clone", "-q", &url, "work"]).env("GIT_REMOTE_FDL_DEBUG", "1").output().unwrap();
+    let out = t
+        .command("git", ".", &["clone", "-q", &url, "work"])
+        .env("GIT_REMOTE_FDL_DEBUG", "1")
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
-    assert!(err.contains(&format!("GET versions/{}/version.json", vid(99))), "history was listed: {err}");
-    assert!(!err.contains(&format!("GET versions/{}/dataset.json", vid(99))), "{err}");
-    assert!(err.contains(&format!("GET versions/{}/dataset.json", vid(5))), "{err}");
+    assert!(
+        err.contains(&format!("GET versions/{}/version.json", vid(99))),
+        "history was listed: {err}"
+    );
+    assert!(
+        !err.contains(&format!("GET versions/{}/dataset.json", vid(99))),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("GET versions/{}/dataset.json", vid(5))),
+        "{err}"
+    );
     assert_eq!(t.ok("work", &["rev-list", "--count", "HEAD"]), "10\n");
 }

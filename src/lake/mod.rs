@@ -318,7 +318,7 @@ impl Lake {
             return Ok(None);
         };
         let dataset = dataset?;
-        let record = VersionRecord::parse(raw.to_vec()).map_err(|why| LakeError::BadVersion {
+        let record = VersionRecord::parse(raw).map_err(|why| LakeError::BadVersion {
             lake: self.name(),
             version: id.clone(),
             why,

@@ -1,5 +1,6 @@
 //! Reading `version.json` tolerantly: the fields the mapping needs, whatever else a writer put.
 
+use bytes::Bytes;
 use serde_json::Value;
 
 use super::names::{printable, VersionId};
@@ -17,7 +18,7 @@ pub struct Author {
 /// A parsed `version.json`, with its exact bytes kept for the commit's tree.
 #[derive(Clone, Debug)]
 pub struct VersionRecord {
-    pub raw: Vec<u8>,
+    pub raw: Bytes,
     pub parents: Vec<VersionId>,
     pub author: Author,
     pub message: Option<String>,
@@ -28,7 +29,8 @@ pub struct VersionRecord {
 
 impl VersionRecord {
     /// Parses a record; the error says what is wrong, for a message that names the version.
-    pub fn parse(raw: Vec<u8>) -> Result<VersionRecord, String> {
+    pub fn parse(raw: impl Into<Bytes>) -> Result<VersionRecord, String> {
+        let raw: Bytes = raw.into();
         let value: Value = serde_json::from_slice(&raw)
             .map_err(|e| format!("version.json is not valid JSON: {e}"))?;
         let obj = value

@@ -66,25 +66,22 @@ impl LocalDir {
 
     /// Opens the regular file at `rel` for reading, confined to the root. Never blocks: a FIFO
     /// or a device is refused before it is read, and a symlink is followed only inside the root.
-    fn open_file(&self, rel: &str) -> Result<Option<std::fs::File>, StoreError> {
+    fn open_file(
+        &self,
+        rel: &str,
+    ) -> Result<Option<(std::fs::File, std::fs::Metadata)>, StoreError> {
         if let Some((dir, _)) = rel.rsplit_once('/') {
             if self.resolve(dir)?.is_none() {
                 return Ok(None);
             }
         }
         let path = self.root.join(rel);
-        match std::fs::symlink_metadata(&path) {
-            Ok(m) if !m.is_file() && !m.file_type().is_symlink() => {
-                return Err(not_a_file(rel, &m))
-            }
-            Ok(_) => {}
-            Err(e) if is_absent(&e) => return Ok(None),
-            Err(e) => return Err(io_error(rel, e)),
-        }
         let open = |p: &Path, flags: i32| {
             std::fs::OpenOptions::new()
                 .read(true)
-                .custom_flags(flags | libc::O_NONBLOCK)
+                // O_NONBLOCK: opening a FIFO must not wait for a writer; what was opened is
+                // checked with fstat below, before anything is read.
+                .custom_flags(flags | libc::O_NONBLOCK | libc::O_NOCTTY)
                 .open(p)
         };
         // O_NOFOLLOW: a symlink as the last component fails with ELOOP instead of being followed.
@@ -108,7 +105,7 @@ impl LocalDir {
         if !meta.is_file() {
             return Err(not_a_file(rel, &meta));
         }
-        Ok(Some(file))
+        Ok(Some((file, meta)))
     }
 
     fn resolve_symlinked(&self, rel: &str) -> Result<Option<PathBuf>, StoreError> {
@@ -123,20 +120,30 @@ impl LocalDir {
     }
 
     pub fn get(&self, rel: &str, limit: u64) -> Result<Option<Vec<u8>>, StoreError> {
-        let Some(file) = self.open_file(rel)? else {
+        let Some((file, meta)) = self.open_file(rel)? else {
             return Ok(None);
         };
-        let meta = file.metadata().map_err(|e| io_error(rel, e))?;
         if meta.len() > limit {
             return Err(StoreError::TooLarge {
                 path: rel.to_string(),
                 limit,
             });
         }
-        let mut buf = Vec::with_capacity(meta.len() as usize);
-        file.take(limit + 1)
-            .read_to_end(&mut buf)
-            .map_err(|e| io_error(rel, e))?;
+        // Reads the size fstat gave, in one read for a small file. Lake files are written whole
+        // and renamed into place, so an open file does not grow.
+        let mut buf = vec![0u8; meta.len() as usize];
+        let mut file = file;
+        let mut filled = 0;
+        while filled < buf.len() {
+            match file
+                .read(&mut buf[filled..])
+                .map_err(|e| io_error(rel, e))?
+            {
+                0 => break,
+                n => filled += n,
+            }
+        }
+        buf.truncate(filled);
         if buf.len() as u64 > limit {
             return Err(StoreError::TooLarge {
                 path: rel.to_string(),
