@@ -281,10 +281,13 @@ async fn session(remote_name: &str, url: &str) -> Result<(), Fatal> {
                 };
                 state.show_warnings();
                 let listing = listing?;
-                out.send(&protocol::list(
-                    &listing.lines(),
-                    state.options.object_format,
-                ))?;
+                let mut lines = listing.lines();
+                if for_push {
+                    // As Git's own receive-pack: no HEAD for a push, or `--mirror` would try
+                    // to delete it.
+                    lines.retain(|l| !matches!(l, protocol::ListLine::Symref { .. }));
+                }
+                out.send(&protocol::list(&lines, state.options.object_format))?;
                 state.listing = Some(listing);
             }
             Request::Fetch(items) => {

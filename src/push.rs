@@ -7,7 +7,7 @@
 //! `refs.json` is a cache of the ref files, rewritten afterwards with its own conditional write
 //! and retried on conflict; a conflict there never fails a push whose ref write succeeded.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -70,6 +70,8 @@ struct Planned {
     old_version: Option<VersionId>,
     /// The lease, if any: a lost condition then reads `stale info` rather than `fetch first`.
     leased: bool,
+    /// `+` or `--force`: a lost condition is then not a reason to fetch.
+    forced_by_user: bool,
 }
 
 /// A write that happened, and how to undo it (for `--atomic`).
@@ -78,6 +80,9 @@ struct Done {
     dst: String,
     new_token: Option<Token>,
     old_bytes: Option<Bytes>,
+    /// Known to be this push's own write. A value found by reading back after a failed write
+    /// may be another writer's (the same value): an atomic undo must never touch it.
+    ours: bool,
 }
 
 /// A ref's write: its name, what was done (or why not), and the note for Git.
@@ -125,6 +130,12 @@ pub async fn push(
 ) -> PushReport {
     let mut report = PushReport::default();
     let mut planned: Vec<Result<Planned, String>> = Vec::with_capacity(items.len());
+    // Refs this push deletes make room for refs it creates (`a/b` out, `a` in).
+    let deleted: HashSet<String> = items
+        .iter()
+        .filter(|i| i.src.is_empty())
+        .map(|i| i.dst.clone())
+        .collect();
     for item in items {
         let clash = items.iter().find(|other| {
             !item.src.is_empty()
@@ -134,7 +145,7 @@ pub async fn push(
         });
         planned.push(match clash {
             Some(other) => Err(format!("cannot create both {} and {}", item.dst, other.dst)),
-            None => plan(remote, listing, item, opts).await,
+            None => plan(remote, listing, &deleted, item, opts).await,
         });
     }
     let any_failed = planned.iter().any(|p| p.is_err());
@@ -160,16 +171,35 @@ pub async fn push(
     let outcomes: Vec<Outcome> = if opts.atomic {
         write_atomically(remote, &planned, &mut report.warnings).await
     } else {
-        let writes = planned.iter().map(|p| async move {
-            match p {
-                Err(why) => (String::new(), Err(Failure::sure(why.clone())), None),
-                Ok(p) => {
-                    let r = write(remote, p).await;
-                    (p.dst.clone(), r, note(&p.action))
-                }
+        // Deletions first, so that a folder they empty can hold a new ref; then the rest,
+        // concurrently. Results keep Git's order.
+        let is_delete = |p: &Result<Planned, String>| {
+            matches!(
+                p,
+                Ok(Planned {
+                    action: Action::Delete { .. },
+                    ..
+                })
+            )
+        };
+        let mut outcomes: Vec<Option<Outcome>> = vec![None; planned.len()];
+        for deletes in [true, false] {
+            let batch: Vec<usize> = (0..planned.len())
+                .filter(|i| is_delete(&planned[*i]) == deletes)
+                .collect();
+            let results: Vec<Outcome> =
+                futures::stream::iter(batch.iter().map(|i| write_one(remote, &planned[*i])))
+                    .buffered(16)
+                    .collect()
+                    .await;
+            for (i, r) in batch.into_iter().zip(results) {
+                outcomes[i] = Some(r);
             }
-        });
-        futures::stream::iter(writes).buffered(16).collect().await
+        }
+        outcomes
+            .into_iter()
+            .map(|o| o.expect("every ref written"))
+            .collect()
     };
     let mut changed: Vec<(String, Option<VersionId>)> = Vec::new();
     let mut uncertain = false;
@@ -183,7 +213,8 @@ pub async fn push(
             }
             Ok(None) => Ok(note),
             Err(f) => {
-                uncertain |= f.uncertain;
+                // An atomic push that failed may have written and undone refs meanwhile.
+                uncertain |= f.uncertain || opts.atomic;
                 Err(f.reason)
             }
         };
@@ -196,6 +227,17 @@ pub async fn push(
     report.refs_json_attempts = attempts;
     report.warnings.extend(warning);
     report
+}
+
+/// Writes one planned ref (or passes its refusal on).
+async fn write_one(remote: &Remote, p: &Result<Planned, String>) -> Outcome {
+    match p {
+        Err(why) => (String::new(), Err(Failure::sure(why.clone())), None),
+        Ok(p) => {
+            let r = write(remote, p).await;
+            (p.dst.clone(), r, note(&p.action))
+        }
+    }
 }
 
 fn target_of(action: &Action) -> Option<VersionId> {
@@ -216,11 +258,18 @@ fn note(action: &Action) -> Option<String> {
 async fn plan(
     remote: &mut Remote,
     listing: &Listing,
+    deleted: &HashSet<String>,
     item: &PushItem,
     opts: &PushOptions,
 ) -> Result<Planned, String> {
     let dst = item.dst.as_str();
-    match check_writable_ref(dst) {
+    // A ref that exists may be deleted whatever its name; new names must be writable ones.
+    let name_check = if item.src.is_empty() {
+        check_ref_name(dst)
+    } else {
+        check_writable_ref(dst)
+    };
+    match name_check {
         Ok(()) => {}
         Err(RefNameProblem::NotHeadOrTag) => {
             return Err(format!(
@@ -242,6 +291,7 @@ async fn plan(
         if let Some((other, _)) = listing
             .refs
             .iter()
+            .filter(|(n, _)| !deleted.contains(n))
             .find(|(n, _)| dst.starts_with(&format!("{n}/")) || n.starts_with(&format!("{dst}/")))
         {
             return Err(format!("cannot create {dst}: {other} exists in the lake"));
@@ -282,6 +332,7 @@ async fn plan(
             action: Action::Delete { old },
             old_version,
             leased,
+            forced_by_user: item.force,
         });
     }
 
@@ -292,6 +343,7 @@ async fn plan(
             action: Action::UpToDate,
             old_version,
             leased,
+            forced_by_user: item.force,
         });
     }
     if is_tag {
@@ -303,6 +355,7 @@ async fn plan(
             action: Action::Create { version },
             old_version,
             leased,
+            forced_by_user: item.force,
         });
     }
     let (Some(old_commit), Some(old)) = (old_commit, old_token) else {
@@ -311,6 +364,7 @@ async fn plan(
             action: Action::Create { version },
             old_version,
             leased,
+            forced_by_user: item.force,
         });
     };
     // Fast-forward is checked here too: Git sends refs it marked `fetch first` and `needs force`.
@@ -341,6 +395,7 @@ async fn plan(
         },
         old_version,
         leased,
+        forced_by_user: item.force,
     })
 }
 
@@ -408,6 +463,9 @@ async fn write(remote: &Remote, p: &Planned) -> Result<Option<Done>, Failure> {
             ALREADY_EXISTS.to_string()
         } else if p.leased {
             STALE_INFO.to_string()
+        } else if p.forced_by_user {
+            // Pulling would not help a forced push: say what happened instead.
+            "another push changed this ref while this one ran; push again".to_string()
         } else {
             FETCH_FIRST.to_string()
         }
@@ -424,6 +482,7 @@ async fn write(remote: &Remote, p: &Planned) -> Result<Option<Done>, Failure> {
                     dst: p.dst.clone(),
                     new_token: Some(token),
                     old_bytes: None,
+                    ours: true,
                 })),
                 // The outcome of a failed write is checked, not assumed: a retried request
                 // whose first attempt landed reads as a conflict with our own write.
@@ -432,6 +491,7 @@ async fn write(remote: &Remote, p: &Planned) -> Result<Option<Done>, Failure> {
                         dst: p.dst.clone(),
                         new_token: Some(token),
                         old_bytes: None,
+                        ours: false,
                     })),
                     Readback::Differs => Err(Failure::sure(match e {
                         WriteError::Conflict => lost(p),
@@ -446,6 +506,7 @@ async fn write(remote: &Remote, p: &Planned) -> Result<Option<Done>, Failure> {
                 dst: p.dst.clone(),
                 new_token: None,
                 old_bytes: None,
+                ours: true,
             })),
             Err(WriteError::Conflict) => Err(Failure::sure(lost(p))),
             Err(e) => match recheck(remote, &p.dst, None).await {
@@ -453,6 +514,7 @@ async fn write(remote: &Remote, p: &Planned) -> Result<Option<Done>, Failure> {
                     dst: p.dst.clone(),
                     new_token: None,
                     old_bytes: None,
+                    ours: false,
                 })),
                 Readback::Differs => Err(Failure::sure(match &e {
                     WriteError::Store(s) => store_reason(s),
@@ -524,8 +586,19 @@ async fn write_atomically(
     let store = &remote.lake.store;
     let mut done: Vec<(Done, Planned)> = Vec::new();
     let mut failure: Option<(usize, Failure)> = None;
-    for (i, p) in planned.iter().enumerate() {
-        let Ok(p) = p else { continue };
+    // Deletions first, as in a plain push.
+    let mut order: Vec<usize> = (0..planned.len()).collect();
+    order.sort_by_key(|i| {
+        !matches!(
+            planned[*i],
+            Ok(Planned {
+                action: Action::Delete { .. },
+                ..
+            })
+        )
+    });
+    for i in order {
+        let Ok(p) = &planned[i] else { continue };
         // What to put back if a later write fails.
         let old_bytes = p.old_version.as_ref().map(ref_bytes);
         match write(remote, p).await {
@@ -556,6 +629,13 @@ async fn write_atomically(
             .collect();
     };
     for (d, p) in done.iter().rev() {
+        if !d.ours {
+            warnings.push(format!(
+                "atomic push: {} already held the pushed value, perhaps written by another push; it is left as it is",
+                d.dst
+            ));
+            continue;
+        }
         let undone = match (&p.action, &d.new_token, &d.old_bytes) {
             (Action::Create { .. }, Some(t), _) => store.delete(&d.dst, t).await.map(|_| ()),
             (Action::Update { .. }, Some(t), Some(old)) => store
@@ -677,13 +757,18 @@ async fn update_refs_json(
                 backoff(&mut pause).await;
             }
             Err(WriteError::Store(e)) => {
+                let what = match e.hint() {
+                    // A lock left by a killed push stays until someone removes it.
+                    Some(hint) => format!("; {hint}"),
+                    None => "; the next push will repair it".to_string(),
+                };
                 return (
                     attempt,
                     Some(format!(
-                        "refs.json of lake '{}' was not updated ({e}); the refs are; the next push will repair it",
+                        "refs.json of lake '{}' was not updated ({e}); the refs are written{what}",
                         lake.name()
                     )),
-                )
+                );
             }
         }
     }

@@ -106,6 +106,8 @@ impl Listing {
             .iter()
             .map(|(_, v)| v)
             .find(|v| self.commits.get(*v) == Some(oid))
+            // Git may ask for any commit it saw (`git fetch <lake> <commit>`), not only tips.
+            .or_else(|| self.commits.iter().find(|(_, c)| *c == oid).map(|(v, _)| v))
     }
 }
 
@@ -268,7 +270,12 @@ impl Remote {
         let mut frontier = Vec::new();
         for w in wants {
             let oid = ObjectId::from_hex(&w.oid);
-            let v = oid.and_then(|o| listing.version_of(&o)).cloned();
+            let v = oid.and_then(|o| {
+                listing
+                    .version_of(&o)
+                    .or_else(|| known.iter().find(|(_, c)| **c == o).map(|(v, _)| v))
+                    .cloned()
+            });
             let Some(v) = v else {
                 return Err(RemoteError::UnknownWant {
                     lake: self.lake.name(),

@@ -492,3 +492,79 @@ fn a_remote_may_be_named_like_a_subcommand() {
     );
     assert!(t.path("lake/refs/tags/by-name").exists());
 }
+
+#[test]
+fn mirror_push_and_moves_that_swap_a_folder_for_a_ref() {
+    let t = TestEnv::new();
+    let url = t.local_lake("lake", &lake());
+    t.ok(".", &["clone", "-q", "--mirror", &url, "mirror.git"]);
+    let copy = t.local_lake("copy", &lake());
+    // The listing Git gets for a push has no HEAD, as from Git's own servers.
+    let out = t.git("mirror.git", &["push", "--mirror", &copy]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    t.ok(".", &["clone", "-q", &url, "work"]);
+    t.ok(
+        "work",
+        &["push", "-q", "origin", "origin/main:refs/heads/dd/ee"],
+    );
+    // Deleting dd/ee and creating dd in one push works, deletions going first.
+    t.ok(
+        "work",
+        &[
+            "push",
+            "-q",
+            "origin",
+            ":refs/heads/dd/ee",
+            "origin/main:refs/heads/dd",
+        ],
+    );
+    assert_eq!(
+        std::fs::read_to_string(t.path("lake/refs/heads/dd"))
+            .unwrap()
+            .trim(),
+        vid(5)
+    );
+    // A ref with an upper-case name (written by another tool) can still be deleted.
+    std::fs::write(t.path("lake/refs/heads/Upper"), vid(2)).unwrap();
+    t.ok("work", &["fetch", "-q"]);
+    t.ok("work", &["push", "-q", "origin", ":refs/heads/Upper"]);
+    assert!(!t.path("lake/refs/heads/Upper").exists());
+    // Git may fetch any commit of the lake by ID, not only ref tips.
+    let inner = t
+        .ok("work", &["rev-parse", "origin/main~2"])
+        .trim()
+        .to_string();
+    t.ok(".", &["init", "-q", "bare-fetch"]);
+    t.ok("bare-fetch", &["fetch", "-q", &url, &inner]);
+    assert_eq!(
+        t.ok("bare-fetch", &["rev-list", "--count", "FETCH_HEAD"]),
+        "3\n"
+    );
+}
+
+#[test]
+fn a_lock_left_on_refs_json_is_explained_and_the_push_still_succeeds() {
+    let t = TestEnv::new();
+    let url = t.local_lake("lake", &lake());
+    t.ok(".", &["clone", "-q", &url, "work"]);
+    std::fs::write(
+        t.path("lake/refs.json.lock"),
+        "pid 4000000 on nowhere since 1\n",
+    )
+    .unwrap();
+    let out = t.git(
+        "work",
+        &["push", "origin", "origin/main:refs/tags/locked-out"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the ref write decides: {err}");
+    assert!(
+        err.contains("warning: refs.json of lake") && err.contains("rm '"),
+        "{err}"
+    );
+    assert!(t.path("lake/refs/tags/locked-out").exists());
+}

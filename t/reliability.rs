@@ -115,10 +115,11 @@ fn race(place: Where) {
                 match flag {
                     '!' => {
                         rejected += 1;
+                        // Branch pushes here are forced: losing the race is no reason to pull.
                         let expected = if dst.starts_with("refs/tags/") {
                             "(already exists)"
                         } else {
-                            "(fetch first)"
+                            "(another push changed this ref while this one ran; push again)"
                         };
                         assert!(summary.contains(expected), "{dst}: {summary}\n{stderr}");
                     }

@@ -120,6 +120,26 @@ impl LocalDir {
     }
 
     pub fn get(&self, rel: &str, limit: u64) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self.read(rel, limit)?.map(|(bytes, _)| bytes))
+    }
+
+    /// The file's content with its version token ([`file_token`]).
+    pub fn get_versioned(
+        &self,
+        rel: &str,
+        limit: u64,
+    ) -> Result<Option<(Vec<u8>, String)>, StoreError> {
+        Ok(self.read(rel, limit)?.map(|(bytes, meta)| {
+            let token = file_token(&meta, &bytes);
+            (bytes, token)
+        }))
+    }
+
+    fn read(
+        &self,
+        rel: &str,
+        limit: u64,
+    ) -> Result<Option<(Vec<u8>, std::fs::Metadata)>, StoreError> {
         let Some((file, meta)) = self.open_file(rel)? else {
             return Ok(None);
         };
@@ -150,7 +170,7 @@ impl LocalDir {
                 limit,
             });
         }
-        Ok(Some(buf))
+        Ok(Some((buf, meta)))
     }
 
     /// Every file below `prefix` (a folder path ending in `/`), as paths relative to the root.
@@ -244,7 +264,7 @@ fn is_absent(e: &std::io::Error) -> bool {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Expect {
     Absent,
-    /// The token ([`content_token`]) of the content last read.
+    /// The token ([`file_token`]) of the file last read.
     Token(String),
 }
 
@@ -262,12 +282,20 @@ impl From<StoreError> for LocalWriteError {
     }
 }
 
-/// A folder's version token: the content's SHA-1. Comparing content is what a ref needs.
-pub fn content_token(bytes: &[u8]) -> String {
+/// A folder's version token: the file's inode and modification time with its content's
+/// SHA-1. Every write renames a new file into place, so a file rewritten with the same bytes
+/// (A, then B, then A again) still gets a new token, as an ETag or a generation would.
+pub fn file_token(meta: &std::fs::Metadata, bytes: &[u8]) -> String {
     use sha1::Digest;
+    use std::os::unix::fs::MetadataExt;
     let d: [u8; 20] = sha1::Sha1::digest(bytes).into();
     let hex: String = d.iter().map(|b| format!("{b:02x}")).collect();
-    format!("sha1:{hex}")
+    format!(
+        "{}.{}.{}:{hex}",
+        meta.ino(),
+        meta.mtime(),
+        meta.mtime_nsec()
+    )
 }
 
 /// The largest file a conditional write compares (refs.json is the largest written).
@@ -294,13 +322,17 @@ impl LocalDir {
                 .open(&tmp)?;
             std::io::Write::write_all(&mut f, bytes)?;
             f.sync_all()?;
-            std::fs::rename(&tmp, &path)
+            let meta = f.metadata()?;
+            std::fs::rename(&tmp, &path)?;
+            Ok(meta)
         })();
-        if let Err(e) = written {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(io_error(rel, e).into());
+        match written {
+            Ok(meta) => Ok(file_token(&meta, bytes)),
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp);
+                Err(io_error(rel, e).into())
+            }
         }
-        Ok(content_token(bytes))
     }
 
     /// Deletes `rel` if it holds what `expect` says, under the same lock as [`LocalDir::put`].
@@ -332,10 +364,10 @@ impl LocalDir {
     }
 
     fn check(&self, rel: &str, _path: &Path, expect: &Expect) -> Result<(), LocalWriteError> {
-        let current = self.get(rel, WRITE_READ_LIMIT)?;
+        let current = self.get_versioned(rel, WRITE_READ_LIMIT)?;
         let matches = match (expect, &current) {
             (Expect::Absent, None) => true,
-            (Expect::Token(t), Some(b)) => *t == content_token(b),
+            (Expect::Token(t), Some((_, token))) => t == token,
             _ => false,
         };
         if matches {

@@ -292,13 +292,18 @@ impl Store {
     ) -> Result<Option<Versioned>, StoreError> {
         check_rel(rel)?;
         match &self.backend {
-            Backend::Local(_) => Ok(self.get(rel, limit).await?.map(|bytes| Versioned {
-                token: Token {
-                    e_tag: Some(local::content_token(&bytes)),
-                    version: None,
-                },
-                bytes,
-            })),
+            Backend::Local(dir) => {
+                self.stats.get.fetch_add(1, Ordering::Relaxed);
+                Ok(dir
+                    .get_versioned(rel, limit)?
+                    .map(|(bytes, token)| Versioned {
+                        token: Token {
+                            e_tag: Some(token),
+                            version: None,
+                        },
+                        bytes: Bytes::from(bytes),
+                    }))
+            }
             Backend::Remote(store, prefix) => {
                 self.stats.get.fetch_add(1, Ordering::Relaxed);
                 let path = Self::remote_path(prefix, rel)?;
