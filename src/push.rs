@@ -314,6 +314,13 @@ async fn plan(
         }
     }
     let leased = lease.is_some();
+    let planned = |action: Action| Planned {
+        dst: dst.to_string(),
+        action,
+        old_version: old_version.clone(),
+        leased,
+        forced_by_user: item.force,
+    };
 
     if item.src.is_empty() {
         if is_tag {
@@ -327,45 +334,21 @@ async fn plan(
                 "deletion of the current branch prohibited (the lake's HEAD names it)".to_string(),
             );
         }
-        return Ok(Planned {
-            dst: dst.to_string(),
-            action: Action::Delete { old },
-            old_version,
-            leased,
-            forced_by_user: item.force,
-        });
+        return Ok(planned(Action::Delete { old }));
     }
 
     let version = pushed_version(remote, &item.src, dst).await?;
     if Some(&version) == old_version.as_ref() {
-        return Ok(Planned {
-            dst: dst.to_string(),
-            action: Action::UpToDate,
-            old_version,
-            leased,
-            forced_by_user: item.force,
-        });
+        return Ok(planned(Action::UpToDate));
     }
     if is_tag {
         if old_version.is_some() {
             return Err(ALREADY_EXISTS.to_string());
         }
-        return Ok(Planned {
-            dst: dst.to_string(),
-            action: Action::Create { version },
-            old_version,
-            leased,
-            forced_by_user: item.force,
-        });
+        return Ok(planned(Action::Create { version }));
     }
     let (Some(old_commit), Some(old)) = (old_commit, old_token) else {
-        return Ok(Planned {
-            dst: dst.to_string(),
-            action: Action::Create { version },
-            old_version,
-            leased,
-            forced_by_user: item.force,
-        });
+        return Ok(planned(Action::Create { version }));
     };
     // Fast-forward is checked here too: Git sends refs it marked `fetch first` and `needs force`.
     let new_commit = remote
@@ -386,17 +369,11 @@ async fn plan(
     if forced && !item.force && !leased {
         return Err(NON_FAST_FORWARD.to_string());
     }
-    Ok(Planned {
-        dst: dst.to_string(),
-        action: Action::Update {
-            version,
-            old,
-            forced,
-        },
-        old_version,
-        leased,
-        forced_by_user: item.force,
-    })
+    Ok(planned(Action::Update {
+        version,
+        old,
+        forced,
+    }))
 }
 
 /// The version a pushed source names, checked to be exactly that version's commit in this lake.
