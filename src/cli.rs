@@ -3,14 +3,9 @@
 
 use clap::{Parser, Subcommand};
 
-use std::collections::HashMap;
-
-use futures::StreamExt;
-
 use crate::helper::{expand_home, store_options};
 use crate::history;
 use crate::lake::Lake;
-use crate::lake::VersionId;
 use crate::progress::Silent;
 use crate::remote::{Remote, RemoteError};
 use crate::repo::Repo;
@@ -144,26 +139,16 @@ async fn verify(
         .map_err(RemoteError::from)?;
     let mut versions: Vec<_> = resolved.built.iter().collect();
     versions.sort_by(|a, b| b.1.time.cmp(&a.1.time).then(b.0.cmp(a.0)));
-    let lake_ref = &lake;
-    let mut sigs: HashMap<VersionId, _> =
-        futures::stream::iter(versions.iter().map(|(v, _)| (*v).clone()))
-            .map(|v| async move {
-                let s = lake_ref.read_signature(&v).await;
-                (v, s)
-            })
-            .buffer_unordered(crate::lake::CONCURRENCY)
-            .collect()
-            .await;
+    let sigs = lake
+        .read_signatures(versions.iter().map(|(v, _)| (*v).clone()))
+        .await
+        .map_err(RemoteError::from)?;
     println!("{:<36}  {:<28}  STATUS", "VERSION", "SIGNER");
     let mut bad = 0;
     for (v, b) in &versions {
-        let sig = sigs
-            .remove(*v)
-            .expect("read above")
-            .map_err(RemoteError::from)?;
         let subject = Subject {
-            record: &b.objects.blobs.last().expect("version.json blob").data,
-            signature: sig.as_deref(),
+            record: b.record(),
+            signature: sigs[*v].as_deref(),
             principal: &b.author_email,
             time: b.time,
         };

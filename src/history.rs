@@ -29,6 +29,18 @@ const SEND_BATCH: usize = 64;
 /// Tasks that read versions side by side.
 const WORKERS: usize = 4;
 
+impl Built {
+    /// The exact bytes of the version's `version.json` (the tree's last blob).
+    pub fn record(&self) -> &[u8] {
+        &self
+            .objects
+            .blobs
+            .last()
+            .expect("every version has a version.json blob")
+            .data
+    }
+}
+
 /// The outcome of resolving: commit IDs for every version reached, and the objects of those
 /// that had to be read (the others are known from the cache).
 #[derive(Default)]

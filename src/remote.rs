@@ -169,10 +169,11 @@ impl Remote {
         version: &VersionId,
         named_by: &str,
     ) -> Result<ObjectId, RemoteError> {
-        let known = self.known();
-        if let Some(c) = known.get(version) {
+        // A push asks this once per ref: look the version up before copying the cache.
+        if let Some(c) = self.cache.as_ref().and_then(|c| c.entries.get(version)) {
             return Ok(*c);
         }
+        let known = self.known();
         let resolved = history::resolve(
             &self.lake,
             &[(version.clone(), named_by.to_string())],
@@ -418,22 +419,12 @@ impl Remote {
         read_data: &HashMap<VersionId, VersionData>,
     ) -> Result<(), RemoteError> {
         let lake = &self.lake;
-        let mut sigs: HashMap<VersionId, Result<Option<bytes::Bytes>, LakeError>> =
-            futures::stream::iter(versions)
-                .map(|v| async move { (v.clone(), lake.read_signature(v).await) })
-                .buffer_unordered(CONCURRENCY)
-                .collect()
-                .await;
+        let sigs = lake.read_signatures(versions.iter().cloned()).await?;
         let mut failures = Vec::new();
         for v in versions {
-            let sig = sigs.remove(v).expect("read above")?;
-            let sig = sig.as_deref();
+            let sig = sigs[v].as_deref();
             let (record, email, time): (&[u8], &str, u64) = match listing.built.get(v) {
-                Some(b) => (
-                    &b.objects.blobs.last().expect("version.json blob").data,
-                    &b.author_email,
-                    b.time,
-                ),
+                Some(b) => (b.record(), &b.author_email, b.time),
                 None => {
                     let d = &read_data[v];
                     (

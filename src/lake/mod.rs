@@ -295,6 +295,21 @@ impl Lake {
             .map_err(|e| self.store_err(e))
     }
 
+    /// The `version.json.sig` of each version, read concurrently.
+    pub async fn read_signatures(
+        &self,
+        ids: impl Iterator<Item = VersionId>,
+    ) -> Result<std::collections::HashMap<VersionId, Option<Bytes>>, LakeError> {
+        futures::stream::iter(ids)
+            .map(|v| async move {
+                let sig = self.read_signature(&v).await?;
+                Ok((v, sig))
+            })
+            .buffer_unordered(CONCURRENCY)
+            .try_collect()
+            .await
+    }
+
     /// Reads a version's record and `dataset.json` concurrently. `None` if it has no record.
     pub async fn read_version(&self, id: &VersionId) -> Result<Option<VersionData>, LakeError> {
         self.read_version_with(id, true).await
