@@ -1,16 +1,11 @@
-//! The command line for humans: `git-remote-fdl ls <lake>` and `git-remote-fdl help`. Git's own
+//! The command line for humans (clap): `git-remote-fdl ls <lake>`, `git-remote-fdl verify
+//! <lake>`, `git-remote-fdl help`. It prints what the library's `commands` compute; Git's own
 //! invocations never reach here.
 
 use clap::{Parser, Subcommand};
-
-use crate::helper::{expand_home, store_options};
-use crate::history;
-use crate::lake::Lake;
-use crate::progress::Silent;
-use crate::remote::{Remote, RemoteError};
-use crate::repo::Repo;
-use crate::signatures::{self, AllowedSigners, Subject, Verdict, DEFAULT_NAMESPACE};
-use crate::store::{Store, StoreUrl};
+use git_remote_fdl::commands;
+use git_remote_fdl::fatal::Fatal;
+use git_remote_fdl::signatures::DEFAULT_NAMESPACE;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -58,6 +53,7 @@ pub fn is_git_invocation(args: &[String]) -> bool {
         && (!SUBCOMMANDS.contains(&args[0].as_str()) || std::env::var_os("GIT_DIR").is_some())
 }
 
+/// Runs a human's command; returns the process's exit code (129 for usage errors, as Git).
 pub fn main(args: &[String]) -> i32 {
     let cli = match Cli::try_parse_from(
         std::iter::once("git-remote-fdl".to_string()).chain(args.iter().cloned()),
@@ -68,13 +64,16 @@ pub fn main(args: &[String]) -> i32 {
             return if e.use_stderr() { 129 } else { 0 };
         }
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .expect("tokio runtime");
-    let result: anyhow::Result<i32> = runtime.block_on(async {
+    {
+        Ok(r) => r,
+        Err(e) => return crate::fatal(&Fatal::new(format!("cannot start: {e}"))),
+    };
+    let result = runtime.block_on(async {
         match cli.command {
-            Command::Ls { lake } => ls(&lake).await.map(|_| 0),
+            Command::Ls { lake } => ls(&lake).await,
             Command::Verify {
                 lake,
                 refs,
@@ -85,21 +84,22 @@ pub fn main(args: &[String]) -> i32 {
     });
     match result {
         Ok(code) => code,
-        Err(e) => {
-            eprintln!("fatal: {}", crate::store::redact(&format!("{e:#}")));
-            128
-        }
+        Err(f) => crate::fatal(&f),
     }
 }
 
-async fn open_lake(address: &str) -> anyhow::Result<Lake> {
-    let address = address.strip_prefix("fdl::").unwrap_or(address);
-    let url = StoreUrl::parse(address, &std::env::current_dir()?)?;
-    let repo = Repo::from_env().ok().flatten();
-    let opts = store_options(repo.as_ref(), "").map_err(|f| anyhow::anyhow!(f.message))?;
-    Ok(Lake::open(Store::open(&url, &opts)?)
-        .await
-        .map_err(RemoteError::from)?)
+async fn ls(address: &str) -> Result<i32, Fatal> {
+    let list = commands::ls(address).await?;
+    for w in &list.warnings {
+        eprintln!("warning: {}", git_remote_fdl::redact::redact(w));
+    }
+    for (commit, version, name) in &list.refs {
+        println!("{commit}\t{version}\t{name}");
+    }
+    if let Some(h) = &list.head {
+        println!("ref: {h}\tHEAD");
+    }
+    Ok(0)
 }
 
 async fn verify(
@@ -107,100 +107,28 @@ async fn verify(
     wanted: &[String],
     allowed_signers: Option<std::path::PathBuf>,
     namespace: &str,
-) -> anyhow::Result<i32> {
-    let path = match allowed_signers {
-        Some(p) => p,
-        None => git_config("gpg.ssh.allowedSignersFile")
-            .map(|p| expand_home(&p))
-            .ok_or_else(|| {
-                anyhow::anyhow!("no allowed signers file: pass --allowed-signers FILE or set gpg.ssh.allowedSignersFile")
-            })?,
-    };
-    let trusted = AllowedSigners::load(&path).map_err(|e| anyhow::anyhow!(e))?;
-    let lake = open_lake(address).await?;
-    let refs = lake.refs().await.map_err(RemoteError::from)?;
-    let mut tips = Vec::new();
-    for w in wanted {
-        let found = refs.iter().find(|(n, _)| {
-            n == w || *n == format!("refs/heads/{w}") || *n == format!("refs/tags/{w}")
-        });
-        let (name, v) = found
-            .ok_or_else(|| anyhow::anyhow!("lake '{}' has no branch or tag '{w}'", lake.name()))?;
-        tips.push((v.clone(), format!("ref {name}")));
-    }
-    if wanted.is_empty() {
-        tips = refs
-            .iter()
-            .map(|(n, v)| (v.clone(), format!("ref {n}")))
-            .collect();
-    }
-    let resolved = history::resolve(&lake, &tips, &Default::default(), &Silent)
-        .await
-        .map_err(RemoteError::from)?;
-    let mut versions: Vec<_> = resolved.built.iter().collect();
-    versions.sort_by(|a, b| b.1.time.cmp(&a.1.time).then(b.0.cmp(a.0)));
-    let sigs = lake
-        .read_signatures(versions.iter().map(|(v, _)| (*v).clone()))
-        .await
-        .map_err(RemoteError::from)?;
+) -> Result<i32, Fatal> {
+    let report = commands::verify(address, wanted, allowed_signers, namespace).await?;
     println!("{:<36}  {:<28}  STATUS", "VERSION", "SIGNER");
-    let mut bad = 0;
-    for (v, b) in &versions {
-        let subject = Subject {
-            record: b.record(),
-            signature: sigs[*v].as_deref(),
-            principal: &b.author_email,
-            time: b.time,
-        };
-        let verdict = signatures::verify(&subject, &trusted, namespace, &lake.config.signers);
-        let signer = match &verdict {
-            Verdict::Good { principal, .. } => principal.clone(),
-            _ if b.author_email.is_empty() => "-".to_string(),
-            _ => format!("({})", b.author_email),
-        };
-        let status = if verdict.is_good() {
-            format!("ok: {verdict}")
+    for row in &report.rows {
+        let status = if row.verdict.is_good() {
+            format!("ok: {}", row.verdict)
         } else {
-            bad += 1;
-            format!("FAILED: {verdict}")
+            format!("FAILED: {}", row.verdict)
         };
-        println!("{v}  {signer:<28}  {status}");
+        println!("{}  {:<28}  {status}", row.version, row.signer);
     }
-    let listed = lake.config.signers.len();
-    if listed > 0 {
+    if report.listed_signers > 0 {
         println!(
-            "\nfdl.json lists {listed} signer(s); only the keys in {} are trusted",
-            path.display()
+            "\nfdl.json lists {} signer(s); only the keys in {} are trusted",
+            report.listed_signers,
+            report.allowed_signers.display()
         );
     }
+    let bad = report.bad();
     println!(
         "{} version(s), {bad} not signed by a trusted key",
-        versions.len()
+        report.rows.len()
     );
     Ok(if bad == 0 { 0 } else { 1 })
-}
-
-fn git_config(key: &str) -> Option<String> {
-    let out = std::process::Command::new("git")
-        .args(["config", "--get", key])
-        .output()
-        .ok()?;
-    let v = String::from_utf8(out.stdout).ok()?.trim().to_string();
-    (out.status.success() && !v.is_empty()).then_some(v)
-}
-
-async fn ls(address: &str) -> anyhow::Result<()> {
-    let lake = open_lake(address).await?;
-    let mut remote = Remote::new(lake, None);
-    let listing = remote.list(&Silent).await?;
-    for w in remote.take_warnings() {
-        eprintln!("warning: {w}");
-    }
-    for (name, v) in &listing.refs {
-        println!("{}\t{v}\t{name}", listing.commits[v]);
-    }
-    if let Some(h) = &listing.head {
-        println!("ref: {h}\tHEAD");
-    }
-    Ok(())
 }

@@ -50,76 +50,209 @@ pub struct Resolved {
 }
 
 /// Reads what is missing and computes commit IDs for `tips` and everything they reach.
-/// `known` holds commit IDs from the cache; `referrers` names who points at each tip (for errors).
+/// `known` holds commit IDs from the cache; `tips` name who points at each tip (for errors).
 pub async fn resolve(
     lake: &Lake,
     tips: &[(VersionId, String)],
     known: &HashMap<VersionId, ObjectId>,
     progress: &dyn Progress,
 ) -> Result<Resolved, LakeError> {
-    let mut data: HashMap<VersionId, Result<VersionData, LakeError>> = HashMap::new();
-    let mut named_by: HashMap<VersionId, String> = HashMap::new();
-    let mut frontier: Vec<VersionId> = Vec::new();
-    for (id, by) in tips {
-        if !known.contains_key(id) && !named_by.contains_key(id) {
-            named_by.insert(id.clone(), by.clone());
-            frontier.push(id.clone());
+    let walk = Walk {
+        lake,
+        stop: &|v: &VersionId| known.contains_key(v),
+        walked: &HashMap::new(),
+        known: known.len(),
+        progress,
+    };
+    let read = walk.read(tips).await?;
+    compute_commits(lake, tips, known, read.data, &read.named_by)
+}
+
+/// A walk down history from some tips, reading the versions it meets: a generation at a time
+/// while that is cheap, then, where the store can list, every version at once.
+pub struct Walk<'a> {
+    pub lake: &'a Lake,
+    /// Versions the walk neither reads nor goes past (known to the cache, or already in the
+    /// repository).
+    pub stop: &'a dyn Fn(&VersionId) -> bool,
+    /// Parents of versions read before: walked through without being read again.
+    pub walked: &'a HashMap<VersionId, Vec<VersionId>>,
+    /// How many versions are known already; a walk may take more generations the more it knows.
+    pub known: usize,
+    pub progress: &'a dyn Progress,
+}
+
+/// What a walk read: each version's data (or why it could not be read), and who named it.
+pub struct WalkRead {
+    pub data: HashMap<VersionId, Result<VersionData, LakeError>>,
+    pub named_by: HashMap<VersionId, String>,
+}
+
+impl Walk<'_> {
+    /// Reads every version the tips reach that is neither stopped at nor walked before.
+    pub async fn read(&self, tips: &[(VersionId, String)]) -> Result<WalkRead, LakeError> {
+        let mut data: HashMap<VersionId, Result<VersionData, LakeError>> = HashMap::new();
+        let mut named_by: HashMap<VersionId, String> = HashMap::new();
+        let mut through: HashSet<VersionId> = HashSet::new();
+        for (id, by) in tips {
+            named_by.entry(id.clone()).or_insert_with(|| by.clone());
         }
-    }
-    // Walking one generation costs a round trip; listing costs about one per 1000 versions.
-    let walk_limit = 2 + known.len() / 1000;
-    let mut rounds = 0;
-    let mut listed = false;
-    let mut read = 0u64;
-    while !frontier.is_empty() {
-        if rounds >= walk_limit && lake.store.can_list() && !listed {
-            listed = true;
-            let all = lake.version_ids().await?;
-            let rest: Vec<VersionId> = all
-                .into_iter()
-                .filter(|v| !known.contains_key(v) && !data.contains_key(v))
-                .collect();
-            let total = read + rest.len() as u64;
+        let mut frontier = self.to_read(tips.iter().map(|(v, _)| v.clone()), &mut through);
+        // Walking one generation costs a round trip; listing costs about one per 1000 versions.
+        let walk_limit = 2 + self.known / 1000;
+        let mut rounds = 0;
+        let mut read = 0u64;
+        while !frontier.is_empty() {
+            if rounds >= walk_limit && self.lake.store.can_list() {
+                self.read_listed(&mut data, &mut read).await?;
+                let frontier = self.next_frontier(&data, &mut named_by, &mut through);
+                // Everything that exists has been read: what is still missing does not exist.
+                if let Some(missing) = frontier.first() {
+                    return Err(LakeError::MissingVersion {
+                        lake: self.lake.name(),
+                        version: missing.clone(),
+                        by: named_by.get(missing).cloned().unwrap_or_default(),
+                    });
+                }
+                self.progress.finish("Reading versions", read, None);
+                self.read_reachable_datasets(tips, &mut data, &through)
+                    .await?;
+                return Ok(WalkRead { data, named_by });
+            }
+            let batch = std::mem::take(&mut frontier);
             read_batch(
-                lake,
-                rest,
-                &mut data,
-                &mut read,
-                Some(total),
-                progress,
-                true,
-            )
-            .await;
-        } else {
-            read_batch(
-                lake,
-                std::mem::take(&mut frontier),
+                self.lake,
+                batch,
                 &mut data,
                 &mut read,
                 None,
-                progress,
+                self.progress,
                 false,
             )
             .await;
+            rounds += 1;
+            frontier = self.next_frontier(&data, &mut named_by, &mut through);
         }
-        rounds += 1;
-        frontier = next_frontier(&data, known, &mut named_by);
-        if listed {
-            // Everything that exists has been read: what is still missing does not exist.
-            if let Some(missing) = frontier.first() {
-                return Err(LakeError::MissingVersion {
-                    lake: lake.name(),
-                    version: missing.clone(),
-                    by: named_by.get(missing).cloned().unwrap_or_default(),
-                });
+        if read > 0 {
+            self.progress.finish("Reading versions", read, None);
+        }
+        Ok(WalkRead { data, named_by })
+    }
+
+    /// Of `ids`, those to read: versions walked before are gone through (their parents taken
+    /// instead, without a request), stopped ones dropped. `through` remembers what was gone
+    /// through.
+    fn to_read(
+        &self,
+        ids: impl IntoIterator<Item = VersionId>,
+        through: &mut HashSet<VersionId>,
+    ) -> Vec<VersionId> {
+        let mut out = Vec::new();
+        let mut seen = HashSet::new();
+        let mut stack: Vec<VersionId> = ids.into_iter().collect();
+        while let Some(v) = stack.pop() {
+            if (self.stop)(&v) || !seen.insert(v.clone()) {
+                continue;
+            }
+            match self.walked.get(&v) {
+                Some(parents) => {
+                    if through.insert(v) {
+                        stack.extend(parents.iter().cloned());
+                    }
+                }
+                None => out.push(v),
             }
         }
+        out.sort();
+        out
     }
-    progress.finish("Reading versions", read, None);
-    if listed {
-        read_reachable_datasets(lake, tips, known, &mut data).await?;
+
+    /// Parents of what has been read that are neither stopped at, walked, nor read yet.
+    fn next_frontier(
+        &self,
+        data: &HashMap<VersionId, Result<VersionData, LakeError>>,
+        named_by: &mut HashMap<VersionId, String>,
+        through: &mut HashSet<VersionId>,
+    ) -> Vec<VersionId> {
+        let mut parents = Vec::new();
+        for (id, d) in data {
+            let Ok(d) = d else { continue };
+            for p in &d.record.parents {
+                if !data.contains_key(p) && !through.contains(p) && !(self.stop)(p) {
+                    named_by
+                        .entry(p.clone())
+                        .or_insert_with(|| format!("version {id}"));
+                    parents.push(p.clone());
+                }
+            }
+        }
+        self.to_read(parents, through)
+            .into_iter()
+            .filter(|v| !data.contains_key(v))
+            .collect()
     }
-    compute_commits(lake, tips, known, data, &named_by)
+
+    /// Lists `versions/` and reads every record not read, walked or stopped at.
+    async fn read_listed(
+        &self,
+        data: &mut HashMap<VersionId, Result<VersionData, LakeError>>,
+        read: &mut u64,
+    ) -> Result<(), LakeError> {
+        let all = self.lake.version_ids().await?;
+        let rest: Vec<VersionId> = all
+            .into_iter()
+            .filter(|v| !(self.stop)(v) && !data.contains_key(v) && !self.walked.contains_key(v))
+            .collect();
+        let total = *read + rest.len() as u64;
+        read_batch(
+            self.lake,
+            rest,
+            data,
+            read,
+            Some(total),
+            self.progress,
+            true,
+        )
+        .await;
+        Ok(())
+    }
+
+    /// After a listing read only records: reads `dataset.json` of the versions the tips reach.
+    async fn read_reachable_datasets(
+        &self,
+        tips: &[(VersionId, String)],
+        data: &mut HashMap<VersionId, Result<VersionData, LakeError>>,
+        through: &HashSet<VersionId>,
+    ) -> Result<(), LakeError> {
+        let mut reachable: HashSet<VersionId> = HashSet::new();
+        let mut stack: Vec<VersionId> = tips.iter().map(|(v, _)| v.clone()).collect();
+        while let Some(v) = stack.pop() {
+            if (self.stop)(&v) || !reachable.insert(v.clone()) {
+                continue;
+            }
+            if let Some(Ok(d)) = data.get(&v) {
+                stack.extend(d.record.parents.iter().cloned());
+            } else if let Some(parents) = self.walked.get(&v).filter(|_| through.contains(&v)) {
+                stack.extend(parents.iter().cloned());
+            }
+        }
+        let missing: Vec<VersionId> = reachable
+            .into_iter()
+            .filter(|v| matches!(data.get(v), Some(Ok(d)) if !d.dataset_read))
+            .collect();
+        let mut reads = spread_reads(self.lake, missing, |lake, id| async move {
+            lake.read_dataset(&id).await
+        });
+        while let Some(batch) = reads.recv().await {
+            for (v, r) in batch {
+                if let Some(Ok(d)) = data.get_mut(&v) {
+                    d.dataset = r?;
+                    d.dataset_read = true;
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Runs `read` for every ID with [`CONCURRENCY`] reads in flight, spread over a few tasks so
@@ -159,64 +292,6 @@ where
         });
     }
     rx
-}
-
-/// After a listing read only records: reads `dataset.json` of the versions the tips reach.
-async fn read_reachable_datasets(
-    lake: &Lake,
-    tips: &[(VersionId, String)],
-    known: &HashMap<VersionId, ObjectId>,
-    data: &mut HashMap<VersionId, Result<VersionData, LakeError>>,
-) -> Result<(), LakeError> {
-    let mut reachable: HashSet<VersionId> = HashSet::new();
-    let mut stack: Vec<VersionId> = tips.iter().map(|(v, _)| v.clone()).collect();
-    while let Some(v) = stack.pop() {
-        if known.contains_key(&v) || !reachable.insert(v.clone()) {
-            continue;
-        }
-        if let Some(Ok(d)) = data.get(&v) {
-            stack.extend(d.record.parents.iter().cloned());
-        }
-    }
-    let missing: Vec<VersionId> = reachable
-        .into_iter()
-        .filter(|v| matches!(data.get(v), Some(Ok(d)) if !d.dataset_read))
-        .collect();
-    let mut reads = spread_reads(lake, missing, |lake, id| async move {
-        lake.read_dataset(&id).await
-    });
-    while let Some(batch) = reads.recv().await {
-        for (v, r) in batch {
-            if let Some(Ok(d)) = data.get_mut(&v) {
-                d.dataset = r?;
-                d.dataset_read = true;
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Parents of what has been read that are neither known nor read yet.
-fn next_frontier(
-    data: &HashMap<VersionId, Result<VersionData, LakeError>>,
-    known: &HashMap<VersionId, ObjectId>,
-    named_by: &mut HashMap<VersionId, String>,
-) -> Vec<VersionId> {
-    let mut out = Vec::new();
-    let mut seen = HashSet::new();
-    for (id, d) in data {
-        let Ok(d) = d else { continue };
-        for p in &d.record.parents {
-            if !known.contains_key(p) && !data.contains_key(p) && seen.insert(p.clone()) {
-                named_by
-                    .entry(p.clone())
-                    .or_insert_with(|| format!("version {id}"));
-                out.push(p.clone());
-            }
-        }
-    }
-    out.sort();
-    out
 }
 
 /// Reads `ids` concurrently into `data`. In a walk, a missing record is an error (something

@@ -1,19 +1,21 @@
 //! git-remote-fdl: a Git remote helper for FDL lakes (DuckLake catalog versions on object
-//! storage). The library holds everything; the binary only dispatches.
-//!
-//! Layers, bottom up: `store` (where bytes live), `lake` (the FDL layout), `mapping` (version to
-//! commit, frozen), `history` (resolving ref tips to commits), `remote` (list and fetch),
-//! `protocol` (sans-IO remote-helper protocol), `helper` (the IO loop), `cli` (for humans).
+//! storage). The library holds everything but the terminal; the binary only dispatches, prints
+//! and picks exit codes. `docs/ARCHITECTURE.md` gives the layers and what each module is for.
 
+pub mod backoff;
 pub mod cache;
-pub mod cli;
+pub mod commands;
+pub mod config;
+pub mod fatal;
 pub mod helper;
 pub mod history;
 pub mod lake;
 pub mod mapping;
+pub mod pack;
 pub mod progress;
 pub mod protocol;
 pub mod push;
+pub mod redact;
 pub mod remote;
 pub mod repo;
 pub mod signatures;

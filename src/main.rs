@@ -1,12 +1,23 @@
 //! The `git-remote-fdl` binary: Git's invocation (`git-remote-fdl <remote> [<url>]`) runs the
-//! remote-helper protocol; anything else is a human at the CLI.
+//! remote-helper protocol; anything else is a human at the CLI. Exit codes are decided here.
+
+mod cli;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let code = if git_remote_fdl::cli::is_git_invocation(&args) {
-        git_remote_fdl::helper::run(&args[0], args.get(1).map(String::as_str))
+    let code = if cli::is_git_invocation(&args) {
+        match git_remote_fdl::helper::run(&args[0], args.get(1).map(String::as_str)) {
+            Ok(()) => 0,
+            Err(f) => fatal(&f),
+        }
     } else {
-        git_remote_fdl::cli::main(&args)
+        cli::main(&args)
     };
     std::process::exit(code);
+}
+
+/// Prints a fatal error as Git does; its exit code is Git's for `die()`.
+fn fatal(f: &git_remote_fdl::fatal::Fatal) -> i32 {
+    eprint!("{f}");
+    128
 }

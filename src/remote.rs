@@ -3,14 +3,11 @@
 
 use std::collections::{HashMap, HashSet};
 
-use futures::StreamExt;
-
 use crate::cache::Cache;
 use crate::history::{self, Built};
-use crate::lake::{Lake, LakeError, VersionData, VersionId, CONCURRENCY};
+use crate::lake::{Lake, LakeError, VersionData, VersionId};
 use crate::mapping::{self, Object, ObjectId};
 use crate::progress::Progress;
-use crate::protocol::{FetchItem, ListLine};
 use crate::repo::{Repo, RepoError};
 use crate::signatures::{self, Policy, Subject, Verdict};
 use crate::store::{Token, Versioned};
@@ -31,7 +28,7 @@ pub enum RemoteError {
     Unsigned {
         lake: String,
         version: VersionId,
-        verdict: Verdict,
+        verdict: Box<Verdict>,
         more: String,
     },
     #[error("lake '{lake}': version {version} maps to {computed}, but the cache in {cache} says {cached}")]
@@ -78,26 +75,12 @@ pub struct Listing {
 }
 
 impl Listing {
-    /// The `list` reply lines: HEAD as a symref first (Git resolves its value), as Git's own
-    /// servers list it, then every ref in name order.
-    pub fn lines(&self) -> Vec<ListLine> {
-        let mut out = Vec::with_capacity(self.refs.len() + 1);
-        // A HEAD naming a missing branch is left out, as Git's own servers do.
-        if let Some(head) = self
-            .head
-            .as_ref()
-            .filter(|h| self.refs.iter().any(|(n, _)| n == *h))
-        {
-            out.push(ListLine::Symref {
-                target: head.clone(),
-                name: "HEAD".into(),
-            });
-        }
-        out.extend(self.refs.iter().map(|(name, v)| ListLine::Ref {
-            oid: self.commits[v].to_hex(),
-            name: name.clone(),
-        }));
-        out
+    /// The branch HEAD names, when that branch exists: a HEAD naming a missing branch is left
+    /// out, as Git's own servers do.
+    pub fn listed_head(&self) -> Option<&str> {
+        self.head
+            .as_deref()
+            .filter(|h| self.refs.iter().any(|(n, _)| n == h))
     }
 
     /// The version a listed commit stands for.
@@ -109,6 +92,13 @@ impl Listing {
             // Git may ask for any commit it saw (`git fetch <lake> <commit>`), not only tips.
             .or_else(|| self.commits.iter().find(|(_, c)| *c == oid).map(|(v, _)| v))
     }
+}
+
+/// A commit Git asks for, and the ref it asked for it under.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Want {
+    pub oid: String,
+    pub name: String,
 }
 
 /// A lake opened as a remote of (maybe) a local repository.
@@ -257,7 +247,7 @@ impl Remote {
     pub async fn fetch(
         &mut self,
         listing: &mut Listing,
-        wants: &[FetchItem],
+        wants: &[Want],
         progress: &dyn Progress,
     ) -> Result<FetchOutcome, RemoteError> {
         let Some(repo) = &self.repo else {
@@ -265,10 +255,83 @@ impl Remote {
         };
         repo.check_sha1()?;
         let known = self.known();
-        let commit_of = |v: &VersionId, listing: &Listing| -> Option<ObjectId> {
-            listing.commits.get(v).or_else(|| known.get(v)).copied()
+        let commit_of = |v: &VersionId| listing.commits.get(v).or_else(|| known.get(v)).copied();
+        let tips = self.wanted_versions(listing, wants, &known)?;
+        // Walk down from the wants, stopping at commits the repository already has; versions
+        // `list` built are gone through without reading them again.
+        let in_repo = |v: &VersionId| commit_of(v).is_some_and(|c| repo.has(&c));
+        let walked: HashMap<VersionId, Vec<VersionId>> = listing
+            .built
+            .iter()
+            .map(|(v, b)| (v.clone(), b.parents.clone()))
+            .collect();
+        let walk = history::Walk {
+            lake: &self.lake,
+            stop: &in_repo,
+            walked: &walked,
+            known: known.len(),
+            progress,
         };
-        let mut frontier = Vec::new();
+        let mut read = walk.read(&tips).await?;
+        let parents_of = |v: &VersionId| -> &[VersionId] {
+            match (walked.get(v), read.data.get(v)) {
+                (Some(p), _) => p,
+                (None, Some(Ok(d))) => &d.record.parents,
+                _ => &[],
+            }
+        };
+        let (order, reached_existing) = needed_in_order(&tips, &in_repo, parents_of);
+        trace_step(&format!("fetch: {} versions need objects", order.len()));
+        let mut read_data = HashMap::with_capacity(order.len());
+        for v in &order {
+            if walked.contains_key(v) {
+                continue;
+            }
+            let d = match read.data.remove(v) {
+                Some(Ok(d)) => d,
+                Some(Err(e)) => return Err(e.into()),
+                None => {
+                    return Err(RemoteError::Lake(LakeError::MissingVersion {
+                        lake: self.lake.name(),
+                        version: v.clone(),
+                        by: read.named_by.get(v).cloned().unwrap_or_default(),
+                    }))
+                }
+            };
+            read_data.insert(v.clone(), d);
+        }
+        drop(read);
+        if let Some(policy) = &self.require_signatures {
+            self.check_signatures(policy, &order, listing, &read_data)
+                .await?;
+        }
+        let (objects, computed) = self.build_objects(&order, listing, &read_data, &known, repo)?;
+        let n_objects = objects.len();
+        trace_step(&format!("fetch: writing {n_objects} objects as a pack"));
+        repo.write_pack(&objects)?;
+        trace_step("fetch: pack written");
+        if n_objects > 0 {
+            progress.finish("Writing objects", n_objects as u64, Some(n_objects as u64));
+        }
+        if let Some(cache) = &mut self.cache {
+            cache.extend(computed);
+            cache.save();
+        }
+        Ok(FetchOutcome {
+            versions: order.len(),
+            objects: n_objects,
+            self_contained: !reached_existing,
+        })
+    }
+
+    /// The version each wanted commit stands for.
+    fn wanted_versions(
+        &self,
+        listing: &Listing,
+        wants: &[Want],
+        known: &HashMap<VersionId, ObjectId>,
+    ) -> Result<Vec<(VersionId, String)>, RemoteError> {
+        let mut tips = Vec::with_capacity(wants.len());
         for w in wants {
             let oid = ObjectId::from_hex(&w.oid);
             let v = oid.and_then(|o| {
@@ -284,94 +347,54 @@ impl Remote {
                     name: w.name.clone(),
                 });
             };
-            frontier.push(v);
+            tips.push((v, format!("ref {}", w.name)));
         }
-        // Walk down from the wants, stopping at commits the repository already has. Versions
-        // that `list` did not build (known from the cache) are read a generation at a time.
-        let mut seen: HashSet<VersionId> = HashSet::new();
-        let mut needed: Vec<VersionId> = Vec::new();
-        let mut read_data: HashMap<VersionId, VersionData> = HashMap::new();
-        let mut reached_existing = false;
-        let mut read = 0u64;
-        while !frontier.is_empty() {
-            let mut to_read = Vec::new();
-            let mut next = Vec::new();
-            for v in std::mem::take(&mut frontier) {
-                if !seen.insert(v.clone()) {
-                    continue;
-                }
-                if commit_of(&v, listing).is_some_and(|c| repo.has(&c)) {
-                    reached_existing = true;
-                    continue;
-                }
-                needed.push(v.clone());
-                match listing.built.get(&v) {
-                    Some(b) => next.extend(b.parents.iter().cloned()),
-                    None => to_read.push(v),
-                }
-            }
-            let lake = &self.lake;
-            let mut reads = futures::stream::iter(to_read)
-                .map(|v| async move { (v.clone(), lake.read_version(&v).await) })
-                .buffer_unordered(CONCURRENCY);
-            while let Some((v, r)) = reads.next().await {
-                read += 1;
-                progress.update("Reading versions", read, None);
-                let d = r?.ok_or_else(|| LakeError::MissingVersion {
-                    lake: self.lake.name(),
-                    version: v.clone(),
-                    by: "the cache".into(),
-                })?;
-                next.extend(d.record.parents.iter().cloned());
-                read_data.insert(v, d);
-            }
-            frontier = next;
-        }
-        if read > 0 {
-            progress.finish("Reading versions", read, None);
-        }
-        trace_step(&format!("fetch: {} versions need objects", needed.len()));
-        let parents_of = |v: &VersionId| -> &[VersionId] {
-            match listing.built.get(v) {
-                Some(b) => &b.parents,
-                None => &read_data[v].record.parents,
-            }
-        };
-        // Parents before children, so every parent's commit is known when a child is built.
+        Ok(tips)
+    }
+
+    /// The Git objects of `order` (parents first): built by `list` or from what was read, and
+    /// each checked against the commit the listing or the cache expects. Also returns the
+    /// commits computed here.
+    fn build_objects(
+        &self,
+        order: &[VersionId],
+        listing: &mut Listing,
+        read_data: &HashMap<VersionId, VersionData>,
+        known: &HashMap<VersionId, ObjectId>,
+        repo: &Repo,
+    ) -> Result<(Vec<Object>, HashMap<VersionId, ObjectId>), RemoteError> {
         let mut objects: Vec<Object> = Vec::new();
         let mut emitted: HashSet<ObjectId> = HashSet::new();
         let mut computed: HashMap<VersionId, ObjectId> = HashMap::new();
-        let order = topo_order(&needed, parents_of);
-        if let Some(policy) = &self.require_signatures {
-            self.check_signatures(policy, &order, listing, &read_data)
-                .await?;
-        }
         for v in order {
+            let expected = listing.commits.get(v).or_else(|| known.get(v)).copied();
             // Once written, a version's objects are in the repository: no need to keep them.
-            let vo = match listing.built.remove(&v) {
+            let vo = match listing.built.remove(v) {
                 Some(b) => b.objects,
                 None => {
-                    let d = &read_data[&v];
+                    let d = &read_data[v];
                     let mut parents = Vec::with_capacity(d.record.parents.len());
                     for p in &d.record.parents {
-                        let c = computed.get(p).copied().or_else(|| commit_of(p, listing));
+                        let c = computed
+                            .get(p)
+                            .or_else(|| listing.commits.get(p))
+                            .or_else(|| known.get(p))
+                            .copied();
                         parents.push(c.ok_or_else(|| LakeError::MissingVersion {
                             lake: self.lake.name(),
                             version: p.clone(),
                             by: format!("version {v}"),
                         })?);
                     }
-                    let vo = mapping::version_objects(&v, &d.record, d.dataset.clone(), &parents);
-                    if let Some(expected) = commit_of(&v, listing) {
-                        if expected != vo.commit.id {
-                            return Err(RemoteError::CacheMismatch {
-                                lake: self.lake.name(),
-                                version: v.clone(),
-                                computed: vo.commit.id,
-                                cached: expected,
-                                cache: repo.git_dir().join("fdl").display().to_string(),
-                            });
-                        }
+                    let vo = mapping::version_objects(v, &d.record, d.dataset.clone(), &parents);
+                    if let Some(expected) = expected.filter(|e| *e != vo.commit.id) {
+                        return Err(RemoteError::CacheMismatch {
+                            lake: self.lake.name(),
+                            version: v.clone(),
+                            computed: vo.commit.id,
+                            cached: expected,
+                            cache: repo.git_dir().join("fdl").display().to_string(),
+                        });
                     }
                     computed.insert(v.clone(), vo.commit.id);
                     vo
@@ -383,23 +406,48 @@ impl Remote {
                 }
             }
         }
-        let n_objects = objects.len();
-        trace_step(&format!("fetch: writing {n_objects} objects as a pack"));
-        repo.write_pack(&objects)?;
-        trace_step("fetch: pack written");
-        if n_objects > 0 {
-            progress.finish("Writing objects", n_objects as u64, Some(n_objects as u64));
-        }
-        if let Some(cache) = &mut self.cache {
-            cache.extend(computed);
-            cache.save();
-        }
-        Ok(FetchOutcome {
-            versions: needed.len(),
-            objects: n_objects,
-            self_contained: !reached_existing,
-        })
+        Ok((objects, computed))
     }
+}
+
+/// The versions the tips reach that are not in the repository, parents first (among
+/// themselves), without recursion; and whether the walk met any version already there.
+fn needed_in_order<'a>(
+    tips: &[(VersionId, String)],
+    in_repo: &dyn Fn(&VersionId) -> bool,
+    parents_of: impl Fn(&VersionId) -> &'a [VersionId],
+) -> (Vec<VersionId>, bool) {
+    let mut reached_existing = false;
+    let mut done: HashSet<VersionId> = HashSet::new();
+    let mut visiting: HashSet<VersionId> = HashSet::new();
+    let mut out = Vec::new();
+    for (tip, _) in tips {
+        let mut stack = vec![(tip.clone(), false)];
+        while let Some((v, expanded)) = stack.pop() {
+            if done.contains(&v) {
+                continue;
+            }
+            if expanded {
+                done.insert(v.clone());
+                out.push(v);
+                continue;
+            }
+            if in_repo(&v) {
+                reached_existing = true;
+                continue;
+            }
+            if !visiting.insert(v.clone()) {
+                continue; // a cycle: the commit check after building reports the damage
+            }
+            stack.push((v.clone(), true));
+            for p in parents_of(&v) {
+                if !done.contains(p) {
+                    stack.push((p.clone(), false));
+                }
+            }
+        }
+    }
+    (out, reached_existing)
 }
 
 fn trace_step(what: &str) {
@@ -464,42 +512,8 @@ impl Remote {
         Err(RemoteError::Unsigned {
             lake: lake.name(),
             version,
-            verdict,
+            verdict: Box::new(verdict),
             more,
         })
     }
-}
-
-/// `needed` ordered parents first (among themselves), without recursion.
-fn topo_order<'a>(
-    needed: &[VersionId],
-    parents_of: impl Fn(&VersionId) -> &'a [VersionId],
-) -> Vec<VersionId> {
-    let set: HashSet<&VersionId> = needed.iter().collect();
-    let mut done: HashSet<VersionId> = HashSet::new();
-    let mut visiting: HashSet<VersionId> = HashSet::new();
-    let mut out = Vec::with_capacity(needed.len());
-    for start in needed {
-        let mut stack = vec![(start.clone(), false)];
-        while let Some((v, expanded)) = stack.pop() {
-            if done.contains(&v) {
-                continue;
-            }
-            if expanded {
-                done.insert(v.clone());
-                out.push(v);
-                continue;
-            }
-            if !visiting.insert(v.clone()) {
-                continue; // a cycle: the commit check after building reports the damage
-            }
-            stack.push((v.clone(), true));
-            for p in parents_of(&v) {
-                if set.contains(p) && !done.contains(p) {
-                    stack.push((p.clone(), false));
-                }
-            }
-        }
-    }
-    out
 }

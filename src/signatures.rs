@@ -12,8 +12,6 @@ use ssh_key::{HashAlg, PublicKey, SshSig};
 
 /// The namespace assumed for version signatures (the format does not publish one).
 pub const DEFAULT_NAMESPACE: &str = "fdl";
-/// A signature file larger than this is not read.
-pub const SIGNATURE_LIMIT: u64 = 64 << 10;
 
 /// A remote's demand that every fetched version be signed by a trusted key.
 #[derive(Debug, Clone)]

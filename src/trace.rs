@@ -21,6 +21,6 @@ pub fn line(text: &str) {
     let _ = writeln!(
         std::io::stderr().lock(),
         "fdl: [{t:8.3}] {}",
-        crate::store::redact(text)
+        crate::redact::redact(text)
     );
 }

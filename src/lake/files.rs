@@ -91,6 +91,11 @@ pub fn parse_ref_value(raw: &[u8]) -> Result<VersionId, String> {
     })
 }
 
+/// What a ref file holds: the version ID and a newline.
+pub fn render_ref_value(version: &VersionId) -> Vec<u8> {
+    format!("{version}\n").into_bytes()
+}
+
 /// Every `(ref name, version)` of a `refs.json`. Accepted shapes, all with unknown keys ignored:
 /// `{"refs/heads/main": "<id>", ...}`, the same map under a `"refs"` key, `"refs"` as a list of
 /// `{"name"|"ref": ..., "version"|"id": ...}`, and `{"heads": {...}, "tags": {...}}` with short

@@ -14,13 +14,15 @@ pub use files::FdlConfig;
 pub use names::{check_ref_name, check_writable_ref, printable, VersionId};
 pub use record::VersionRecord;
 
-use crate::store::{Store, StoreError, Token, Versioned};
+use crate::store::{Store, StoreError, Token, Versioned, WriteError, WriteMode};
 
 /// Size limits: a hostile lake cannot make the helper read a huge file.
 pub const SMALL_FILE_LIMIT: u64 = 1 << 20;
 pub const REFS_JSON_LIMIT: u64 = 64 << 20;
 pub const VERSION_JSON_LIMIT: u64 = 16 << 20;
 pub const DATASET_JSON_LIMIT: u64 = 64 << 20;
+/// A signature file larger than this is not read.
+pub const SIGNATURE_LIMIT: u64 = 64 << 10;
 /// Independent reads in flight at once.
 pub const CONCURRENCY: usize = 48;
 
@@ -284,13 +286,46 @@ impl Lake {
             .map_err(|e| self.store_err(e))
     }
 
+    /// Writes the ref file `name` (a full ref name, which is its path) to hold `version`, on
+    /// condition; returns the file's new token.
+    pub async fn write_ref(
+        &self,
+        name: &str,
+        version: &VersionId,
+        mode: &WriteMode,
+    ) -> Result<Token, WriteError> {
+        let bytes = Bytes::from(files::render_ref_value(version));
+        self.store.put(name, bytes, mode).await
+    }
+
+    /// Deletes the ref file `name` if it is still at `expected`.
+    pub async fn delete_ref(&self, name: &str, expected: &Token) -> Result<(), WriteError> {
+        self.store.delete(name, expected).await
+    }
+
+    /// One ref file as it is now: `None` if there is none; else its version (`None` if the file
+    /// holds no version ID) and its token.
+    pub async fn read_ref(
+        &self,
+        name: &str,
+    ) -> Result<Option<(Option<VersionId>, Token)>, StoreError> {
+        let got = self.store.get_versioned(name, SMALL_FILE_LIMIT).await?;
+        Ok(got.map(|v| (files::parse_ref_value(&v.bytes).ok(), v.token)))
+    }
+
+    /// Writes `refs.json` on condition.
+    pub async fn write_refs_json(
+        &self,
+        bytes: Bytes,
+        mode: &WriteMode,
+    ) -> Result<Token, WriteError> {
+        self.store.put("refs.json", bytes, mode).await
+    }
+
     /// A version's `version.json.sig`, if it has one.
     pub async fn read_signature(&self, id: &VersionId) -> Result<Option<Bytes>, LakeError> {
         self.store
-            .get(
-                &format!("versions/{id}/version.json.sig"),
-                crate::signatures::SIGNATURE_LIMIT,
-            )
+            .get(&format!("versions/{id}/version.json.sig"), SIGNATURE_LIMIT)
             .await
             .map_err(|e| self.store_err(e))
     }

@@ -324,6 +324,15 @@ pub fn unquote(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// Status words Git recognises after `error <ref>` and turns into its own statuses and advice
+/// (transport-helper.c); anything else shows as `[remote rejected] (<why>)`.
+pub const NON_FAST_FORWARD: &str = "non-fast forward";
+pub const FETCH_FIRST: &str = "fetch first";
+pub const ALREADY_EXISTS: &str = "already exists";
+pub const STALE_INFO: &str = "stale info";
+/// The note after `ok <ref>` that marks a forced update.
+pub const FORCED_UPDATE: &str = "forced update";
+
 /// One line of a `push` reply.
 pub fn push_status(dst: &str, result: &Result<Option<&str>, String>) -> String {
     match result {

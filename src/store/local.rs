@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use super::StoreError;
+use crate::backoff::Backoff;
 
 /// A folder that holds a lake. Every path is checked to stay below `root` after symlinks.
 #[derive(Debug, Clone)]
@@ -431,7 +432,11 @@ impl LocalDir {
             path.file_name().and_then(|n| n.to_str()).unwrap_or("file")
         ));
         let start = std::time::Instant::now();
-        let mut pause = std::time::Duration::from_millis(1);
+        let mut backoff = Backoff::new(
+            std::time::Duration::from_millis(1),
+            std::time::Duration::from_millis(50),
+        )
+        .with_jitter(std::time::Duration::from_millis(1));
         loop {
             match std::fs::OpenOptions::new()
                 .write(true)
@@ -456,10 +461,7 @@ impl LocalDir {
                             holder,
                         });
                     }
-                    std::thread::sleep(
-                        pause + std::time::Duration::from_micros(u64::from(nanos() % 1000)),
-                    );
-                    pause = (pause * 2).min(std::time::Duration::from_millis(50));
+                    backoff.wait_blocking();
                 }
                 Err(e) => return Err(io_error(&format!("{rel}.lock"), e)),
             }

@@ -14,7 +14,8 @@ use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path as StorePath;
 use object_store::{ObjectStore, ObjectStoreExt};
 
-pub use self::url::{redact, StoreUrl};
+pub use self::url::StoreUrl;
+use crate::redact::redact;
 use local::{Expect, LocalDir, LocalWriteError};
 
 /// What went wrong talking to a store. Messages name the path at fault (relative to the lake).

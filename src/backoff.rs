@@ -1,0 +1,88 @@
+//! Waiting before trying again: exponential backoff with jitter, so that racing writers
+//! spread out instead of colliding in step. Every retry loop of the helper uses this one.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Pauses that double from `first` up to `max`, each lengthened by up to `jitter`.
+#[derive(Debug, Clone)]
+pub struct Backoff {
+    next: Duration,
+    max: Duration,
+    jitter: Duration,
+}
+
+impl Backoff {
+    pub fn new(first: Duration, max: Duration) -> Backoff {
+        Backoff {
+            next: first,
+            max,
+            jitter: Duration::ZERO,
+        }
+    }
+
+    /// Adds a random part of up to `jitter` to every pause.
+    pub fn with_jitter(mut self, jitter: Duration) -> Backoff {
+        self.jitter = jitter;
+        self
+    }
+
+    /// The pause to take now; the next one will be twice as long (up to the maximum).
+    pub fn next_pause(&mut self) -> Duration {
+        let extra = match self.jitter.as_micros() as u64 {
+            0 => Duration::ZERO,
+            j => Duration::from_micros(random() % j),
+        };
+        let pause = self.next + extra;
+        self.next = (self.next * 2).min(self.max);
+        pause
+    }
+
+    /// Sleeps for the next pause (async).
+    pub async fn wait(&mut self) {
+        tokio::time::sleep(self.next_pause()).await;
+    }
+
+    /// Sleeps for the next pause, blocking the thread (for code that runs on blocking threads).
+    pub fn wait_blocking(&mut self) {
+        std::thread::sleep(self.next_pause());
+    }
+}
+
+/// A cheap pseudo-random number: different across processes and across calls, which is all
+/// jitter needs.
+fn random() -> u64 {
+    static CALLS: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let mut x = u64::from(nanos)
+        ^ (u64::from(std::process::id()) << 32)
+        ^ CALLS
+            .fetch_add(1, Ordering::Relaxed)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    // splitmix64's finaliser: neighbouring inputs give unrelated outputs.
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pauses_double_up_to_the_maximum_with_bounded_jitter() {
+        let mut b = Backoff::new(Duration::from_millis(5), Duration::from_millis(20))
+            .with_jitter(Duration::from_millis(1));
+        let pauses: Vec<Duration> = (0..5).map(|_| b.next_pause()).collect();
+        for (p, base) in pauses.iter().zip([5, 10, 20, 20, 20]) {
+            let base = Duration::from_millis(base);
+            assert!(*p >= base && *p < base + Duration::from_millis(1), "{p:?}");
+        }
+        let mut plain = Backoff::new(Duration::from_millis(100), Duration::from_secs(1));
+        assert_eq!(plain.next_pause(), Duration::from_millis(100));
+        assert_eq!(plain.next_pause(), Duration::from_millis(200));
+    }
+}

@@ -1,0 +1,159 @@
+//! What the commands for humans compute (`git-remote-fdl ls`, `git-remote-fdl verify`), as
+//! data: the binary prints it. Nothing here writes to the terminal.
+
+use std::path::PathBuf;
+
+use crate::config;
+use crate::fatal::Fatal;
+use crate::history;
+use crate::lake::{Lake, VersionId};
+use crate::mapping::ObjectId;
+use crate::progress::Silent;
+use crate::remote::Remote;
+use crate::repo::Repo;
+use crate::signatures::{self, AllowedSigners, Subject, Verdict};
+use crate::store::{Store, StoreUrl};
+
+/// Opens a lake from an address typed by a human (with or without `fdl::`).
+pub async fn open_lake(address: &str) -> Result<Lake, Fatal> {
+    let address = address.strip_prefix("fdl::").unwrap_or(address);
+    let cwd = std::env::current_dir().map_err(|e| Fatal::new(format!("no current folder: {e}")))?;
+    let url = StoreUrl::parse(address, &cwd).map_err(|e| Fatal::new(e.to_string()))?;
+    let repo = Repo::from_env().ok().flatten();
+    let opts = config::store_options(repo.as_ref(), "")?;
+    let store = Store::open(&url, &opts).map_err(|e| Fatal::new(e.to_string()))?;
+    Ok(Lake::open(store).await?)
+}
+
+/// A lake's refs: `(commit, version, ref name)` in name order, HEAD's target, and warnings.
+pub struct RefList {
+    pub refs: Vec<(ObjectId, VersionId, String)>,
+    pub head: Option<String>,
+    pub warnings: Vec<String>,
+}
+
+/// `git-remote-fdl ls <lake>`.
+pub async fn ls(address: &str) -> Result<RefList, Fatal> {
+    let lake = open_lake(address).await?;
+    let mut remote = Remote::new(lake, None);
+    let listing = remote.list(&Silent).await;
+    let warnings = remote.take_warnings();
+    let listing = listing?;
+    Ok(RefList {
+        refs: listing
+            .refs
+            .iter()
+            .map(|(name, v)| (listing.commits[v], v.clone(), name.clone()))
+            .collect(),
+        head: listing.head.clone(),
+        warnings,
+    })
+}
+
+/// One row of `verify`'s table.
+pub struct VerifyRow {
+    pub version: VersionId,
+    /// The trusted principal, or the record's author email in parentheses, or `-`.
+    pub signer: String,
+    pub verdict: Verdict,
+}
+
+/// What `verify` found.
+pub struct VerifyReport {
+    /// Newest first.
+    pub rows: Vec<VerifyRow>,
+    /// How many signers `fdl.json` lists (none of them trusted for that).
+    pub listed_signers: usize,
+    pub allowed_signers: PathBuf,
+}
+
+impl VerifyReport {
+    pub fn bad(&self) -> usize {
+        self.rows.iter().filter(|r| !r.verdict.is_good()).count()
+    }
+}
+
+/// `git-remote-fdl verify <lake> [<ref>...]`: every version the refs reach, checked against
+/// the keys in `allowed_signers` (default: Git's `gpg.ssh.allowedSignersFile`).
+pub async fn verify(
+    address: &str,
+    wanted: &[String],
+    allowed_signers: Option<PathBuf>,
+    namespace: &str,
+) -> Result<VerifyReport, Fatal> {
+    let path = match allowed_signers {
+        Some(p) => p,
+        None => git_config("gpg.ssh.allowedSignersFile")
+            .map(|p| config::expand_home(&p))
+            .ok_or_else(|| {
+                Fatal::new("no allowed signers file: pass --allowed-signers FILE or set gpg.ssh.allowedSignersFile")
+            })?,
+    };
+    let trusted = AllowedSigners::load(&path).map_err(Fatal::new)?;
+    let lake = open_lake(address).await?;
+    let tips = verify_tips(&lake, wanted).await?;
+    let resolved = history::resolve(&lake, &tips, &Default::default(), &Silent).await?;
+    let mut versions: Vec<_> = resolved.built.iter().collect();
+    versions.sort_by(|a, b| b.1.time.cmp(&a.1.time).then(b.0.cmp(a.0)));
+    let sigs = lake
+        .read_signatures(versions.iter().map(|(v, _)| (*v).clone()))
+        .await?;
+    let rows = versions
+        .iter()
+        .map(|(v, b)| {
+            let subject = Subject {
+                record: b.record(),
+                signature: sigs[*v].as_deref(),
+                principal: &b.author_email,
+                time: b.time,
+            };
+            let verdict = signatures::verify(&subject, &trusted, namespace, &lake.config.signers);
+            let signer = match &verdict {
+                Verdict::Good { principal, .. } => principal.clone(),
+                _ if b.author_email.is_empty() => "-".to_string(),
+                _ => format!("({})", b.author_email),
+            };
+            VerifyRow {
+                version: (*v).clone(),
+                signer,
+                verdict,
+            }
+        })
+        .collect();
+    Ok(VerifyReport {
+        rows,
+        listed_signers: lake.config.signers.len(),
+        allowed_signers: path,
+    })
+}
+
+/// The refs `verify` checks: those named (short names allowed), or all of them.
+async fn verify_tips(lake: &Lake, wanted: &[String]) -> Result<Vec<(VersionId, String)>, Fatal> {
+    let refs = lake.refs().await?;
+    if wanted.is_empty() {
+        return Ok(refs
+            .iter()
+            .map(|(n, v)| (v.clone(), format!("ref {n}")))
+            .collect());
+    }
+    let mut tips = Vec::new();
+    for w in wanted {
+        let found = refs.iter().find(|(n, _)| {
+            n == w || *n == format!("refs/heads/{w}") || *n == format!("refs/tags/{w}")
+        });
+        let (name, v) = found.ok_or_else(|| {
+            Fatal::new(format!("lake '{}' has no branch or tag '{w}'", lake.name()))
+        })?;
+        tips.push((v.clone(), format!("ref {name}")));
+    }
+    Ok(tips)
+}
+
+fn git_config(key: &str) -> Option<String> {
+    let out = std::process::Command::new("git")
+        .args(["config", "--get", key])
+        .output()
+        .ok()?;
+    let v = String::from_utf8(out.stdout).ok()?.trim().to_string();
+    (out.status.success() && !v.is_empty()).then_some(v)
+}

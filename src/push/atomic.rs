@@ -1,0 +1,93 @@
+//! `--atomic`: every ref or none. Refs are written one at a time; on the first failure, what
+//! was written is undone with compensating conditional writes, and every ref fails.
+
+use super::write::{write, Done};
+use super::{Action, Planned, Plans, Rejection};
+use crate::remote::Remote;
+use crate::store::{WriteError, WriteMode};
+
+/// Writes every planned ref (all passed their checks), or none; results in Git's order.
+pub(super) async fn write_all(
+    remote: &Remote,
+    planned: &Plans,
+    warnings: &mut Vec<String>,
+) -> Vec<Result<bool, Rejection>> {
+    let plans: Vec<&Planned> = planned
+        .iter()
+        .map(|p| {
+            p.as_ref()
+                .expect("atomic pushes are written only when every ref passed")
+        })
+        .collect();
+    // Deletions first, as in a plain push.
+    let mut order: Vec<usize> = (0..plans.len()).collect();
+    order.sort_by_key(|i| !plans[*i].action.is_delete());
+    let mut done: Vec<(Done, &Planned)> = Vec::new();
+    let mut failure: Option<(usize, Rejection)> = None;
+    for i in order {
+        match write(remote, plans[i]).await {
+            Ok(Some(d)) => done.push((d, plans[i])),
+            Ok(None) => {}
+            Err(why) => {
+                failure = Some((i, why));
+                break;
+            }
+        }
+    }
+    let Some((failed_at, why)) = failure else {
+        return plans
+            .iter()
+            .map(|p| Ok(done.iter().any(|(_, q)| q.dst == p.dst)))
+            .collect();
+    };
+    undo(remote, &done, warnings).await;
+    if why.is_uncertain() {
+        warnings.push(format!(
+            "atomic push: the write of {} may have happened (its outcome is unknown) and could not be undone; \
+             check it with 'git ls-remote'",
+            plans[failed_at].dst
+        ));
+    }
+    (0..plans.len())
+        .map(|i| {
+            Err(if i == failed_at {
+                why.clone()
+            } else {
+                Rejection::AtomicFailed
+            })
+        })
+        .collect()
+}
+
+/// Puts back what this push wrote, newest first, each on condition that it still holds what
+/// this push wrote. A value this push cannot prove it wrote is left alone.
+async fn undo(remote: &Remote, done: &[(Done, &Planned)], warnings: &mut Vec<String>) {
+    let lake = &remote.lake;
+    for (d, p) in done.iter().rev() {
+        if !d.ours {
+            warnings.push(format!(
+                "atomic push: {} already held the pushed value, perhaps written by another push; it is left as it is",
+                p.dst
+            ));
+            continue;
+        }
+        let undone = match (&p.action, &d.new_token, &p.old_version) {
+            (Action::Create { .. }, Some(t), _) => lake.delete_ref(&p.dst, t).await,
+            (Action::Update { .. }, Some(t), Some(old)) => lake
+                .write_ref(&p.dst, old, &WriteMode::Update(t.clone()))
+                .await
+                .map(|_| ()),
+            (Action::Delete { .. }, _, Some(old)) => lake
+                .write_ref(&p.dst, old, &WriteMode::Create)
+                .await
+                .map(|_| ()),
+            _ => Err(WriteError::Conflict),
+        };
+        if let Err(e) = undone {
+            warnings.push(format!(
+                "atomic push: could not undo the write of {} ({e}); the lake keeps the pushed value there",
+                p.dst
+            ));
+        }
+    }
+}

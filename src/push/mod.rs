@@ -1,0 +1,226 @@
+//! `git push` to a lake: moving and making refs with conditional writes, then rewriting
+//! `refs.json`. A push never adds versions: every pushed commit must be the mapped commit of a
+//! version the lake already holds.
+//!
+//! Each ref is checked first (`plan`: name, commit, version, fast-forward, lease), then written
+//! on condition against the exact file Git saw in `list for-push` (`write`): the store decides
+//! who wins. `--atomic` pushes write one ref at a time and undo on failure (`atomic`).
+//! `refs.json` is a cache of the ref files, rewritten afterwards with its own conditional write
+//! and retried on conflict (`refs_json`); a conflict there never fails a push whose ref write
+//! succeeded.
+
+mod atomic;
+mod plan;
+mod refs_json;
+mod write;
+
+use std::collections::HashSet;
+use std::fmt;
+
+use crate::lake::VersionId;
+use crate::remote::{Listing, Remote};
+use crate::store::Token;
+
+/// One ref Git asks to update: `[+]<src>:<dst>`; an empty `src` deletes `dst`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefUpdate {
+    pub force: bool,
+    pub src: String,
+    pub dst: String,
+}
+
+/// The options of one push batch.
+#[derive(Debug, Clone, Default)]
+pub struct PushOptions {
+    pub dry_run: bool,
+    pub atomic: bool,
+    /// `--force-with-lease`: ref → expected commit (hex; empty for "must not exist").
+    pub cas: Vec<(String, String)>,
+}
+
+/// Why a ref was not pushed. The first kinds are the ones Git knows and turns into its own
+/// statuses and advice.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rejection {
+    NonFastForward,
+    FetchFirst,
+    AlreadyExists,
+    StaleInfo,
+    /// Another ref of an `--atomic` push failed.
+    AtomicFailed,
+    /// A forced push lost a race with another push: pulling would not help, pushing again may.
+    ChangedMeanwhile,
+    /// The store's answer was lost and the ref could not be read back: it may hold our value.
+    Unknown(String),
+    /// Any other refusal, in words.
+    Refused(String),
+}
+
+impl Rejection {
+    fn refused(why: impl Into<String>) -> Rejection {
+        Rejection::Refused(why.into())
+    }
+
+    /// Whether the ref may have changed after all.
+    pub fn is_uncertain(&self) -> bool {
+        matches!(self, Rejection::Unknown(_))
+    }
+}
+
+impl fmt::Display for Rejection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Rejection::NonFastForward => f.write_str("non-fast-forward"),
+            Rejection::FetchFirst => f.write_str("the lake holds a version you do not have"),
+            Rejection::AlreadyExists => f.write_str("already exists"),
+            Rejection::StaleInfo => f.write_str("stale info"),
+            Rejection::AtomicFailed => f.write_str("atomic push failed"),
+            Rejection::ChangedMeanwhile => {
+                f.write_str("another push changed this ref while this one ran; push again")
+            }
+            Rejection::Unknown(why) | Rejection::Refused(why) => f.write_str(why),
+        }
+    }
+}
+
+/// The result for one ref: `Ok(forced)` when it was pushed (`forced`: a non-fast-forward
+/// update), or why not.
+pub type RefResult = Result<bool, Rejection>;
+
+/// What a push did, beyond the per-ref results.
+#[derive(Debug, Default)]
+pub struct PushReport {
+    pub results: Vec<(String, RefResult)>,
+    /// Problems that did not fail the push (refs.json left stale, an undo that failed).
+    pub warnings: Vec<String>,
+    pub refs_json_attempts: u32,
+}
+
+/// What one pushed ref will do.
+#[derive(Debug, Clone)]
+enum Action {
+    /// Nothing to write: the ref already holds this version.
+    UpToDate,
+    Create {
+        version: VersionId,
+    },
+    Update {
+        version: VersionId,
+        old: Token,
+        forced: bool,
+    },
+    Delete {
+        old: Token,
+    },
+}
+
+impl Action {
+    /// The version the ref holds after the write (`None`: it is gone, or untouched).
+    fn target(&self) -> Option<VersionId> {
+        match self {
+            Action::Create { version } | Action::Update { version, .. } => Some(version.clone()),
+            Action::Delete { .. } | Action::UpToDate => None,
+        }
+    }
+
+    fn forced(&self) -> bool {
+        matches!(self, Action::Update { forced: true, .. })
+    }
+
+    fn is_delete(&self) -> bool {
+        matches!(self, Action::Delete { .. })
+    }
+}
+
+/// A ref that passed its checks, and what to write.
+#[derive(Debug, Clone)]
+struct Planned {
+    dst: String,
+    action: Action,
+    /// The version the ref held when Git listed it, to put back if an atomic push fails.
+    old_version: Option<VersionId>,
+    /// The lease, if any: a lost condition then reads `stale info` rather than `fetch first`.
+    leased: bool,
+    /// `+` or `--force`: a lost condition is then not a reason to fetch.
+    forced_by_user: bool,
+}
+
+/// Each ref's plan, in Git's order: what to write, or why not.
+type Plans = Vec<Result<Planned, Rejection>>;
+
+/// Checks and performs one batch of `push` lines.
+pub async fn push(
+    remote: &mut Remote,
+    listing: &Listing,
+    updates: &[RefUpdate],
+    opts: &PushOptions,
+) -> PushReport {
+    let planned = plan::plan_all(remote, listing, updates, opts).await;
+    let mut report = PushReport::default();
+    let any_failed = planned.iter().any(|p| p.is_err());
+    if (opts.atomic && any_failed) || opts.dry_run {
+        report.results = planned
+            .into_iter()
+            .zip(updates)
+            .map(|(p, u)| {
+                let result = match p {
+                    Err(why) => Err(why),
+                    Ok(_) if opts.atomic && any_failed => Err(Rejection::AtomicFailed),
+                    Ok(p) => Ok(p.action.forced()),
+                };
+                (u.dst.clone(), result)
+            })
+            .collect();
+        return report;
+    }
+    let remote: &Remote = remote;
+    let outcomes = if opts.atomic {
+        atomic::write_all(remote, &planned, &mut report.warnings).await
+    } else {
+        write::write_all(remote, &planned).await
+    };
+    let mut changed: Vec<(String, Option<VersionId>)> = Vec::new();
+    let mut uncertain = false;
+    for ((update, p), outcome) in updates.iter().zip(&planned).zip(outcomes) {
+        let result = match (p, outcome) {
+            (Ok(p), Ok(wrote)) => {
+                if wrote {
+                    changed.push((p.dst.clone(), p.action.target()));
+                }
+                Ok(p.action.forced())
+            }
+            (_, Err(why)) => {
+                // An atomic push that failed may have written and undone refs meanwhile.
+                uncertain |= why.is_uncertain() || opts.atomic;
+                Err(why)
+            }
+            (Err(why), Ok(_)) => Err(why.clone()),
+        };
+        report.results.push((update.dst.clone(), result));
+    }
+    crash_point_for_tests();
+    // After a write of unknown outcome, what Git listed plus our changes may be wrong:
+    // refs.json is then rebuilt from the ref files themselves.
+    let (attempts, warning) = refs_json::update(remote, listing, &changed, uncertain).await;
+    report.refs_json_attempts = attempts;
+    report.warnings.extend(warning);
+    report
+}
+
+/// Refs this push deletes, which make room for refs it creates (`a/b` out, `a` in).
+fn deleted_refs(updates: &[RefUpdate]) -> HashSet<String> {
+    updates
+        .iter()
+        .filter(|u| u.src.is_empty())
+        .map(|u| u.dst.clone())
+        .collect()
+}
+
+/// For the crash tests only: with `GIT_REMOTE_FDL_TEST_STOP_BEFORE_REFS_JSON=<file>`, the helper
+/// writes its pid there and waits to be killed between its ref writes and `refs.json`.
+fn crash_point_for_tests() {
+    if let Some(path) = std::env::var_os("GIT_REMOTE_FDL_TEST_STOP_BEFORE_REFS_JSON") {
+        let _ = std::fs::write(&path, std::process::id().to_string());
+        std::thread::sleep(std::time::Duration::from_secs(60));
+    }
+}

@@ -1,0 +1,122 @@
+//! Rewriting `refs.json` after a push so that it equals the ref files: a conditional write,
+//! re-read and retried when other writers change it meanwhile.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use crate::backoff::Backoff;
+use crate::lake::files::render_refs_json;
+use crate::lake::{check_ref_name, Lake, VersionId};
+use crate::remote::{Listing, Remote};
+use crate::store::{Token, WriteError, WriteMode};
+
+/// How many times `refs.json` is re-read and rewritten when other writers keep changing it.
+const ATTEMPTS: u32 = 100;
+
+/// What `refs.json` holds now (bytes and token), and what the ref files hold.
+struct State {
+    current: Option<(Bytes, Token)>,
+    refs: HashMap<String, VersionId>,
+}
+
+/// Rewrites `refs.json`. The first attempt uses the refs Git listed (read after `refs.json`'s
+/// token) plus this push's changes, unless `fresh_first`; on a conflict, the token and then the
+/// ref files are read again. Returns the attempts made, and a warning on giving up. Entries
+/// other than branches and tags (a host's own) are kept.
+pub(super) async fn update(
+    remote: &Remote,
+    listing: &Listing,
+    changed: &[(String, Option<VersionId>)],
+    fresh_first: bool,
+) -> (u32, Option<String>) {
+    let lake = &remote.lake;
+    let Some(snapshot) = &listing.refs_json else {
+        return (0, None);
+    };
+    let mut state = (!fresh_first).then(|| State {
+        current: snapshot
+            .as_ref()
+            .map(|v| (v.bytes.clone(), v.token.clone())),
+        refs: listed_plus_changes(listing, changed),
+    });
+    let mut backoff = Backoff::new(Duration::from_millis(5), Duration::from_millis(200))
+        .with_jitter(Duration::from_millis(5));
+    for attempt in 1..=ATTEMPTS {
+        let s = match state.take() {
+            Some(s) => s,
+            None => match read_state(lake).await {
+                Some(s) => s,
+                None => {
+                    backoff.wait().await;
+                    continue;
+                }
+            },
+        };
+        let mut pairs: Vec<(String, VersionId)> = s
+            .refs
+            .into_iter()
+            .filter(|(n, _)| check_ref_name(n).is_ok())
+            .collect();
+        pairs.sort();
+        let wanted = Bytes::from(render_refs_json(
+            s.current.as_ref().map(|(b, _)| &b[..]),
+            &pairs,
+        ));
+        if s.current.as_ref().is_some_and(|(b, _)| *b == wanted) {
+            return (attempt - 1, None);
+        }
+        let mode = match s.current {
+            Some((_, t)) => WriteMode::Update(t),
+            None => WriteMode::Create,
+        };
+        match lake.write_refs_json(wanted, &mode).await {
+            Ok(_) => return (attempt, None),
+            Err(WriteError::Conflict) => backoff.wait().await,
+            Err(WriteError::Store(e)) => {
+                let what = match e.hint() {
+                    // A lock left by a killed push stays until someone removes it.
+                    Some(hint) => format!("; {hint}"),
+                    None => "; the next push will repair it".to_string(),
+                };
+                let warning = format!(
+                    "refs.json of lake '{}' was not updated ({e}); the refs are written{what}",
+                    lake.name()
+                );
+                return (attempt, Some(warning));
+            }
+        }
+    }
+    let warning = format!(
+        "refs.json of lake '{}' is still changing after {ATTEMPTS} attempts; the refs are \
+         written, and the next push will repair refs.json",
+        lake.name()
+    );
+    (ATTEMPTS, Some(warning))
+}
+
+fn listed_plus_changes(
+    listing: &Listing,
+    changed: &[(String, Option<VersionId>)],
+) -> HashMap<String, VersionId> {
+    let mut refs: HashMap<String, VersionId> = listing.refs.iter().cloned().collect();
+    for (name, v) in changed {
+        match v {
+            Some(v) => refs.insert(name.clone(), v.clone()),
+            None => refs.remove(name),
+        };
+    }
+    refs
+}
+
+/// `refs.json`'s token first, then the ref files: a write conditional on that token then holds
+/// every ref write that finished before it. `None` if either read failed.
+async fn read_state(lake: &Lake) -> Option<State> {
+    let current = lake.refs_json_versioned().await.ok()?;
+    let refs = lake.refs_versioned().await.ok()?;
+    Some(State {
+        current: current.map(|v| (v.bytes, v.token)),
+        refs: refs.into_iter().map(|(n, v, _)| (n, v)).collect(),
+    })
+}

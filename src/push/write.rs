@@ -1,0 +1,155 @@
+//! Writing planned refs on condition, and finding out what happened when the store's answer
+//! was an error: a failed write is read back, never assumed.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+
+use super::{Action, Planned, Plans, Rejection};
+use crate::backoff::Backoff;
+use crate::lake::VersionId;
+use crate::remote::Remote;
+use crate::store::{StoreError, Token, WriteError, WriteMode};
+
+/// Refs written at once by a plain push.
+const WRITES_IN_FLIGHT: usize = 16;
+
+/// A write that happened, and how to undo it (for `--atomic`).
+#[derive(Debug, Clone)]
+pub(super) struct Done {
+    pub new_token: Option<Token>,
+    /// Known to be this push's own write. A value found by reading back after a failed write
+    /// may be another writer's (the same value): an atomic undo must never touch it.
+    pub ours: bool,
+}
+
+/// A ref's write: what was done (`None`: nothing needed writing), or why not.
+pub(super) type Written = Result<Option<Done>, Rejection>;
+
+/// A plain push: deletions first, so that a folder they empty can hold a new ref; then the
+/// rest, concurrently. Results keep Git's order: `Ok(true)` if the lake changed.
+pub(super) async fn write_all(remote: &Remote, planned: &Plans) -> Vec<Result<bool, Rejection>> {
+    let mut outcomes: Vec<Option<Result<bool, Rejection>>> = vec![None; planned.len()];
+    for deletes in [true, false] {
+        let batch: Vec<usize> = (0..planned.len())
+            .filter(|i| planned[*i].as_ref().is_ok_and(|p| p.action.is_delete()) == deletes)
+            .collect();
+        let results: Vec<Written> = futures::stream::iter(batch.iter().map(|i| async move {
+            match &planned[*i] {
+                Err(why) => Err(why.clone()),
+                Ok(p) => write(remote, p).await,
+            }
+        }))
+        .buffered(WRITES_IN_FLIGHT)
+        .collect()
+        .await;
+        for (i, r) in batch.into_iter().zip(results) {
+            outcomes[i] = Some(r.map(|done| done.is_some()));
+        }
+    }
+    outcomes
+        .into_iter()
+        .map(|o| o.expect("every ref written"))
+        .collect()
+}
+
+/// Why a lost condition failed this ref, in the words that help the user most.
+fn lost(p: &Planned) -> Rejection {
+    if p.dst.starts_with("refs/tags/") {
+        Rejection::AlreadyExists
+    } else if p.leased {
+        Rejection::StaleInfo
+    } else if p.forced_by_user {
+        // Pulling would not help a forced push: say what happened instead.
+        Rejection::ChangedMeanwhile
+    } else {
+        Rejection::FetchFirst
+    }
+}
+
+/// Performs one planned write.
+pub(super) async fn write(remote: &Remote, p: &Planned) -> Written {
+    let lake = &remote.lake;
+    let done = |new_token, ours| Ok(Some(Done { new_token, ours }));
+    match &p.action {
+        Action::UpToDate => Ok(None),
+        Action::Create { version } | Action::Update { version, .. } => {
+            let mode = match &p.action {
+                Action::Update { old, .. } => WriteMode::Update(old.clone()),
+                _ => WriteMode::Create,
+            };
+            match lake.write_ref(&p.dst, version, &mode).await {
+                Ok(token) => done(Some(token), true),
+                // A retried request whose first attempt landed reads as a conflict with our
+                // own write: look.
+                Err(e) => match recheck(remote, &p.dst, Some(version)).await {
+                    Readback::Holds(token) => done(Some(token), false),
+                    Readback::Differs => Err(failed(p, &e)),
+                    Readback::Unknown(why) => Err(unknown_outcome(&e, &why)),
+                },
+            }
+        }
+        Action::Delete { old } => match lake.delete_ref(&p.dst, old).await {
+            Ok(()) => done(None, true),
+            Err(WriteError::Conflict) => Err(lost(p)),
+            Err(e) => match recheck(remote, &p.dst, None).await {
+                Readback::Holds(_) => done(None, false),
+                Readback::Differs => Err(failed(p, &e)),
+                Readback::Unknown(why) => Err(unknown_outcome(&e, &why)),
+            },
+        },
+    }
+}
+
+fn failed(p: &Planned, e: &WriteError) -> Rejection {
+    match e {
+        WriteError::Conflict => lost(p),
+        WriteError::Store(s) => Rejection::Refused(store_reason(s)),
+    }
+}
+
+pub(super) fn store_reason(e: &StoreError) -> String {
+    match e.hint() {
+        Some(h) => format!("{e}; {h}"),
+        None => e.to_string(),
+    }
+}
+
+/// What reading a ref back after a failed write showed.
+enum Readback {
+    /// It holds what we wrote (our write landed after all), at this version.
+    Holds(Token),
+    Differs,
+    /// It could not be read: whether the write happened is unknown.
+    Unknown(String),
+}
+
+/// Reads the ref back after a failed write, retrying the read a few times: does it hold
+/// `want` (for a delete, `want` is `None` and a missing ref counts)?
+async fn recheck(remote: &Remote, dst: &str, want: Option<&VersionId>) -> Readback {
+    let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(1));
+    let mut last_error = String::new();
+    for _ in 0..4 {
+        match remote.lake.read_ref(dst).await {
+            Ok(got) => {
+                return match (got, want) {
+                    (None, None) => Readback::Holds(Token::default()),
+                    (Some((Some(held), token)), Some(want)) if held == *want => {
+                        Readback::Holds(token)
+                    }
+                    _ => Readback::Differs,
+                }
+            }
+            Err(e) => last_error = e.to_string(),
+        }
+        backoff.wait().await;
+    }
+    Readback::Unknown(last_error)
+}
+
+fn unknown_outcome(e: &WriteError, why: &str) -> Rejection {
+    Rejection::Unknown(format!(
+        "the outcome of this write is unknown ({e}; reading the ref back failed: {why}); \
+         run 'git ls-remote' to see whether it happened"
+    ))
+}
