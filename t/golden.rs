@@ -598,3 +598,166 @@ fn golden_edge_vectors_map_to_pinned_commits() {
     );
     t.ok("clone.git", &["fsck", "--strict", "--no-dangling"]);
 }
+
+/// Unreadable records: (name, version.json bytes, what the refusal says after `version <id>: `).
+fn unreadable_vectors() -> Vec<(&'static str, Vec<u8>, &'static str)> {
+    let r = |s: &str| s.as_bytes().to_vec();
+    let mut deep_replaced = b"{\"x\": ".to_vec();
+    deep_replaced.extend_from_slice(&nested(127, "")[..]);
+    deep_replaced.extend_from_slice(b", \"x\": 1}");
+    vec![
+        (
+            "byte-order-mark",
+            b"\xef\xbb\xbf{\"message\": \"bom\"}".to_vec(),
+            "version.json is not valid JSON: expected value",
+        ),
+        (
+            "empty-file",
+            Vec::new(),
+            "version.json is not valid JSON: EOF while parsing a value",
+        ),
+        (
+            "parents-entry-number",
+            r(r#"{"parents": ["e0000000-0000-4000-8000-000000000000", 5]}"#),
+            "'parents' holds something that is not a string",
+        ),
+        (
+            "parents-entry-null",
+            r(r#"{"parents": [null]}"#),
+            "'parents' holds something that is not a string",
+        ),
+        (
+            "parents-entry-empty",
+            r(r#"{"parents": ["e0000000-0000-4000-8000-000000000000", ""]}"#),
+            "parent '' is not a version ID",
+        ),
+        (
+            "parents-empty-string",
+            r(r#"{"parents": ""}"#),
+            "parent '' is not a version ID",
+        ),
+        (
+            "parents-number-beside-parent",
+            r(r#"{"parents": 5, "parent": "e0000000-0000-4000-8000-000000000000"}"#),
+            "'parents' is neither a list nor a string",
+        ),
+        (
+            "parent-no-break-space",
+            r(r#"{"parents": ["\u00a0e0000000-0000-4000-8000-000000000000"]}"#),
+            "parent '\\u{a0}e0000000-0000-4000-8000-000000000000' is not a version ID",
+        ),
+        (
+            "parent-form-feed",
+            r(r#"{"parents": ["\fe0000000-0000-4000-8000-000000000000"]}"#),
+            "parent '\\u{c}e0000000-0000-4000-8000-000000000000' is not a version ID",
+        ),
+        (
+            "parent-nul",
+            r(r#"{"parents": ["e0000000-0000-4000-8000-000000000000\u0000"]}"#),
+            "parent 'e0000000-0000-4000-8000-000000000000\\0' is not a version ID",
+        ),
+        (
+            "nesting-128",
+            nested(128, "deep"),
+            "version.json is not valid JSON: recursion limit exceeded",
+        ),
+        (
+            "nesting-128-under-replaced-key",
+            deep_replaced,
+            "version.json is not valid JSON: recursion limit exceeded",
+        ),
+        (
+            "lone-surrogate-under-replaced-key",
+            r(r#"{"message": "\ud800", "message": "ok"}"#),
+            "version.json is not valid JSON: unexpected end of hex escape",
+        ),
+        (
+            "non-utf8-in-unknown-field",
+            b"{\"x\": \"\xff\", \"message\": \"m\"}".to_vec(),
+            "version.json is not valid JSON: invalid unicode code point",
+        ),
+        (
+            "raw-control-character",
+            r("{\"message\": \"a\tb\"}"),
+            "version.json is not valid JSON: control character",
+        ),
+        (
+            "invalid-escape",
+            r(r#"{"message": "a\'b"}"#),
+            "version.json is not valid JSON: invalid escape",
+        ),
+        (
+            "trailing-value",
+            r(r#"{"message": "a"} {}"#),
+            "version.json is not valid JSON: trailing characters",
+        ),
+        (
+            "trailing-form-feed",
+            r("{\"message\": \"a\"}\x0c"),
+            "version.json is not valid JSON: trailing characters",
+        ),
+        (
+            "trailing-nul",
+            r("{\"message\": \"a\"}\0"),
+            "version.json is not valid JSON: trailing characters",
+        ),
+        (
+            "number-leading-zero",
+            r(r#"{"n": 01}"#),
+            "version.json is not valid JSON: invalid number",
+        ),
+        (
+            "number-nan",
+            r(r#"{"n": NaN}"#),
+            "version.json is not valid JSON: expected value",
+        ),
+        (
+            "not-an-object",
+            r(r#"["message"]"#),
+            "version.json is not a JSON object",
+        ),
+        (
+            "serde-number-token-top-level",
+            r(r#"{"$serde_json::private::Number": "1"}"#),
+            "version.json is not a JSON object",
+        ),
+        (
+            "serde-number-token-not-a-number",
+            r(r#"{"x": {"$serde_json::private::Number": "abc"}, "message": "m"}"#),
+            "version.json is not valid JSON: invalid number",
+        ),
+        (
+            "serde-number-token-escaped",
+            r(r#"{"x": {"$serde_json::private::Numb\u0065r": "abc"}, "message": "m"}"#),
+            "version.json is not valid JSON: invalid number",
+        ),
+        (
+            "serde-number-token-then-key",
+            r(r#"{"x": {"$serde_json::private::Number": "1", "y": 2}, "message": "m"}"#),
+            "version.json is not valid JSON: trailing comma",
+        ),
+    ]
+}
+
+/// Runs `git ls-remote` on `url`, insisting on one `fatal:` line that contains `expected`.
+fn refused(t: &TestEnv, url: &str, expected: &str) {
+    let err = t.fails(".", &["ls-remote", url]);
+    let first = err.lines().next().unwrap_or("");
+    assert!(
+        first.starts_with("fatal: lake '") && first.contains(expected),
+        "expected a refusal with {expected:?}, got:\n{err}"
+    );
+}
+
+#[test]
+fn golden_edge_vectors_unreadable_records_are_refused() {
+    let t = TestEnv::new();
+    let id = "e0000000-0000-4000-8000-0000000000ff";
+    for (name, record, why) in unreadable_vectors() {
+        let mut l = edge_lake();
+        l.record(id, record);
+        l.set_ref("refs/heads/main", id);
+        let url = t.local_lake(name, &l);
+        refused(&t, &url, &format!("': version {id}: {why}"));
+    }
+}
