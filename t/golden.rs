@@ -761,3 +761,96 @@ fn golden_edge_vectors_unreadable_records_are_refused() {
         refused(&t, &url, &format!("': version {id}: {why}"));
     }
 }
+
+#[test]
+fn golden_edge_vectors_size_limits_are_inclusive() {
+    let t = TestEnv::new();
+    let id = "e0000000-0000-4000-8000-0000000000fe";
+    let mut record = br#"{"message": "at the limits"}"#.to_vec();
+    record.resize(16 << 20, b' ');
+    let dataset = vec![b' '; 64 << 20];
+    let mut l = edge_lake();
+    l.record(id, record.clone());
+    l.put(&format!("versions/{id}/dataset.json"), dataset.clone());
+    l.set_ref("refs/heads/main", id);
+    let url = t.local_lake("at", &l);
+    let plumb = Plumb::new(&t);
+    let rebuilt = plumb.commit(
+        &plumb.tree(Some(&dataset), &record),
+        &[],
+        "unknown <>",
+        0,
+        &format!("at the limits\n\nFDL-Version: {id}\n"),
+    );
+    assert_eq!(ls_remote_map(&t, &url)["refs/heads/main"], rebuilt);
+    assert_eq!(rebuilt, "eb758ff46fd66b6cd0cd1f287bc9f06470ba1576");
+
+    let mut over = l.clone();
+    over.record(id, [&record[..], b" "].concat());
+    let url = t.local_lake("version-over", &over);
+    refused(
+        &t,
+        &url,
+        &format!(
+            "': versions/{id}/version.json: larger than the 16777216-byte limit for this file"
+        ),
+    );
+    let mut over = l;
+    over.put(
+        &format!("versions/{id}/dataset.json"),
+        [&dataset[..], b" "].concat(),
+    );
+    let url = t.local_lake("dataset-over", &over);
+    refused(
+        &t,
+        &url,
+        &format!(
+            "': versions/{id}/dataset.json: larger than the 67108864-byte limit for this file"
+        ),
+    );
+}
+
+/// A folder lake has folders; an object store has none, so there a key below `dataset.json/` is
+/// another file and `dataset.json` is absent.
+#[test]
+fn golden_edge_vectors_dataset_json_folder() {
+    let mut t = TestEnv::new();
+    let id = "e0000000-0000-4000-8000-0000000000fd";
+    let mut l = edge_lake();
+    l.record(id, br#"{"message": "dataset.json is a folder"}"#.to_vec());
+    l.set_ref("refs/heads/main", id);
+    let plain = t.local_lake("plain", &l);
+    let absent = ls_remote_map(&t, &plain)["refs/heads/main"].clone();
+    let plumb = Plumb::new(&t);
+    let rebuilt = plumb.commit(
+        &plumb.tree(None, br#"{"message": "dataset.json is a folder"}"#),
+        &[],
+        "unknown <>",
+        0,
+        &format!("dataset.json is a folder\n\nFDL-Version: {id}\n"),
+    );
+    assert_eq!(absent, rebuilt);
+    assert_eq!(absent, "81e6550b69ebffa0b1ac775e83cde42c96317c34");
+
+    l.put(&format!("versions/{id}/dataset.json/x"), "{}");
+    let folder = t.local_lake("folder", &l);
+    std::fs::remove_file(t.path(&format!("folder/versions/{id}/dataset.json/x"))).unwrap();
+    refused(
+        &t,
+        &folder,
+        &format!("': versions/{id}/dataset.json: is a folder, not a file"),
+    );
+    l.put(&format!("versions/{id}/dataset.json/x"), "{}");
+    let folder = t.local_lake("folder-not-empty", &l);
+    refused(
+        &t,
+        &folder,
+        &format!("': versions/{id}/dataset.json: is a folder, not a file"),
+    );
+    // And fetching it updates nothing.
+    t.ok(".", &["init", "-q", "work"]);
+    t.fails("work", &["fetch", &folder, "main"]);
+
+    let s3 = t.lake_at(crate::support::Where::S3, "s3", &l);
+    assert_eq!(ls_remote_map(&t, &s3.url)["refs/heads/main"], absent);
+}
