@@ -272,6 +272,24 @@ mod tests {
         assert_eq!(version_of_message("no trailer"), None);
     }
 
+    /// The way back reads only the last line, exactly: upper-case hex is read (lower-cased),
+    /// any other difference is no trailer (docs/mapping.md, "The message").
+    #[test]
+    fn trailer_is_read_back_strictly() {
+        let id = vid("0190f3a2-7b4c-7d2e-8f10-123456789abc");
+        let upper = "m\n\nFDL-Version: 0190F3A2-7B4C-7D2E-8F10-123456789ABC\n\n\n";
+        assert_eq!(version_of_message(upper), Some(id));
+        for not in [
+            "m\n\nFDL-Version:  0190f3a2-7b4c-7d2e-8f10-123456789abc\n",
+            "m\n\nFDL-Version: 0190f3a2-7b4c-7d2e-8f10-123456789abc \n",
+            "m\n\nFDL-Version: 0190f3a2-7b4c-7d2e-8f10-123456789abc\r\n",
+            "m\n\nfdl-version: 0190f3a2-7b4c-7d2e-8f10-123456789abc\n",
+            "m\n\nFDL-Version: 0190f3a2-7b4c-7d2e-8f10-123456789abc\nx\n",
+        ] {
+            assert_eq!(version_of_message(not), None, "{not:?}");
+        }
+    }
+
     #[test]
     fn identities_lose_what_git_cannot_hold() {
         let a = Author {

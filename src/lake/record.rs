@@ -31,6 +31,8 @@ impl VersionRecord {
     /// Parses a record; the error says what is wrong, for a message that names the version.
     pub fn parse(raw: impl Into<Bytes>) -> Result<VersionRecord, String> {
         let raw: Bytes = raw.into();
+        // serde_json's rules are mapping v1's (docs/mapping.md): among them, at most 127 levels
+        // of nesting, and an object whose first key is its number token read as a number.
         let value: Value = serde_json::from_slice(&raw)
             .map_err(|e| format!("version.json is not valid JSON: {e}"))?;
         let obj = value
@@ -259,6 +261,22 @@ mod tests {
         assert!(VersionRecord::parse(br#"{"size": 1e400, "message": "m"}"#.to_vec()).is_ok());
         let a = parse_author_string("Ada\u{a0} <a@x>");
         assert_eq!(a.name, "Ada\u{a0}");
+    }
+
+    /// Pinned here too, so that a serde_json upgrade that moves them fails fast.
+    #[test]
+    fn json_library_edges() {
+        let deep = |levels: usize| {
+            let inner = levels - 1;
+            format!("{{\"x\":{}{}}}", "[".repeat(inner), "]".repeat(inner)).into_bytes()
+        };
+        assert!(VersionRecord::parse(deep(127)).is_ok());
+        assert!(VersionRecord::parse(deep(128)).is_err());
+        assert!(VersionRecord::parse(b"\xef\xbb\xbf{}".to_vec()).is_err());
+        let token = br#"{"$serde_json::private::Number": "1"}"#.to_vec();
+        assert!(VersionRecord::parse(token).is_err());
+        let r = VersionRecord::parse(br#"{"message": 5, "message": "last"}"#.to_vec()).unwrap();
+        assert_eq!(r.message.as_deref(), Some("last"));
     }
 
     #[test]
