@@ -69,7 +69,7 @@ pub fn main(args: &[String]) -> i32 {
         .build()
     {
         Ok(r) => r,
-        Err(e) => return crate::fatal(&Fatal::new(format!("cannot start: {e}"))),
+        Err(e) => return crate::report_fatal(&Fatal::new(format!("cannot start: {e}"))),
     };
     let result = runtime.block_on(async {
         match cli.command {
@@ -84,7 +84,7 @@ pub fn main(args: &[String]) -> i32 {
     });
     match result {
         Ok(code) => code,
-        Err(f) => crate::fatal(&f),
+        Err(f) => crate::report_fatal(&f),
     }
 }
 

@@ -336,6 +336,28 @@ async fn read_batch(
     }
 }
 
+/// Why a version the tips reach has no data: its read failed, or it does not exist. A missing
+/// version is named with who named it.
+fn unreadable(
+    lake: &Lake,
+    data: &mut HashMap<VersionId, Result<VersionData, LakeError>>,
+    id: VersionId,
+    named_by: &HashMap<VersionId, String>,
+) -> LakeError {
+    let by = named_by.get(&id).cloned().unwrap_or_default();
+    match data.remove(&id) {
+        Some(Err(LakeError::MissingVersion { lake, version, .. })) => {
+            LakeError::MissingVersion { by, lake, version }
+        }
+        Some(Err(other)) => other,
+        _ => LakeError::MissingVersion {
+            lake: lake.name(),
+            by,
+            version: id,
+        },
+    }
+}
+
 /// Commit IDs in dependency order (parents first), without recursion; reports cycles and
 /// missing parents among the versions the tips reach. Unreachable broken versions are ignored.
 fn compute_commits(
@@ -356,28 +378,7 @@ fn compute_commits(
             }
             let d = match data.get(&id) {
                 Some(Ok(d)) => d,
-                Some(Err(_)) => {
-                    let Some(Err(e)) = data.remove(&id) else {
-                        unreachable!()
-                    };
-                    return Err(match e {
-                        LakeError::MissingVersion { lake, version, .. } => {
-                            LakeError::MissingVersion {
-                                by: named_by.get(&version).cloned().unwrap_or_default(),
-                                lake,
-                                version,
-                            }
-                        }
-                        other => other,
-                    });
-                }
-                None => {
-                    return Err(LakeError::MissingVersion {
-                        lake: lake.name(),
-                        by: named_by.get(&id).cloned().unwrap_or_default(),
-                        version: id,
-                    })
-                }
+                _ => return Err(unreadable(lake, &mut data, id, named_by)),
             };
             if expanded {
                 visiting.remove(&id);

@@ -8,7 +8,7 @@ fn main() {
     let code = if cli::is_git_invocation(&args) {
         match git_remote_fdl::helper::run(&args[0], args.get(1).map(String::as_str)) {
             Ok(()) => 0,
-            Err(f) => fatal(&f),
+            Err(f) => report_fatal(&f),
         }
     } else {
         cli::main(&args)
@@ -17,7 +17,7 @@ fn main() {
 }
 
 /// Prints a fatal error as Git does; its exit code is Git's for `die()`.
-fn fatal(f: &git_remote_fdl::fatal::Fatal) -> i32 {
+pub fn report_fatal(f: &git_remote_fdl::fatal::Fatal) -> i32 {
     eprint!("{f}");
     128
 }

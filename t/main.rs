@@ -3,10 +3,12 @@
 
 mod support;
 
+mod architecture;
 mod bad_lakes;
 mod golden;
 mod push;
 mod read;
+mod ref_names;
 mod reliability;
 mod signatures;
 mod stores;

@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use gix::bstr::ByteSlice;
+
 /// A version ID: a UUID in canonical lower-case hyphenated form, safe to use as a path segment.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct VersionId(String);
@@ -90,36 +92,32 @@ pub fn check_ref_name(full: &str) -> Result<(), RefNameProblem> {
         .strip_prefix("refs/heads/")
         .or_else(|| full.strip_prefix("refs/tags/"))
         .ok_or(RefNameProblem::NotHeadOrTag)?;
-    use RefNameProblem::Invalid;
     if rest.is_empty() {
-        return Err(Invalid("the name is empty"));
+        return Err(RefNameProblem::Invalid("the name is empty"));
     }
-    if rest == "@" {
-        return Err(Invalid("'@' alone is not a name"));
+    // The rest is Git's own rule set (git-check-ref-format(1)), as gitoxide implements it.
+    match gix::validate::reference::name(full.as_bytes().as_bstr()) {
+        Ok(_) => Ok(()),
+        Err(e) => Err(RefNameProblem::Invalid(describe(&e))),
     }
-    if rest.ends_with('/') || rest.ends_with('.') {
-        return Err(Invalid("it ends with '/' or '.'"));
+}
+
+/// Git's reason for refusing a ref name, in a few words.
+fn describe(e: &gix::validate::reference::name::Error) -> &'static str {
+    use gix::validate::reference::name::Error as E;
+    match e {
+        E::InvalidByte { .. } => "it contains a space, a control character or one of ~^:?*[\\",
+        E::RepeatedSlash => "it contains '//'",
+        E::RepeatedDot => "it contains '..'",
+        E::LockFileSuffix => "a component ends with '.lock'",
+        E::ReflogPortion => "it contains '@{'",
+        E::Asterisk => "it contains '*'",
+        E::StartsWithDot => "a component starts with '.'",
+        E::EndsWithDot => "it ends with '.'",
+        E::EndsWithSlash => "it ends with '/'",
+        E::Empty => "a component is empty",
+        _ => "Git does not allow this name",
     }
-    if rest.contains("..") || rest.contains("@{") || rest.contains("//") {
-        return Err(Invalid("it contains '..', '@{' or '//'"));
-    }
-    for c in rest.chars() {
-        if c.is_control() || matches!(c, ' ' | '~' | '^' | ':' | '?' | '*' | '[' | '\\' | '\u{7f}')
-        {
-            return Err(Invalid(
-                "it contains a space, a control character or one of ~^:?*[\\",
-            ));
-        }
-    }
-    for part in rest.split('/') {
-        if part.starts_with('.') {
-            return Err(Invalid("a component starts with '.'"));
-        }
-        if part.ends_with(".lock") {
-            return Err(Invalid("a component ends with '.lock'"));
-        }
-    }
-    Ok(())
 }
 
 /// [`check_ref_name`] plus the layout's rule that paths are lower case.
@@ -170,10 +168,14 @@ mod tests {
             "refs/heads/a b",
             "refs/heads/a//b",
             "refs/heads/x/",
-            "refs/heads/@",
+            "refs/heads/a@{1}",
+            "refs/heads/a*",
+            "refs/heads/a.",
         ] {
             assert!(check_ref_name(bad).is_err(), "{bad}");
         }
+        // As git check-ref-format: '@' alone is refused only as a whole ref name.
+        assert!(check_ref_name("refs/heads/@").is_ok());
         assert!(check_ref_name("refs/heads/Main").is_ok());
         assert_eq!(
             check_writable_ref("refs/heads/Main"),
