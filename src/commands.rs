@@ -89,7 +89,7 @@ pub async fn verify(
                 Fatal::new("no allowed signers file: pass --allowed-signers FILE or set gpg.ssh.allowedSignersFile")
             })?,
     };
-    let trusted = AllowedSigners::load(&path).map_err(Fatal::new)?;
+    let trusted = AllowedSigners::load(&path).map_err(|e| Fatal::new(e.to_string()))?;
     let lake = open_lake(address).await?;
     let tips = verify_tips(&lake, wanted).await?;
     let resolved = history::resolve(&lake, &tips, &Default::default(), &Silent).await?;

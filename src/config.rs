@@ -96,8 +96,8 @@ pub fn signature_policy(repo: Option<&Repo>, name: &str) -> Result<Option<Policy
             )),
         });
     };
-    let trusted = AllowedSigners::load(&path).map_err(|message| ConfigError {
-        message,
+    let trusted = AllowedSigners::load(&path).map_err(|e| ConfigError {
+        message: e.to_string(),
         hint: None,
     })?;
     let namespace = repo

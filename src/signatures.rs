@@ -31,6 +31,27 @@ struct Entry {
     cert_authority: bool,
 }
 
+/// An allowed-signers file that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SignersError {
+    #[error("cannot read the allowed signers file {path}: {message}")]
+    Unreadable { path: String, message: String },
+    #[error("{path}: line {line}: {why}")]
+    Invalid {
+        path: String,
+        line: usize,
+        why: String,
+    },
+}
+
+/// A line of an allowed-signers text that cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: {why}")]
+pub struct BadLine {
+    pub line: usize,
+    pub why: String,
+}
+
 /// The keys the user trusts, and for whom.
 #[derive(Debug, Clone, Default)]
 pub struct AllowedSigners {
@@ -38,18 +59,20 @@ pub struct AllowedSigners {
 }
 
 impl AllowedSigners {
-    pub fn load(path: &Path) -> Result<AllowedSigners, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            format!(
-                "cannot read the allowed signers file {}: {e}",
-                path.display()
-            )
+    pub fn load(path: &Path) -> Result<AllowedSigners, SignersError> {
+        let text = std::fs::read_to_string(path).map_err(|e| SignersError::Unreadable {
+            path: path.display().to_string(),
+            message: e.to_string(),
         })?;
-        AllowedSigners::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+        AllowedSigners::parse(&text).map_err(|e| SignersError::Invalid {
+            path: path.display().to_string(),
+            line: e.line,
+            why: e.why,
+        })
     }
 
     /// Parses the `allowed_signers` format: `principals [options] keytype base64 [comment]`.
-    pub fn parse(text: &str) -> Result<AllowedSigners, String> {
+    pub fn parse(text: &str) -> Result<AllowedSigners, BadLine> {
         let mut entries = Vec::new();
         for (n, raw) in text.lines().enumerate() {
             let line = raw.trim();
@@ -57,7 +80,10 @@ impl AllowedSigners {
                 continue;
             }
             let fields = split_fields(line);
-            let bad = |why: &str| format!("line {}: {why}", n + 1);
+            let bad = |why: &str| BadLine {
+                line: n + 1,
+                why: why.to_string(),
+            };
             let principals = fields
                 .first()
                 .ok_or_else(|| bad("empty"))?

@@ -271,7 +271,7 @@ impl Lake {
             let id = VersionId::parse(value.trim()).map_err(|why| LakeError::BadRef {
                 lake: self.name(),
                 name: format!("{name} (in refs.json)"),
-                why,
+                why: why.to_string(),
             })?;
             out.push((name, id));
         }
@@ -371,7 +371,7 @@ impl Lake {
         let record = VersionRecord::parse(raw).map_err(|why| LakeError::BadVersion {
             lake: self.name(),
             version: id.clone(),
-            why,
+            why: why.to_string(),
         })?;
         Ok(Some(VersionData {
             record,

@@ -9,10 +9,18 @@ use gix::bstr::ByteSlice;
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct VersionId(String);
 
+/// A text that is not a version ID.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("'{shown}' is not a version ID (a UUID)")]
+pub struct BadVersionId {
+    /// The text, made printable.
+    shown: String,
+}
+
 impl VersionId {
     /// Parses a version ID. Upper-case hex is accepted and lower-cased (paths are lower case);
     /// anything but the 36-character hyphenated form is refused.
-    pub fn parse(s: &str) -> Result<VersionId, String> {
+    pub fn parse(s: &str) -> Result<VersionId, BadVersionId> {
         let bytes = s.as_bytes();
         let shape_ok = bytes.len() == 36
             && bytes.iter().enumerate().all(|(i, b)| match i {
@@ -20,7 +28,9 @@ impl VersionId {
                 _ => b.is_ascii_hexdigit(),
             });
         if !shape_ok {
-            return Err(format!("'{}' is not a version ID (a UUID)", printable(s)));
+            return Err(BadVersionId {
+                shown: printable(s),
+            });
         }
         Ok(VersionId(s.to_ascii_lowercase()))
     }
@@ -69,6 +79,8 @@ pub enum RefNameProblem {
     Invalid(&'static str),
     UpperCase,
 }
+
+impl std::error::Error for RefNameProblem {}
 
 impl fmt::Display for RefNameProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -27,31 +27,43 @@ pub struct VersionRecord {
     pub sha256: Option<String>,
 }
 
+/// Why a `version.json` is unreadable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RecordError {
+    #[error("version.json is not valid JSON: {0}")]
+    NotJson(String),
+    #[error("version.json is not a JSON object")]
+    NotAnObject,
+    #[error("'parents' holds something that is not a string")]
+    ParentNotAString,
+    #[error("'parents' is neither a list nor a string")]
+    ParentsOfAnotherType,
+    /// The parent as given, made printable.
+    #[error("parent '{0}' is not a version ID")]
+    BadParent(String),
+}
+
 impl VersionRecord {
     /// Parses a record; the error says what is wrong, for a message that names the version.
-    pub fn parse(raw: impl Into<Bytes>) -> Result<VersionRecord, String> {
+    pub fn parse(raw: impl Into<Bytes>) -> Result<VersionRecord, RecordError> {
         let raw: Bytes = raw.into();
         // serde_json's rules are mapping v1's (docs/mapping.md): among them, at most 127 levels
         // of nesting, and an object whose first key is its number token read as a number.
-        let value: Value = serde_json::from_slice(&raw)
-            .map_err(|e| format!("version.json is not valid JSON: {e}"))?;
-        let obj = value
-            .as_object()
-            .ok_or_else(|| "version.json is not a JSON object".to_string())?;
+        let value: Value =
+            serde_json::from_slice(&raw).map_err(|e| RecordError::NotJson(e.to_string()))?;
+        let obj = value.as_object().ok_or(RecordError::NotAnObject)?;
         let parents = match obj.get("parents").or_else(|| obj.get("parent")) {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::String(s)) => vec![parse_parent(s)?],
             Some(Value::Array(items)) => {
                 let mut out = Vec::with_capacity(items.len());
                 for item in items {
-                    let s = item.as_str().ok_or_else(|| {
-                        "'parents' holds something that is not a string".to_string()
-                    })?;
+                    let s = item.as_str().ok_or(RecordError::ParentNotAString)?;
                     out.push(parse_parent(s)?);
                 }
                 out
             }
-            Some(_) => return Err("'parents' is neither a list nor a string".to_string()),
+            Some(_) => return Err(RecordError::ParentsOfAnotherType),
         };
         let author = match obj.get("author") {
             Some(Value::String(s)) => parse_author_string(s),
@@ -92,9 +104,8 @@ impl VersionRecord {
     }
 }
 
-fn parse_parent(s: &str) -> Result<VersionId, String> {
-    VersionId::parse(trim_blanks(s))
-        .map_err(|_| format!("parent '{}' is not a version ID", printable(s)))
+fn parse_parent(s: &str) -> Result<VersionId, RecordError> {
+    VersionId::parse(trim_blanks(s)).map_err(|_| RecordError::BadParent(printable(s)))
 }
 
 /// The blanks trimmed from author strings and IDs: ASCII space, tab, CR and LF only, so that

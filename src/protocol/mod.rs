@@ -1,8 +1,6 @@
 //! The remote-helper protocol (gitremote-helpers(7)), sans-IO: lines in, requests out; replies
 //! formatted as strings. The IO loop in `helper` is the only code that touches stdin/stdout.
 
-use std::fmt;
-
 /// One request from Git, with batches (`fetch`, `push`) gathered up to their blank line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Request {
@@ -34,14 +32,10 @@ pub struct PushItem {
     pub dst: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A line Git would never send: what was wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
 pub struct ProtocolError(pub String);
-
-impl fmt::Display for ProtocolError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
 
 #[derive(Debug, Default)]
 enum Batch {
