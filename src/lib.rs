@@ -4,9 +4,11 @@
 
 pub mod backoff;
 pub mod cache;
+pub mod catalog;
 pub mod commands;
 pub mod config;
 pub mod fatal;
+pub mod fsck;
 pub mod helper;
 pub mod history;
 pub mod lake;

@@ -13,6 +13,8 @@ pub struct FdlConfig {
     pub fdl: String,
     pub id: Option<String>,
     pub signers: Vec<String>,
+    /// Where data files are, relative to the root, ending in `/` (default `data/`).
+    pub data_dir: String,
 }
 
 impl FdlConfig {
@@ -54,7 +56,16 @@ impl FdlConfig {
                     .collect()
             })
             .unwrap_or_default();
-        Ok(FdlConfig { fdl, id, signers })
+        let data_dir = match obj.get("data_dir").and_then(Value::as_str) {
+            Some(d) if !d.is_empty() => format!("{}/", d.trim_end_matches('/')),
+            _ => "data/".to_string(),
+        };
+        Ok(FdlConfig {
+            fdl,
+            id,
+            signers,
+            data_dir,
+        })
     }
 }
 

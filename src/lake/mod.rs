@@ -1,6 +1,7 @@
 //! The FDL layout on top of a store: `fdl.json`, `HEAD`, refs (listed or from `refs.json`) and
 //! version records, each read with a size limit and validated before use.
 
+pub mod catalog;
 pub mod files;
 pub mod names;
 pub mod record;

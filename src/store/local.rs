@@ -541,3 +541,11 @@ fn io_error(rel: &str, e: std::io::Error) -> StoreError {
         message: e.to_string(),
     }
 }
+
+impl LocalDir {
+    /// Opens the regular file at `rel` for a streamed read, confined to the root like every
+    /// read; `None` if there is none.
+    pub fn open_read(&self, rel: &str) -> Result<Option<std::fs::File>, StoreError> {
+        Ok(self.open_file(rel)?.map(|(file, _)| file))
+    }
+}

@@ -457,6 +457,59 @@ impl Store {
     }
 }
 
+impl Store {
+    /// Streams a whole file into `sink`, a chunk at a time, so that memory stays bounded
+    /// whatever its size; `false` when there is no such file. Refuses files over `limit` bytes.
+    pub async fn download(
+        &self,
+        rel: &str,
+        limit: u64,
+        sink: &mut (dyn FnMut(&[u8]) -> std::io::Result<()> + Send),
+    ) -> Result<bool, StoreError> {
+        check_rel(rel)?;
+        self.stats.get.fetch_add(1, Ordering::Relaxed);
+        let mut total = 0u64;
+        let mut take = |chunk: &[u8]| -> Result<(), StoreError> {
+            total += chunk.len() as u64;
+            if total > limit {
+                return Err(StoreError::TooLarge {
+                    path: rel.to_string(),
+                    limit,
+                });
+            }
+            sink(chunk).map_err(|e| failed(rel, e))
+        };
+        match &self.backend {
+            Backend::Local(dir) => {
+                let Some(mut file) = dir.open_read(rel)? else {
+                    return Ok(false);
+                };
+                let mut buf = vec![0u8; 1 << 20];
+                loop {
+                    let n = std::io::Read::read(&mut file, &mut buf).map_err(|e| failed(rel, e))?;
+                    if n == 0 {
+                        break;
+                    }
+                    take(&buf[..n])?;
+                }
+            }
+            Backend::Remote(store, prefix) => {
+                let path = Self::remote_path(prefix, rel)?;
+                let mut stream = match store.get(&path).await {
+                    Err(object_store::Error::NotFound { .. }) => return Ok(false),
+                    Err(e) => return Err(failed(rel, e)),
+                    Ok(res) => res.into_stream(),
+                };
+                while let Some(chunk) = stream.try_next().await.map_err(|e| failed(rel, e))? {
+                    take(&chunk)?;
+                }
+            }
+        }
+        self.log(format_args!("GET {rel} (streamed) -> {total} bytes"));
+        Ok(true)
+    }
+}
+
 fn strip_root(root: &StorePath, location: &StorePath) -> Option<String> {
     let parts: Vec<_> = location
         .prefix_match(root)?

@@ -1,0 +1,96 @@
+//! A version's catalog (`ducklake.duckdb`, or `catalogs/<format>.duckdb`) and the digest its
+//! record gives for it: the one file a reader needs to open the version's data.
+
+use serde_json::Value;
+
+use super::{Lake, LakeError, VersionId, VersionRecord};
+
+/// The largest catalog the helper downloads (a catalog holds metadata, not data).
+pub const CATALOG_LIMIT: u64 = 16 << 30;
+
+/// Which catalog of a version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CatalogFormat {
+    /// `ducklake.duckdb`, the catalog every version has.
+    Default,
+    /// `catalogs/<format>.duckdb`, the catalog in another DuckLake format (e.g. `1.0`).
+    Other(String),
+}
+
+impl CatalogFormat {
+    /// A format name given by a user: it becomes part of a path, so only `[0-9A-Za-z._-]`, and
+    /// not `.` or `..`.
+    pub fn parse(name: &str) -> Result<CatalogFormat, String> {
+        let ok = !name.is_empty()
+            && name != "."
+            && name != ".."
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+        if ok {
+            Ok(CatalogFormat::Other(name.to_string()))
+        } else {
+            Err(format!(
+                "'{}' is not a DuckLake format name (such as 1.0)",
+                super::printable(name)
+            ))
+        }
+    }
+
+    /// The catalog's path below the version's folder.
+    pub fn file(&self) -> String {
+        match self {
+            CatalogFormat::Default => "ducklake.duckdb".to_string(),
+            CatalogFormat::Other(f) => format!("catalogs/{f}.duckdb"),
+        }
+    }
+}
+
+/// The sha256 (lower-case hex) the record gives for a catalog: `sha256` for the default one;
+/// for another format, `catalogs.<format>` as a digest or as an object with a `sha256`
+/// (docs/format-assumptions.md).
+pub fn expected_sha256(record: &VersionRecord, format: &CatalogFormat) -> Option<String> {
+    let digest = match format {
+        CatalogFormat::Default => record.sha256.clone()?,
+        CatalogFormat::Other(f) => {
+            let value: Value = serde_json::from_slice(&record.raw).ok()?;
+            match value.get("catalogs")?.get(f)? {
+                Value::String(s) => s.clone(),
+                Value::Object(o) => o.get("sha256")?.as_str()?.to_string(),
+                _ => return None,
+            }
+        }
+    };
+    let digest = digest.trim().to_ascii_lowercase();
+    (digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_hexdigit())).then_some(digest)
+}
+
+impl Lake {
+    /// Streams a version's catalog into `sink`; `false` if the version has no such catalog.
+    pub async fn download_catalog(
+        &self,
+        id: &VersionId,
+        format: &CatalogFormat,
+        sink: &mut (dyn FnMut(&[u8]) -> std::io::Result<()> + Send),
+    ) -> Result<bool, LakeError> {
+        let path = format!("versions/{id}/{}", format.file());
+        self.store
+            .download(&path, CATALOG_LIMIT, sink)
+            .await
+            .map_err(|source| LakeError::Store {
+                lake: self.name(),
+                source,
+            })
+    }
+
+    /// Where the lake's data files are, as an address DuckDB can read (`DATA_PATH`).
+    pub fn data_path(&self) -> String {
+        let root = self.store.url().to_string();
+        let root = if root.ends_with('/') {
+            root
+        } else {
+            format!("{root}/")
+        };
+        format!("{root}{}", self.config.data_dir)
+    }
+}
