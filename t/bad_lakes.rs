@@ -188,22 +188,6 @@ fn ref_names_git_cannot_hold_are_ignored_with_a_warning() {
 }
 
 #[test]
-fn head_pointing_at_nothing() {
-    let t = TestEnv::new();
-    let mut l = base();
-    l.put("HEAD", "ref: refs/heads/gone\n");
-    let url = t.local_lake("lake", &l);
-    let out = t.git(".", &["clone", &url, "work"]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    assert!(
-        err.contains("HEAD names refs/heads/gone, which does not exist"),
-        "{err}"
-    );
-    assert_eq!(t.ok("work", &["rev-list", "--count", "origin/main"]), "3\n");
-}
-
-#[test]
 fn malformed_head() {
     let mut l = base();
     l.put("HEAD", "ref: refs/heads/../../../x");
