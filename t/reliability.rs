@@ -266,6 +266,38 @@ fn push_killed_between_ref_and_refs_json_s3() {
     crash(Where::S3)
 }
 
+/// The plan is a function of the request alone, hits each kind of fault at about its rate, and
+/// never fails one request more than twice in a row.
+#[test]
+fn the_fault_plan_repeats_and_keeps_its_rates() {
+    use faults::{plan, Fault};
+    let n = 20_000;
+    let mut counts: HashMap<(&str, Fault), usize> = HashMap::new();
+    for i in 0..n {
+        let method = if i % 2 == 0 { "GET" } else { "PUT" };
+        let request = format!("{method} /faulty/versions/{i}/version.json");
+        let fault = plan(&request, i % 5, 0);
+        assert_eq!(plan(&request, i % 5, 0), fault);
+        assert_eq!(plan(&request, i % 5, faults::MAX_IN_A_ROW), Fault::None);
+        *counts.entry((method, fault)).or_default() += 1;
+    }
+    let rate =
+        |method, fault| counts.get(&(method, fault)).copied().unwrap_or(0) as f64 / (n / 2) as f64;
+    for method in ["GET", "PUT"] {
+        for (fault, expected) in [
+            (Fault::Unavailable, 0.111),
+            (Fault::Reset, 0.077),
+            (Fault::Stall, 0.034),
+        ] {
+            let r = rate(method, fault);
+            assert!((r - expected).abs() < 0.015, "{method} {fault:?}: {r}");
+        }
+    }
+    assert_eq!(rate("GET", Fault::LoseAnswer), 0.0);
+    let lost = rate("PUT", Fault::LoseAnswer);
+    assert!((lost - 0.778 / 3.0).abs() < 0.02, "{lost}");
+}
+
 #[test]
 fn store_faults_are_retried_or_rechecked_and_reported() {
     let m = crate::support::moto::moto();
@@ -320,15 +352,32 @@ fn store_faults_are_retried_or_rechecked_and_reported() {
     assert_eq!(lake.read("refs/heads/main").unwrap().trim(), vid(27));
     assert_eq!(lake.refs_json(), lake.ref_files());
     let c = &proxy.counters;
+    let injected = c.injected_sorted();
     eprintln!(
-        "faults: {} requests, {} answered 503, {} connections reset, {} stalled past the timeout, {} writes whose answer was lost",
+        "faults: {} requests, {} answered 503, {} connections reset, {} stalled past the timeout, \
+         {} writes whose answer was lost; plan digest {:016x}",
         c.requests.load(Ordering::SeqCst),
         c.unavailable.load(Ordering::SeqCst),
         c.resets.load(Ordering::SeqCst),
         c.delayed.load(Ordering::SeqCst),
-        c.lost_answers.load(Ordering::SeqCst)
+        c.lost_answers.load(Ordering::SeqCst),
+        faults::digest(&injected)
     );
-    assert!(c.lost_answers.load(Ordering::SeqCst) > 0 && c.unavailable.load(Ordering::SeqCst) > 0);
+    // Every kind of fault happened, on reads and on writes.
+    for kind in ["Unavailable", "Reset", "Stall"] {
+        for method in ["GET ", "PUT "] {
+            assert!(
+                injected
+                    .iter()
+                    .any(|f| f.starts_with(method) && f.ends_with(kind)),
+                "no {kind} on a {method}: {injected:#?}"
+            );
+        }
+    }
+    assert!(
+        injected.iter().any(|f| f.ends_with("LoseAnswer")),
+        "{injected:#?}"
+    );
     // A store that keeps failing: the push is refused clearly, and claims nothing.
     proxy.fail_all_writes.store(true, Ordering::SeqCst);
     let err = t.fails(
