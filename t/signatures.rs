@@ -23,7 +23,7 @@ fn keygen(t: &TestEnv, name: &str, kind: &[&str]) -> String {
         .args(["-q", "-N", "", "-C", name, "-f"])
         .arg(&path)
         .status()
-        .expect("ssh-keygen (openssh-client) is needed; make test installs it");
+        .expect("ssh-keygen (openssh-client) is needed; `make test` says how to install it");
     assert!(status.success());
     std::fs::read_to_string(path.with_extension("pub"))
         .unwrap()
