@@ -43,7 +43,10 @@ fn keys(t: &TestEnv) -> Keys {
 /// `ssh-keygen -Y sign` over `file`, writing `file.sig`.
 fn sign(t: &TestEnv, key: &str, namespace: &str, file: &Path) {
     // ssh-keygen will not overwrite a signature: a re-signing writer replaces it.
-    let _ = std::fs::remove_file(file.with_extension("json.sig"));
+    match std::fs::remove_file(file.with_extension("json.sig")) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => panic!("{e}"),
+        _ => {}
+    }
     let out = t
         .command("ssh-keygen", ".", &["-Y", "sign", "-n", namespace, "-f"])
         .arg(t.path(&format!("keys/{key}")))
