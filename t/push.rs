@@ -213,14 +213,12 @@ fn branch_moves_fast_forward_force_and_lease(place: Where) {
     let err = t.fails("work", &["push", "origin", "origin/main~2:refs/heads/main"]);
     assert!(err.contains("(non-fast-forward)"), "{err}");
     // With force: done, reported as a forced update.
-    let err = String::from_utf8_lossy(
-        &t.git(
-            "work",
-            &["push", "--force", "origin", "origin/main~2:refs/heads/main"],
-        )
-        .stderr,
-    )
-    .to_string();
+    let out = t.git(
+        "work",
+        &["push", "--force", "origin", "origin/main~2:refs/heads/main"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
     assert!(err.contains("(forced update)"), "{err}");
     assert_eq!(lake.read("refs/heads/main").unwrap().trim(), vid(3));
     t.ok("work", &["fetch", "-q"]);
@@ -287,7 +285,7 @@ fn branch_create_and_delete(place: Where) {
 }
 
 fn commits_that_are_not_versions_are_refused(place: Where) {
-    let (mut t, lake) = setup(place);
+    let (t, lake) = setup(place);
     let before = lake.ref_files();
     // A commit made locally.
     t.ok("work", &["commit", "-q", "--allow-empty", "-m", "local"]);
@@ -334,7 +332,6 @@ fn commits_that_are_not_versions_are_refused(place: Where) {
     );
     assert!(err.contains("push-option"), "{err}");
     assert_eq!(lake.ref_files(), before, "nothing was written");
-    let _ = &mut t;
 }
 
 fn dry_run_writes_nothing(place: Where) {

@@ -87,6 +87,130 @@ fn clone_checks_out_main_with_history() {
     assert!(count.contains("count: 0\n"), "{count}");
 }
 
+/// A lake whose HEAD names a branch that does not exist is listed as Git's own server lists a
+/// repository with a dangling HEAD over protocol v0 (the advertisement a remote helper's `list`
+/// is): no HEAD line and no `ref:` line, with a warning that says why. A clone then succeeds and,
+/// as Git does for such a server, checks out the local default branch (`main` here) when the
+/// lake has it. (Over protocol v2 Git's server also names the unborn HEAD, and a clone checks
+/// nothing out; a remote helper's listing has no way to say that.)
+#[test]
+fn a_head_naming_a_missing_branch_is_left_out_as_git_does() {
+    let t = TestEnv::new();
+    let mut l = small_lake();
+    l.put("HEAD", "ref: refs/heads/gone\n");
+    let url = t.local_lake("lake", &l);
+    let warning = format!(
+        "warning: lake '{}': HEAD names refs/heads/gone, which does not exist\n",
+        t.path("lake").display()
+    );
+    let run = |cwd: &str, args: &[&str]| {
+        let out = t.git(cwd, args);
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(out.status.success(), "git {args:?}: {err}");
+        (String::from_utf8(out.stdout).unwrap(), err)
+    };
+
+    let (listed, err) = run(".", &["ls-remote", "--symref", &url]);
+    assert_eq!(err, warning);
+    let names: Vec<String> = parse_ls_remote(&listed)
+        .into_iter()
+        .map(|(_, n)| n)
+        .collect();
+    assert_eq!(
+        names,
+        ["refs/heads/main", "refs/heads/team/etl", "refs/tags/v1"],
+        "{listed}"
+    );
+    assert!(
+        !listed.contains("HEAD") && !listed.contains("ref:"),
+        "{listed}"
+    );
+    assert_eq!(
+        run(".", &["ls-remote", "--symref", &url, "HEAD"]),
+        (String::new(), warning.clone())
+    );
+
+    // Git's own server: the same refs in a bare repository whose HEAD dangles the same way.
+    t.ok(".", &["clone", "-q", "--mirror", &url, "git.git"]);
+    t.ok("git.git", &["symbolic-ref", "HEAD", "refs/heads/gone"]);
+    let git_url = format!("file://{}", t.path("git.git").display());
+    for protocol in ["protocol.version=0", "protocol.version=2"] {
+        let (git_listed, git_err) = run(".", &["-c", protocol, "ls-remote", "--symref", &git_url]);
+        assert_eq!((&listed, git_err.as_str()), (&git_listed, ""), "{protocol}");
+    }
+
+    let (_, err) = run(".", &["clone", &url, "work"]);
+    assert_eq!(err, format!("Cloning into 'work'...\n{warning}"));
+    run(
+        ".",
+        &[
+            "-c",
+            "protocol.version=0",
+            "clone",
+            "-q",
+            &git_url,
+            "git-work",
+        ],
+    );
+    let main = &parse_ls_remote(&listed)[0].0;
+    for clone in ["work", "git-work"] {
+        assert_eq!(
+            t.ok(clone, &["symbolic-ref", "HEAD"]),
+            "refs/heads/main\n",
+            "{clone}"
+        );
+        assert_eq!(t.ok(clone, &["rev-parse", "HEAD"]).trim(), main, "{clone}");
+        assert_eq!(
+            t.ok(clone, &["config", "branch.main.merge"]),
+            "refs/heads/main\n"
+        );
+        // No origin/HEAD: the remote named no branch.
+        assert_eq!(
+            t.git(
+                clone,
+                &["rev-parse", "-q", "--verify", "refs/remotes/origin/HEAD"]
+            )
+            .status
+            .code(),
+            Some(1),
+            "{clone}"
+        );
+        assert_eq!(t.ok(clone, &["status", "--porcelain"]), "", "{clone}");
+    }
+    assert_eq!(
+        t.ok(
+            "work",
+            &["for-each-ref", "--format=%(objectname) %(refname)"]
+        ),
+        t.ok(
+            "git-work",
+            &["for-each-ref", "--format=%(objectname) %(refname)"]
+        )
+    );
+
+    // A bare clone names the same default branch, as Git's does.
+    run(".", &["clone", "-q", "--bare", &url, "bare.git"]);
+    run(
+        ".",
+        &[
+            "-c",
+            "protocol.version=0",
+            "clone",
+            "-q",
+            "--bare",
+            &git_url,
+            "git-bare.git",
+        ],
+    );
+    for clone in ["bare.git", "git-bare.git"] {
+        assert_eq!(
+            t.ok(clone, &["symbolic-ref", "HEAD"]),
+            "refs/heads/main\n",
+            "{clone}"
+        );
+    }
+}
+
 #[test]
 fn clone_bare() {
     let t = TestEnv::new();
@@ -126,7 +250,7 @@ fn fetch_brings_new_versions_and_prune_removes_deleted_branches() {
     );
     assert_eq!(t.ok("work", &["rev-list", "--count", "origin/main"]), "6\n");
     assert_eq!(t.ok("work", &["rev-parse", "origin/main~3"]), before);
-    assert!(t.ok("work", &["tag"]).contains("v2"));
+    assert_eq!(t.ok("work", &["tag"]), "v1\nv2\n");
     // Nothing new: fetch succeeds and changes nothing.
     let again = t.git("work", &["fetch", "origin"]);
     assert!(again.status.success());
@@ -249,6 +373,7 @@ fn relative_and_file_urls() {
         ],
     );
     assert_eq!(rel, file);
+    assert_eq!(parse_ls_remote(&rel).len(), 4, "{rel}");
     t.ok(".", &["clone", "-q", "fdl::lake", "work"]);
     assert_eq!(t.ok("work", &["rev-list", "--count", "HEAD"]), "3\n");
 }
@@ -287,23 +412,39 @@ fn fetch_after_gc_pruned_objects_rebuilds_them() {
     l.branch("main", 5).branch("side", 5);
     let url = t.local_lake("lake", &l);
     t.ok(".", &["clone", "-q", "--bare", &url, "work.git"]);
+    let history = t.ok("work.git", &["rev-list", "--objects", "main"]);
+    let objects: Vec<&str> = history
+        .split_whitespace()
+        .filter(|w| w.len() == 40)
+        .collect();
+    assert!(objects.len() > 10, "commits, trees and blobs: {history}");
     // Forget everything locally but keep the cache: the helper must notice and rebuild.
     t.ok("work.git", &["update-ref", "-d", "refs/heads/side"]);
     t.ok("work.git", &["update-ref", "-d", "refs/heads/main"]);
     t.ok("work.git", &["symbolic-ref", "HEAD", "refs/heads/none"]);
     t.ok("work.git", &["reflog", "expire", "--expire=now", "--all"]);
     t.ok("work.git", &["gc", "-q", "--prune=now"]);
+    // The objects are really gone (not merely unnamed), and the cache still maps every version
+    // to its commit: only a helper that checks the repository sends them again.
+    for id in &objects {
+        let out = t.git("work.git", &["cat-file", "-e", id]);
+        assert_eq!(out.status.code(), Some(1), "{id} survived gc");
+    }
+    let count = t.ok("work.git", &["count-objects", "-v"]);
     assert!(
-        t.git(
-            "work.git",
-            &["cat-file", "-e", &format!("{}^{{commit}}", "HEAD")]
-        )
-        .status
-        .code()
-            != Some(0)
+        count.contains("count: 0\n") && count.contains("in-pack: 0\n"),
+        "{count}"
     );
+    let cached = std::fs::read_dir(t.path("work.git/fdl")).unwrap().count();
+    assert_eq!(cached, 1, "the cache of the one lake is kept");
     t.ok("work.git", &["fetch", "-q", "origin", "main:main"]);
-    assert_eq!(t.ok("work.git", &["rev-list", "--count", "main"]), "5\n");
+    assert_eq!(
+        t.ok("work.git", &["rev-list", "--objects", "main"]),
+        history
+    );
+    for id in &objects {
+        t.ok("work.git", &["cat-file", "-e", id]);
+    }
     t.ok("work.git", &["fsck", "--strict"]);
 }
 
@@ -313,12 +454,14 @@ fn progress_is_shown_when_asked_and_silent_otherwise() {
     let url = t.local_lake("lake", &small_lake());
     let out = t.git(".", &["clone", "--progress", &url, "a"]);
     let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
     assert!(err.contains("Reading versions: 100% (3/3), done."), "{err}");
     assert!(
         err.contains("Fetched 3 versions (12 objects) from lake"),
         "{err}"
     );
     let out = t.git(".", &["clone", "-q", &url, "b"]);
+    assert!(out.status.success());
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
 }
 

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use crate::support::{faults, vid, LakeAt, LakeBuilder, TestEnv, Where};
 
-/// One writer's pushes: its number, and for each push the round, stdout and stderr.
-type WriterLog = (usize, Vec<(usize, String, String)>);
+/// One writer's pushes: its number, and for each push the ref it pushed, stdout and stderr.
+type WriterLog = (usize, Vec<(String, String, String)>);
 
 const WRITERS: usize = 8;
 const ROUNDS: usize = 13; // 8 writers x 13 rounds x 2 pushes = 208 pushes
@@ -73,7 +73,10 @@ fn race(place: Where) {
                         // And to move main to a version no one else pushes.
                         let target = &commits[&vid((2 + w * ROUNDS + round) as u64)];
                         let branch = format!("{target}:refs/heads/main");
-                        for spec in [spec, branch] {
+                        for (spec, dst) in [
+                            (spec, format!("refs/tags/race-{round}")),
+                            (branch, "refs/heads/main".to_string()),
+                        ] {
                             let out = t
                                 .command(
                                     "git",
@@ -83,7 +86,7 @@ fn race(place: Where) {
                                 .output()
                                 .unwrap();
                             outs.push((
-                                round,
+                                dst,
                                 String::from_utf8_lossy(&out.stdout).to_string(),
                                 String::from_utf8_lossy(&out.stderr).to_string(),
                             ));
@@ -102,8 +105,16 @@ fn race(place: Where) {
     let mut branch_moves: Vec<(String, String)> = Vec::new();
     let (mut pushes, mut rejected, mut retries) = (0, 0, 0);
     for (w, outs) in &results {
-        for (_, stdout, stderr) in outs {
+        for (pushed, stdout, stderr) in outs {
             pushes += 1;
+            // Every push reports its one ref: a push that died without a word would count as
+            // neither a winner nor a rejection, and the checks below would not see it.
+            let reported = porcelain(stdout);
+            assert_eq!(
+                reported.iter().map(|(_, dst, _)| dst).collect::<Vec<_>>(),
+                [pushed],
+                "{stdout}{stderr}"
+            );
             retries += stderr
                 .lines()
                 .filter_map(|l| l.split("refs.json written in ").nth(1))
@@ -111,7 +122,7 @@ fn race(place: Where) {
                 .map(|a| a.saturating_sub(1))
                 .sum::<u32>();
             assert!(!stderr.contains("panicked"), "{stderr}");
-            for (flag, dst, summary) in porcelain(stdout) {
+            for (flag, dst, summary) in reported {
                 match flag {
                     '!' => {
                         rejected += 1;
@@ -138,7 +149,7 @@ fn race(place: Where) {
             }
         }
     }
-    assert!(pushes >= 200, "{pushes} pushes");
+    assert_eq!(pushes, WRITERS * ROUNDS * 2);
     // Each tag was created exactly once, and holds the winner's version.
     assert_eq!(tag_winners.len(), ROUNDS, "{tag_winners:?}");
     for (tag, winners) in &tag_winners {
@@ -266,6 +277,38 @@ fn push_killed_between_ref_and_refs_json_s3() {
     crash(Where::S3)
 }
 
+/// The plan is a function of the request alone, hits each kind of fault at about its rate, and
+/// never fails one request more than twice in a row.
+#[test]
+fn the_fault_plan_repeats_and_keeps_its_rates() {
+    use faults::{plan, Fault};
+    let n = 20_000;
+    let mut counts: HashMap<(&str, Fault), usize> = HashMap::new();
+    for i in 0..n {
+        let method = if i % 2 == 0 { "GET" } else { "PUT" };
+        let request = format!("{method} /faulty/versions/{i}/version.json");
+        let fault = plan(&request, i % 5, 0);
+        assert_eq!(plan(&request, i % 5, 0), fault);
+        assert_eq!(plan(&request, i % 5, faults::MAX_IN_A_ROW), Fault::None);
+        *counts.entry((method, fault)).or_default() += 1;
+    }
+    let rate =
+        |method, fault| counts.get(&(method, fault)).copied().unwrap_or(0) as f64 / (n / 2) as f64;
+    for method in ["GET", "PUT"] {
+        for (fault, expected) in [
+            (Fault::Unavailable, 0.111),
+            (Fault::Reset, 0.077),
+            (Fault::Stall, 0.034),
+        ] {
+            let r = rate(method, fault);
+            assert!((r - expected).abs() < 0.015, "{method} {fault:?}: {r}");
+        }
+    }
+    assert_eq!(rate("GET", Fault::LoseAnswer), 0.0);
+    let lost = rate("PUT", Fault::LoseAnswer);
+    assert!((lost - 0.778 / 3.0).abs() < 0.02, "{lost}");
+}
+
 #[test]
 fn store_faults_are_retried_or_rechecked_and_reported() {
     let m = crate::support::moto::moto();
@@ -320,27 +363,58 @@ fn store_faults_are_retried_or_rechecked_and_reported() {
     assert_eq!(lake.read("refs/heads/main").unwrap().trim(), vid(27));
     assert_eq!(lake.refs_json(), lake.ref_files());
     let c = &proxy.counters;
+    let injected = c.injected_sorted();
     eprintln!(
-        "faults: {} requests, {} answered 503, {} connections reset, {} stalled past the timeout, {} writes whose answer was lost",
+        "faults: {} requests, {} answered 503, {} connections reset, {} stalled past the timeout, \
+         {} writes whose answer was lost; plan digest {:016x}",
         c.requests.load(Ordering::SeqCst),
         c.unavailable.load(Ordering::SeqCst),
         c.resets.load(Ordering::SeqCst),
         c.delayed.load(Ordering::SeqCst),
-        c.lost_answers.load(Ordering::SeqCst)
+        c.lost_answers.load(Ordering::SeqCst),
+        faults::digest(&injected)
     );
-    assert!(c.lost_answers.load(Ordering::SeqCst) > 0 && c.unavailable.load(Ordering::SeqCst) > 0);
+    // Every kind of fault happened, on reads and on writes.
+    for kind in ["Unavailable", "Reset", "Stall"] {
+        for method in ["GET ", "PUT "] {
+            assert!(
+                injected
+                    .iter()
+                    .any(|f| f.starts_with(method) && f.ends_with(kind)),
+                "no {kind} on a {method}: {injected:#?}"
+            );
+        }
+    }
+    assert!(
+        injected.iter().any(|f| f.ends_with("LoseAnswer")),
+        "{injected:#?}"
+    );
     // A store that keeps failing: the push is refused clearly, and claims nothing.
     proxy.fail_all_writes.store(true, Ordering::SeqCst);
     let err = t.fails(
         "work.git",
         &["push", "origin", &format!("{}:refs/tags/never", commits[0])],
     );
-    assert!(
-        err.contains("[remote rejected]") && err.contains("refs/tags/never"),
-        "{err}"
+    // The store library's account (times, retries) sits between the ref and the status.
+    let (head, tail) = err.split_once(" in ").unwrap_or_else(|| panic!("{err}"));
+    assert_eq!(
+        head,
+        format!(
+            "To {url}\n ! [remote rejected] {} -> never (refs/tags/never: Generic S3 error: \
+             Error performing PUT {}/{}/{}refs/tags/never",
+            commits[0],
+            proxy.endpoint,
+            lake.bucket,
+            lake.prefix,
+            url = lake.url
+        )
     );
     assert!(
-        err.contains("503") || err.contains("Service Unavailable"),
+        tail.contains("after 4 retries")
+            && tail.ends_with(&format!(
+                "503 Service Unavailable: )\nerror: failed to push some refs to '{}'\n",
+                lake.url
+            )),
         "{err}"
     );
     assert_eq!(lake.read("refs/tags/never"), None);

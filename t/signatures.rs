@@ -3,7 +3,6 @@
 //! `git-remote-fdl verify`. Trust comes only from the user's allowed-signers file.
 
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::json;
 
@@ -19,12 +18,12 @@ struct Keys {
 fn keygen(t: &TestEnv, name: &str, kind: &[&str]) -> String {
     let path = t.path(&format!("keys/{name}"));
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    let status = Command::new("ssh-keygen")
-        .args(kind)
+    let status = t
+        .command("ssh-keygen", ".", kind)
         .args(["-q", "-N", "", "-C", name, "-f"])
         .arg(&path)
         .status()
-        .expect("ssh-keygen (openssh-client) is needed; make test installs it");
+        .expect("ssh-keygen (openssh-client) is needed; `make test` says how to install it");
     assert!(status.success());
     std::fs::read_to_string(path.with_extension("pub"))
         .unwrap()
@@ -44,9 +43,12 @@ fn keys(t: &TestEnv) -> Keys {
 /// `ssh-keygen -Y sign` over `file`, writing `file.sig`.
 fn sign(t: &TestEnv, key: &str, namespace: &str, file: &Path) {
     // ssh-keygen will not overwrite a signature: a re-signing writer replaces it.
-    let _ = std::fs::remove_file(file.with_extension("json.sig"));
-    let out = Command::new("ssh-keygen")
-        .args(["-Y", "sign", "-n", namespace, "-f"])
+    match std::fs::remove_file(file.with_extension("json.sig")) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => panic!("{e}"),
+        _ => {}
+    }
+    let out = t
+        .command("ssh-keygen", ".", &["-Y", "sign", "-n", namespace, "-f"])
         .arg(t.path(&format!("keys/{key}")))
         .arg(file)
         .output()

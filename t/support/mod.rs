@@ -1,5 +1,6 @@
-//! Test support: real `git` in an isolated environment (no system or user config, a temporary
-//! HOME, fixed dates) with the built helper first on PATH, plus lake writers and servers.
+//! Test support: real `git` in an isolated environment (none of the caller's variables, no
+//! system or user config, a temporary HOME, fixed dates) with the built helper first on PATH,
+//! plus lake writers and servers.
 
 #![allow(dead_code)]
 
@@ -73,6 +74,12 @@ impl TestEnv {
             ("GIT_TERMINAL_PROMPT".to_string(), "0".to_string()),
             ("LC_ALL".to_string(), "C.UTF-8".to_string()),
         ];
+        // Where the caller wants temporary files, the one setting passed on.
+        let tmpdir = std::env::var("TMPDIR").ok();
+        let env = env
+            .into_iter()
+            .chain(tmpdir.map(|t| ("TMPDIR".to_string(), t)))
+            .collect();
         TestEnv { dir, env }
     }
 
@@ -86,24 +93,15 @@ impl TestEnv {
         self
     }
 
-    /// A command with the isolated environment, run in `cwd` (relative to the test folder).
+    /// A command run in `cwd` (relative to the test folder) with exactly the variables of
+    /// `self.env`: none of the caller's (credentials, config, locale, `GIT_DIR`...) leaks in.
     pub fn command(&self, program: &str, cwd: &str, args: &[&str]) -> Command {
         let mut c = Command::new(program);
         c.args(args)
             .current_dir(self.path(cwd))
-            .stdin(Stdio::null());
-        for (k, _) in std::env::vars() {
-            if k.starts_with("GIT_")
-                || k.starts_with("AWS_")
-                || k.starts_with("GOOGLE_")
-                || k.starts_with("AZURE_")
-            {
-                c.env_remove(&k);
-            }
-        }
-        for (k, v) in &self.env {
-            c.env(k, v);
-        }
+            .stdin(Stdio::null())
+            .env_clear()
+            .envs(self.env.iter().map(|(k, v)| (k, v)));
         c
     }
 

@@ -47,6 +47,10 @@ fn start() -> Moto {
         .arg("-c")
         .arg(watchdog)
         .stdin(Stdio::null())
+        // The server gets none of the caller's variables (an AWS_PROFILE would reach its boto).
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("LC_ALL", "C.UTF-8")
         .spawn()
         .unwrap_or_else(|e| panic!("cannot start {script}: {e}"));
     let deadline = Instant::now() + Duration::from_secs(60);
