@@ -6,11 +6,11 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use crate::commands::{fdl_remote, local_repo, open_remote_lake};
 use crate::fatal::Fatal;
 use crate::lake::catalog::{expected_sha256, CatalogFormat};
 use crate::lake::VersionId;
 use crate::mapping::{self, ObjectId};
+use crate::open::{fdl_remote, local_repo, open_remote_lake};
 use crate::remote::Remote;
 use crate::repo::Repo;
 
@@ -56,7 +56,12 @@ pub async fn catalog(req: &CatalogRequest) -> Result<CatalogOutcome, Fatal> {
     let record = lake
         .read_version_with(&version, false)
         .await?
-        .ok_or_else(|| Fatal::new(format!("lake '{}' no longer holds version {version}", lake.name())))?
+        .ok_or_else(|| {
+            Fatal::new(format!(
+                "lake '{}' no longer holds version {version}",
+                lake.name()
+            ))
+        })?
         .record;
     let expected = expected_sha256(&record, &format).ok_or_else(|| {
         Fatal::with_hint(
@@ -94,7 +99,10 @@ fn version_of_commit(repo: &Repo, commit_ish: &str) -> Result<(ObjectId, Version
         .and_then(mapping::version_of_message)
         .ok_or_else(|| {
             Fatal::with_hint(
-                format!("commit {} is not a lake version (no FDL-Version trailer)", &id.to_hex()[..12]),
+                format!(
+                    "commit {} is not a lake version (no FDL-Version trailer)",
+                    &id.to_hex()[..12]
+                ),
                 "name a commit fetched from the lake, such as a tag or origin/main",
             )
         })?;
@@ -139,7 +147,10 @@ async fn download_verified(
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
     let result = download_to(remote, version, format, &tmp, expected).await;
     let outcome = result.and_then(|got| {
@@ -177,11 +188,19 @@ async fn download_to(
         .await?;
     if !found {
         return Err(Fatal::with_hint(
-            format!("version {version} has no {} in lake '{}'", format.file(), remote.lake.name()),
+            format!(
+                "version {version} has no {} in lake '{}'",
+                format.file(),
+                remote.lake.name()
+            ),
             "nothing was written",
         ));
     }
-    let got: String = hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    let got: String = hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
     if got != expected {
         return Err(Fatal::with_hint(
             format!(

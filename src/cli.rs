@@ -5,6 +5,8 @@
 use clap::{Parser, Subcommand};
 use git_remote_fdl::commands;
 use git_remote_fdl::fatal::Fatal;
+use git_remote_fdl::progress::{self, Progress, Silent};
+use git_remote_fdl::redact;
 use git_remote_fdl::signatures::DEFAULT_NAMESPACE;
 
 #[derive(Parser, Debug)]
@@ -40,9 +42,37 @@ enum Command {
         #[arg(long, default_value = DEFAULT_NAMESPACE)]
         namespace: String,
     },
+    /// Check a lake as git fsck checks a repository: every version the refs reach is read and
+    /// mapped again; prints one line per problem and exits 1 if there is any.
+    Fsck {
+        /// The lake's address, or the name of an fdl remote of this repository (its fetched
+        /// commits are then compared with the lake's, to find rewritten versions and moved tags)
+        lake: String,
+        /// Also check each version's catalog against the sha256 in its version.json
+        #[arg(long)]
+        catalogs: bool,
+        /// No progress and no summary
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// Write the verified catalog of the version a commit stands for (inside a clone), and print
+    /// the DuckDB statements that attach it read-only with the lake's data.
+    Catalog {
+        /// A commit fetched from the lake: a tag, origin/main, HEAD, a commit ID
+        commit: String,
+        /// Where to write it (default: <version>.duckdb)
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<std::path::PathBuf>,
+        /// The catalog in another DuckLake format (catalogs/<format>.duckdb), e.g. 1.0
+        #[arg(long, value_name = "DUCKLAKE_VERSION")]
+        format: Option<String>,
+        /// The fdl remote to read from (default: the repository's only one)
+        #[arg(long)]
+        remote: Option<String>,
+    },
 }
 
-const SUBCOMMANDS: [&str; 4] = ["ls", "verify", "help", "--help"];
+const SUBCOMMANDS: [&str; 6] = ["ls", "verify", "fsck", "catalog", "help", "--help"];
 
 /// Git runs `git-remote-fdl <remote> [<url>]`; humans run subcommands or flags. A remote may
 /// be named like a subcommand (`verify`): Git runs its helpers with `GIT_DIR` set, which a
@@ -80,11 +110,78 @@ pub fn main(args: &[String]) -> i32 {
                 allowed_signers,
                 namespace,
             } => verify(&lake, &refs, allowed_signers, &namespace).await,
+            Command::Fsck {
+                lake,
+                catalogs,
+                quiet,
+            } => fsck(&lake, catalogs, quiet).await,
+            Command::Catalog {
+                commit,
+                output,
+                format,
+                remote,
+            } => {
+                let request = commands::CatalogRequest {
+                    commit,
+                    output,
+                    format,
+                    remote,
+                };
+                catalog(&request).await
+            }
         }
     });
     match result {
         Ok(code) => code,
         Err(f) => crate::report_fatal(&f),
+    }
+}
+
+async fn fsck(lake: &str, catalogs: bool, quiet: bool) -> Result<i32, Fatal> {
+    let progress: Box<dyn Progress> = if quiet {
+        Box::new(Silent)
+    } else {
+        Box::new(progress::Stderr::default())
+    };
+    let report = commands::fsck(lake, catalogs, progress.as_ref()).await?;
+    for line in &report.problems {
+        println!("{}", redact::redact(line));
+    }
+    if !quiet {
+        for note in &report.notes {
+            eprintln!("note: {}", redact::redact(note));
+        }
+        eprintln!(
+            "Checked {} ref{} and {} version{}: {} problem{}",
+            report.refs,
+            plural(report.refs),
+            report.versions,
+            plural(report.versions),
+            report.problems.len(),
+            plural(report.problems.len())
+        );
+    }
+    Ok(if report.problems.is_empty() { 0 } else { 1 })
+}
+
+async fn catalog(request: &commands::CatalogRequest) -> Result<i32, Fatal> {
+    let done = commands::catalog(request).await?;
+    eprintln!(
+        "Wrote the catalog of version {} to {} ({} bytes, sha256 {} as in version.json)",
+        done.version,
+        done.path.display(),
+        done.bytes,
+        done.sha256
+    );
+    print!("{}", done.attach);
+    Ok(0)
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
     }
 }
 

@@ -3,26 +3,41 @@
 
 use std::path::PathBuf;
 
+pub use crate::catalog::{catalog, CatalogRequest};
 use crate::config;
 use crate::fatal::Fatal;
 use crate::history;
 use crate::lake::{Lake, VersionId};
 use crate::mapping::ObjectId;
+use crate::open::{fdl_remotes, local_repo, open_lake, open_remote_lake};
 use crate::progress::Silent;
 use crate::remote::Remote;
-use crate::repo::Repo;
 use crate::signatures::{self, AllowedSigners, Subject, Verdict};
-use crate::store::{Store, StoreUrl};
 
-/// Opens a lake from an address typed by a human (with or without `fdl::`).
-pub async fn open_lake(address: &str) -> Result<Lake, Fatal> {
-    let address = address.strip_prefix("fdl::").unwrap_or(address);
-    let cwd = std::env::current_dir().map_err(|e| Fatal::new(format!("no current folder: {e}")))?;
-    let url = StoreUrl::parse(address, &cwd).map_err(|e| Fatal::new(e.to_string()))?;
-    let repo = Repo::from_env().ok().flatten();
-    let opts = config::store_options(repo.as_ref(), "")?;
-    let store = Store::open(&url, &opts).map_err(|e| Fatal::new(e.to_string()))?;
-    Ok(Lake::open(store).await?)
+/// `git-remote-fdl fsck <lake>`: `lake` is an address, or the name of an fdl remote of the
+/// repository around, whose fetched commits are then compared with the lake's.
+pub async fn fsck(
+    lake: &str,
+    catalogs: bool,
+    progress: &dyn crate::progress::Progress,
+) -> Result<crate::fsck::FsckReport, Fatal> {
+    let repo = local_repo()?;
+    let remote = repo
+        .as_ref()
+        .filter(|_| fdl_remotes().iter().any(|(n, _)| n == lake));
+    let opened = match remote {
+        Some(repo) => open_remote_lake(repo, lake).await?,
+        None => open_lake(lake).await?,
+    };
+    let fetched = remote.map(|repo| crate::fsck::Fetched {
+        repo,
+        cache: Some(crate::cache::Cache::load(
+            repo.git_dir(),
+            &opened.name(),
+            opened.config.id.as_deref(),
+        )),
+    });
+    Ok(crate::fsck::fsck(&opened, fetched, catalogs, progress).await?)
 }
 
 /// A lake's refs: `(commit, version, ref name)` in name order, HEAD's target, and warnings.
@@ -147,79 +162,6 @@ async fn verify_tips(lake: &Lake, wanted: &[String]) -> Result<Vec<(VersionId, S
         tips.push((v.clone(), format!("ref {name}")));
     }
     Ok(tips)
-}
-
-/// The repository the command runs in: Git's `GIT_DIR`, else the one around the current
-/// folder; `None` outside any repository.
-pub fn local_repo() -> Result<Option<Repo>, Fatal> {
-    if std::env::var_os("GIT_DIR").is_some() {
-        return Repo::from_env().map_err(|e| Fatal::new(e.to_string()));
-    }
-    let Some(dir) = git_output(&["rev-parse", "--absolute-git-dir"]) else {
-        return Ok(None);
-    };
-    Repo::open(std::path::Path::new(&dir))
-        .map(Some)
-        .map_err(|e| Fatal::new(e.to_string()))
-}
-
-/// The fdl remotes of the repository: `(name, url)` for every `remote.<name>.url` that starts
-/// with `fdl::`.
-pub fn fdl_remotes() -> Vec<(String, String)> {
-    let out = git_output(&["config", "--get-regexp", r"^remote\..*\.url$"]).unwrap_or_default();
-    out.lines()
-        .filter_map(|l| l.split_once(' '))
-        .filter(|(_, url)| url.starts_with("fdl::"))
-        .filter_map(|(key, url)| {
-            let name = key.strip_prefix("remote.")?.strip_suffix(".url")?;
-            Some((name.to_string(), url.to_string()))
-        })
-        .collect()
-}
-
-/// The fdl remote a command works on: `wanted` if given, else the repository's only one.
-pub fn fdl_remote(wanted: Option<&str>) -> Result<String, Fatal> {
-    let remotes = fdl_remotes();
-    if let Some(w) = wanted {
-        return match remotes.iter().any(|(n, _)| n == w) {
-            true => Ok(w.to_string()),
-            false => Err(Fatal::new(format!("'{w}' is not an fdl remote of this repository"))),
-        };
-    }
-    match remotes.as_slice() {
-        [(name, _)] => Ok(name.clone()),
-        [] => Err(Fatal::with_hint(
-            "this repository has no fdl remote",
-            "clone a lake first: git clone fdl::<address> <folder>",
-        )),
-        many => Err(Fatal::with_hint(
-            "this repository has several fdl remotes",
-            format!(
-                "name one with --remote: {}",
-                many.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ")
-            ),
-        )),
-    }
-}
-
-/// Opens the lake of fdl remote `name`, with the remote's configuration.
-pub async fn open_remote_lake(repo: &Repo, name: &str) -> Result<Lake, Fatal> {
-    let url = repo
-        .config(&format!("remote.{name}.url"))
-        .ok_or_else(|| Fatal::new(format!("remote '{name}' has no url")))?;
-    let address = url.strip_prefix("fdl::").unwrap_or(&url);
-    let cwd =
-        std::env::current_dir().map_err(|e| Fatal::new(format!("no current folder: {e}")))?;
-    let url = StoreUrl::parse(address, &cwd).map_err(|e| Fatal::new(e.to_string()))?;
-    let opts = config::store_options(Some(repo), name)?;
-    let store = Store::open(&url, &opts).map_err(|e| Fatal::new(e.to_string()))?;
-    Ok(Lake::open(store).await?)
-}
-
-fn git_output(args: &[&str]) -> Option<String> {
-    let out = std::process::Command::new("git").args(args).output().ok()?;
-    let v = String::from_utf8(out.stdout).ok()?.trim().to_string();
-    (out.status.success() && !v.is_empty()).then_some(v)
 }
 
 fn git_config(key: &str) -> Option<String> {

@@ -43,7 +43,15 @@ pub async fn fsck(
     progress: &dyn Progress,
 ) -> Result<FsckReport, LakeError> {
     let mut report = FsckReport::default();
-    let refs = lake.refs().await?;
+    let refs = match lake.refs().await {
+        Ok(refs) => refs,
+        // A broken ref file stops the listing: say so, as a problem of the lake.
+        Err(e @ LakeError::BadRef { .. }) => {
+            report.problems.push(format!("error: {e}"));
+            return Ok(report);
+        }
+        Err(e) => return Err(e),
+    };
     report.refs = refs.len();
     for w in lake.take_warnings() {
         report.problems.push(format!("error: {w}"));
@@ -52,6 +60,7 @@ pub async fn fsck(
     check_refs_json(lake, &refs, &mut report).await?;
     let data = read_reachable(lake, &refs, progress).await?;
     report.versions = data.len();
+    progress.finish("Reading versions", data.len() as u64, None);
     let commits = check_history(&refs, &data, &mut report);
     if let Some(f) = &fetched {
         check_against_repository(&refs, &commits, f, &mut report);
@@ -224,25 +233,38 @@ fn reachable_from(
     seen
 }
 
+/// A version's commit and tree, as mapping v1 makes them now.
+#[derive(Debug, Clone, Copy)]
+struct Mapped {
+    commit: ObjectId,
+    tree: ObjectId,
+}
+
 /// Reports unreadable and missing versions and cycles; returns the commit of every version
 /// whose whole history could be mapped.
 fn check_history(
     refs: &[(String, VersionId)],
     data: &HashMap<VersionId, Result<VersionData, LakeError>>,
     report: &mut FsckReport,
-) -> HashMap<VersionId, ObjectId> {
+) -> HashMap<VersionId, Mapped> {
     let mut named_by: BTreeMap<VersionId, String> = BTreeMap::new();
     for (name, v) in refs {
-        named_by.entry(v.clone()).or_insert_with(|| format!("ref {name}"));
+        named_by
+            .entry(v.clone())
+            .or_insert_with(|| format!("ref {name}"));
     }
     for (id, d) in data {
         for p in d.iter().flat_map(|d| d.record.parents.iter()) {
-            named_by.entry(p.clone()).or_insert_with(|| format!("version {id}"));
+            named_by
+                .entry(p.clone())
+                .or_insert_with(|| format!("version {id}"));
         }
     }
     for (v, by) in &named_by {
         match data.get(v) {
-            None => report.problems.push(format!("missing version {v} (named by {by})")),
+            None => report
+                .problems
+                .push(format!("missing version {v} (named by {by})")),
             Some(Err(e)) => report.problems.push(format!("error: {e}")),
             Some(Ok(_)) => {}
         }
@@ -260,7 +282,7 @@ fn check_history(
 fn map_history(
     tip: &VersionId,
     data: &HashMap<VersionId, Result<VersionData, LakeError>>,
-    commits: &mut HashMap<VersionId, ObjectId>,
+    commits: &mut HashMap<VersionId, Mapped>,
     broken: &mut HashSet<VersionId>,
     report: &mut FsckReport,
 ) {
@@ -276,12 +298,21 @@ fn map_history(
         };
         if expanded {
             visiting.remove(&v);
-            let parents: Option<Vec<ObjectId>> =
-                d.record.parents.iter().map(|p| commits.get(p).copied()).collect();
+            let parents: Option<Vec<ObjectId>> = d
+                .record
+                .parents
+                .iter()
+                .map(|p| commits.get(p).map(|m| m.commit))
+                .collect();
             match parents {
                 Some(parents) => {
-                    let objects = mapping::version_objects(&v, &d.record, d.dataset.clone(), &parents);
-                    commits.insert(v, objects.commit.id);
+                    let objects =
+                        mapping::version_objects(&v, &d.record, d.dataset.clone(), &parents);
+                    let mapped = Mapped {
+                        commit: objects.commit.id,
+                        tree: objects.tree.id,
+                    };
+                    commits.insert(v, mapped);
                 }
                 None => {
                     broken.insert(v);
@@ -304,7 +335,7 @@ fn map_history(
 /// Versions rewritten since the repository fetched them, and tags that moved.
 fn check_against_repository(
     refs: &[(String, VersionId)],
-    commits: &HashMap<VersionId, ObjectId>,
+    commits: &HashMap<VersionId, Mapped>,
     fetched: &Fetched<'_>,
     report: &mut FsckReport,
 ) {
@@ -312,32 +343,69 @@ fn check_against_repository(
     let cached = fetched.cache.as_ref().map(|c| &c.entries);
     let mut versions: Vec<&VersionId> = commits.keys().collect();
     versions.sort();
+    let mut through_parents = 0;
     for v in versions {
         let now = commits[v];
         let Some(before) = cached.and_then(|c| c.get(v)).copied() else {
             continue;
         };
-        // Only a commit the repository holds, and that names this version, is evidence.
-        let holds = repo
-            .object(&before)
-            .and_then(|(_, data)| mapping::commit_message(&data).and_then(mapping::version_of_message))
-            .is_some_and(|named| named == *v);
-        if before != now && holds {
-            report.problems.push(format!(
-                "error: version {v} was rewritten in the lake: the repository holds commit {before} for it, the lake now gives {now}"
-            ));
+        if before == now.commit {
+            continue;
         }
+        // Only a commit the repository holds, and that names this version, is evidence.
+        let Some((version, tree)) = fetched_commit(repo, &before) else {
+            continue;
+        };
+        if version != *v {
+            continue;
+        }
+        if tree == now.tree {
+            // Its own files are as fetched: a version it descends from was rewritten.
+            through_parents += 1;
+            continue;
+        }
+        report.problems.push(format!(
+            "error: version {v} was rewritten in the lake: the repository holds commit {before} for it, the lake now gives {}",
+            now.commit
+        ));
     }
+    if through_parents > 0 {
+        report.notes.push(format!(
+            "{through_parents} more version(s) get new commits only because versions they descend from were rewritten"
+        ));
+    }
+    check_tags(refs, commits, repo, report);
+}
+
+/// The version a commit of the repository names, and its tree.
+fn fetched_commit(repo: &Repo, commit: &ObjectId) -> Option<(VersionId, ObjectId)> {
+    let (_, data) = repo.object(commit)?;
+    let version = mapping::commit_message(&data).and_then(mapping::version_of_message)?;
+    let text = std::str::from_utf8(&data).ok()?;
+    let tree = ObjectId::from_hex(text.lines().next()?.strip_prefix("tree ")?)?;
+    Some((version, tree))
+}
+
+/// Tags fetched into the repository that the lake now has at another version.
+fn check_tags(
+    refs: &[(String, VersionId)],
+    commits: &HashMap<VersionId, Mapped>,
+    repo: &Repo,
+    report: &mut FsckReport,
+) {
     for (name, v) in refs.iter().filter(|(n, _)| n.starts_with("refs/tags/")) {
-        let Some(local) = repo.resolve(name) else { continue };
+        let Some(local) = repo.resolve(name) else {
+            continue;
+        };
         let Some(now) = commits.get(v) else { continue };
-        let local_version = repo
-            .object(&local)
-            .and_then(|(_, data)| mapping::commit_message(&data).and_then(mapping::version_of_message));
-        if local != *now && local_version.as_ref() != Some(v) {
+        let local_version = fetched_commit(repo, &local).map(|(version, _)| version);
+        if local != now.commit && local_version.as_ref() != Some(v) {
             report.problems.push(format!(
-                "error: tag {name} moved since it was fetched: the repository has {local} ({}), the lake's tag now holds version {v} ({now})",
-                local_version.map(|l| format!("version {l}")).unwrap_or_else(|| "not a lake version".into())
+                "error: tag {name} moved since it was fetched: the repository has {local} ({}), the lake's tag now holds version {v} ({})",
+                local_version
+                    .map(|l| format!("version {l}"))
+                    .unwrap_or_else(|| "not a lake version".into()),
+                now.commit
             ));
         }
     }
@@ -355,9 +423,9 @@ async fn check_catalogs(
         let Ok(d) = d else { continue };
         match expected_sha256(&d.record, &CatalogFormat::Default) {
             Some(sha) => versions.push((v, sha)),
-            None => report
-                .notes
-                .push(format!("version {v} gives no sha256 for its catalog: not checked")),
+            None => report.notes.push(format!(
+                "version {v} gives no sha256 for its catalog: not checked"
+            )),
         }
     }
     versions.sort();
@@ -394,5 +462,11 @@ async fn catalog_sha256(lake: &Lake, v: &VersionId) -> Result<Option<String>, La
             Ok(())
         })
         .await?;
-    Ok(found.then(|| hasher.finalize().iter().map(|b| format!("{b:02x}")).collect()))
+    Ok(found.then(|| {
+        hasher
+            .finalize()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }))
 }

@@ -13,6 +13,7 @@ pub mod helper;
 pub mod history;
 pub mod lake;
 pub mod mapping;
+pub mod open;
 pub mod pack;
 pub mod progress;
 pub mod protocol;

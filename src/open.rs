@@ -1,0 +1,96 @@
+//! Finding what a human command works on: the repository around it, its fdl remotes, and the
+//! lake an address or a remote names, opened with the remote's configuration.
+
+use crate::config;
+use crate::fatal::Fatal;
+use crate::lake::Lake;
+use crate::repo::Repo;
+use crate::store::{Store, StoreUrl};
+
+/// Opens a lake from an address typed by a human (with or without `fdl::`).
+pub async fn open_lake(address: &str) -> Result<Lake, Fatal> {
+    let address = address.strip_prefix("fdl::").unwrap_or(address);
+    let cwd = std::env::current_dir().map_err(|e| Fatal::new(format!("no current folder: {e}")))?;
+    let url = StoreUrl::parse(address, &cwd).map_err(|e| Fatal::new(e.to_string()))?;
+    let repo = Repo::from_env().ok().flatten();
+    let opts = config::store_options(repo.as_ref(), "")?;
+    let store = Store::open(&url, &opts).map_err(|e| Fatal::new(e.to_string()))?;
+    Ok(Lake::open(store).await?)
+}
+
+/// The repository the command runs in: Git's `GIT_DIR`, else the one around the current
+/// folder; `None` outside any repository.
+pub fn local_repo() -> Result<Option<Repo>, Fatal> {
+    if std::env::var_os("GIT_DIR").is_some() {
+        return Repo::from_env().map_err(|e| Fatal::new(e.to_string()));
+    }
+    let Some(dir) = git_output(&["rev-parse", "--absolute-git-dir"]) else {
+        return Ok(None);
+    };
+    Repo::open(std::path::Path::new(&dir))
+        .map(Some)
+        .map_err(|e| Fatal::new(e.to_string()))
+}
+
+/// The fdl remotes of the repository: `(name, url)` for every `remote.<name>.url` that starts
+/// with `fdl::`.
+pub fn fdl_remotes() -> Vec<(String, String)> {
+    let out = git_output(&["config", "--get-regexp", r"^remote\..*\.url$"]).unwrap_or_default();
+    out.lines()
+        .filter_map(|l| l.split_once(' '))
+        .filter(|(_, url)| url.starts_with("fdl::"))
+        .filter_map(|(key, url)| {
+            let name = key.strip_prefix("remote.")?.strip_suffix(".url")?;
+            Some((name.to_string(), url.to_string()))
+        })
+        .collect()
+}
+
+/// The fdl remote a command works on: `wanted` if given, else the repository's only one.
+pub fn fdl_remote(wanted: Option<&str>) -> Result<String, Fatal> {
+    let remotes = fdl_remotes();
+    if let Some(w) = wanted {
+        return match remotes.iter().any(|(n, _)| n == w) {
+            true => Ok(w.to_string()),
+            false => Err(Fatal::new(format!(
+                "'{w}' is not an fdl remote of this repository"
+            ))),
+        };
+    }
+    match remotes.as_slice() {
+        [(name, _)] => Ok(name.clone()),
+        [] => Err(Fatal::with_hint(
+            "this repository has no fdl remote",
+            "clone a lake first: git clone fdl::<address> <folder>",
+        )),
+        many => Err(Fatal::with_hint(
+            "this repository has several fdl remotes",
+            format!(
+                "name one with --remote: {}",
+                many.iter()
+                    .map(|(n, _)| n.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )),
+    }
+}
+
+/// Opens the lake of fdl remote `name`, with the remote's configuration.
+pub async fn open_remote_lake(repo: &Repo, name: &str) -> Result<Lake, Fatal> {
+    let url = repo
+        .config(&format!("remote.{name}.url"))
+        .ok_or_else(|| Fatal::new(format!("remote '{name}' has no url")))?;
+    let address = url.strip_prefix("fdl::").unwrap_or(&url);
+    let cwd = std::env::current_dir().map_err(|e| Fatal::new(format!("no current folder: {e}")))?;
+    let url = StoreUrl::parse(address, &cwd).map_err(|e| Fatal::new(e.to_string()))?;
+    let opts = config::store_options(Some(repo), name)?;
+    let store = Store::open(&url, &opts).map_err(|e| Fatal::new(e.to_string()))?;
+    Ok(Lake::open(store).await?)
+}
+
+pub fn git_output(args: &[&str]) -> Option<String> {
+    let out = std::process::Command::new("git").args(args).output().ok()?;
+    let v = String::from_utf8(out.stdout).ok()?.trim().to_string();
+    (out.status.success() && !v.is_empty()).then_some(v)
+}

@@ -1,0 +1,326 @@
+//! `git-remote-fdl fsck` and `git-remote-fdl catalog`: a lake checked as `git fsck` checks a
+//! repository, and a fetched commit turned into its verified catalog, on a folder, on S3 and
+//! over plain HTTP.
+
+use std::process::Output;
+
+use sha2::{Digest, Sha256};
+
+use crate::support::http::serve;
+use crate::support::{vid, LakeBuilder, TestEnv, Where};
+
+fn helper(t: &TestEnv, cwd: &str, args: &[&str]) -> Output {
+    t.command(env!("CARGO_BIN_EXE_git-remote-fdl"), cwd, args)
+        .output()
+        .unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Versions 1..=4 in a chain, main at 4, tag v1 at 2, refs.json written.
+fn lake() -> LakeBuilder {
+    let mut l = LakeBuilder::new();
+    l.chain(1, 4);
+    l.branch("main", 4).tag("v1", 2).refs_json();
+    l
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+#[test]
+fn fsck_of_a_sound_lake_finds_nothing_on_every_store() {
+    for place in [Where::Local, Where::S3] {
+        let mut t = TestEnv::new();
+        let at = t.lake_at(place, "lake", &lake());
+        let out = helper(&t, ".", &["fsck", "--catalogs", &at.url]);
+        assert_eq!(text(&out.stdout), "", "{place:?}: {}", text(&out.stderr));
+        assert_eq!(out.status.code(), Some(0), "{place:?}");
+        assert!(
+            text(&out.stderr).ends_with("Checked 2 refs and 4 versions: 0 problems\n"),
+            "{place:?}: {}",
+            text(&out.stderr)
+        );
+    }
+    // Over plain HTTP, through refs.json.
+    let t = TestEnv::new();
+    t.local_lake("lake", &lake());
+    let server = serve(&t.path("lake"));
+    let out = helper(&t, ".", &["fsck", "-q", &format!("fdl::{}", server.url)]);
+    assert_eq!(
+        (text(&out.stdout), text(&out.stderr)),
+        (String::new(), String::new())
+    );
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
+fn fsck_names_each_problem_and_exits_1() {
+    let t = TestEnv::new();
+    let mut l = lake();
+    // A branch whose history misses a version, a tag naming no version, refs.json stale,
+    // HEAD naming a missing branch.
+    l.version(6, &[5], "On a missing parent");
+    l.branch("broken", 6).refs_json();
+    l.set_ref("refs/tags/ghost", &vid(9));
+    l.put("HEAD", b"ref: refs/heads/gone\n".to_vec());
+    let url = t.local_lake("lake", &l);
+    let out = helper(&t, ".", &["fsck", "-q", &url]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let expected = [
+        "error: HEAD names refs/heads/gone, which does not exist".to_string(),
+        format!(
+            "error: refs.json lacks refs/tags/ghost (its ref file holds {})",
+            vid(9)
+        ),
+        format!("missing version {} (named by version {})", vid(5), vid(6)),
+        format!("missing version {} (named by ref refs/tags/ghost)", vid(9)),
+    ];
+    assert_eq!(text(&out.stdout), expected.join("\n") + "\n");
+    assert_eq!(text(&out.stderr), "");
+}
+
+#[test]
+fn fsck_finds_a_version_rewritten_after_a_clone_and_a_moved_tag() {
+    for place in [Where::Local, Where::S3] {
+        let mut t = TestEnv::new();
+        let at = t.lake_at(place, "lake", &lake());
+        t.ok(".", &["clone", "-q", &at.url, "work"]);
+        assert_eq!(
+            helper(&t, "work", &["fsck", "-q", "origin"]).status.code(),
+            Some(0)
+        );
+        let before = t
+            .ok("work", &["rev-parse", "refs/tags/v1"])
+            .trim()
+            .to_string();
+        let v3 = vid(3);
+        let record = at.read(&format!("versions/{v3}/version.json")).unwrap();
+        at.write(
+            &format!("versions/{v3}/version.json"),
+            &record.replace("Load batch 3", "Load batch 3, edited"),
+        );
+        at.write("refs/tags/v1", &format!("{}\n", vid(1)));
+        at.write(
+            "refs.json",
+            &at_refs_json(&[("main", 4, true), ("v1", 1, false)]),
+        );
+        let out = helper(&t, "work", &["fsck", "origin"]);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{place:?}: {}",
+            text(&out.stderr)
+        );
+        let old3 = t
+            .ok("work", &["rev-parse", "origin/main~1"])
+            .trim()
+            .to_string();
+        let stdout = text(&out.stdout);
+        let lines: Vec<&str> = stdout.lines().collect();
+        assert_eq!(lines.len(), 2, "{place:?}: {stdout}");
+        assert!(
+            lines[1].starts_with(&format!(
+                "error: tag refs/tags/v1 moved since it was fetched: the repository has {before} (version {}), the lake's tag now holds version {} (",
+                vid(2),
+                vid(1)
+            )),
+            "{place:?}: {stdout}"
+        );
+        assert!(
+            lines[0].starts_with(&format!(
+                "error: version {v3} was rewritten in the lake: the repository holds commit {old3} for it, the lake now gives "
+            )),
+            "{place:?}: {stdout}"
+        );
+        assert!(
+            text(&out.stderr).contains(
+                "note: 1 more version(s) get new commits only because versions they descend from were rewritten"
+            ),
+            "{place:?}: {}",
+            text(&out.stderr)
+        );
+    }
+}
+
+/// A flat refs.json: (name, version, is a branch).
+fn at_refs_json(refs: &[(&str, u64, bool)]) -> String {
+    let entries: Vec<String> = refs
+        .iter()
+        .map(|(n, v, branch)| {
+            let kind = if *branch { "heads" } else { "tags" };
+            format!("  \"refs/{kind}/{n}\": \"{}\"", vid(*v))
+        })
+        .collect();
+    format!("{{\n{}\n}}\n", entries.join(",\n"))
+}
+
+#[test]
+fn fsck_catalogs_finds_a_catalog_that_does_not_match_its_record() {
+    let t = TestEnv::new();
+    let mut l = lake();
+    l.put(
+        &format!("versions/{}/ducklake.duckdb", vid(2)),
+        b"tampered".to_vec(),
+    );
+    l.remove(&format!("versions/{}/ducklake.duckdb", vid(3)));
+    let url = t.local_lake("lake", &l);
+    assert_eq!(
+        helper(&t, ".", &["fsck", "-q", &url]).status.code(),
+        Some(0)
+    );
+    let out = helper(&t, ".", &["fsck", "-q", "--catalogs", &url]);
+    assert_eq!(out.status.code(), Some(1));
+    let expected_sha = sha256(b"test catalog of version 2\n");
+    assert_eq!(
+        text(&out.stdout),
+        format!(
+            "error: version {}: ducklake.duckdb has sha256 {}, but version.json says {expected_sha}\n\
+             error: version {}: ducklake.duckdb is missing\n",
+            vid(2),
+            sha256(b"tampered"),
+            vid(3)
+        )
+    );
+}
+
+#[test]
+fn catalog_writes_the_verified_catalog_and_prints_how_to_attach_it() {
+    for place in [Where::Local, Where::S3] {
+        let mut t = TestEnv::new();
+        let at = t.lake_at(place, "lake", &lake());
+        t.ok(".", &["clone", "-q", &at.url, "work"]);
+        let out = helper(&t, "work", &["catalog", "v1", "-o", "sales.duckdb"]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{place:?}: {}",
+            text(&out.stderr)
+        );
+        let written = std::fs::read(t.path("work/sales.duckdb")).unwrap();
+        assert_eq!(written, b"test catalog of version 2\n", "{place:?}");
+        let sha = sha256(&written);
+        assert_eq!(
+            text(&out.stderr),
+            format!(
+                "Wrote the catalog of version {} to sales.duckdb (26 bytes, sha256 {sha} as in version.json)\n",
+                vid(2)
+            )
+        );
+        let data_path = match place {
+            Where::Local => format!("{}/data/", t.path("lake").display()),
+            Where::S3 => format!("s3://{}/{}data/", at.bucket, at.prefix),
+        };
+        assert_eq!(
+            text(&out.stdout),
+            format!(
+                "INSTALL ducklake;\nLOAD ducklake;\nATTACH 'ducklake:{}' AS lake (READ_ONLY, DATA_PATH '{data_path}');\n",
+                t.path("work/sales.duckdb").display()
+            ),
+            "{place:?}"
+        );
+        // Without -o: <version>.duckdb.
+        let out = helper(&t, "work", &["catalog", "origin/main"]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        assert_eq!(
+            std::fs::read(t.path(&format!("work/{}.duckdb", vid(4)))).unwrap(),
+            b"test catalog of version 4\n"
+        );
+    }
+}
+
+#[test]
+fn catalog_refuses_a_corrupted_catalog_and_writes_nothing() {
+    let t = TestEnv::new();
+    let url = t.local_lake("lake", &lake());
+    t.ok(".", &["clone", "-q", &url, "work"]);
+    let path = t.path(&format!("lake/versions/{}/ducklake.duckdb", vid(4)));
+    std::fs::write(&path, b"not the catalog the record names").unwrap();
+    let out = helper(&t, "work", &["catalog", "HEAD", "-o", "out.duckdb"]);
+    assert_eq!(out.status.code(), Some(128));
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "fatal: version {}'s ducklake.duckdb has sha256 {}, but its version.json says {}\n\
+             hint: the catalog was damaged or replaced in the lake; nothing was written\n",
+            vid(4),
+            sha256(b"not the catalog the record names"),
+            sha256(b"test catalog of version 4\n")
+        )
+    );
+    let left: Vec<String> = std::fs::read_dir(t.path("work"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| ![".git", "dataset.json", "version.json"].contains(&n.as_str()))
+        .collect();
+    assert_eq!(left, Vec::<String>::new(), "nothing may be written");
+}
+
+#[test]
+fn catalog_refuses_commits_that_are_not_this_lakes_versions() {
+    let t = TestEnv::new();
+    let url = t.local_lake("lake", &lake());
+    t.ok(".", &["clone", "-q", &url, "work"]);
+    // A local commit: no trailer.
+    t.ok("work", &["commit", "-q", "--allow-empty", "-m", "local"]);
+    let out = helper(&t, "work", &["catalog", "HEAD"]);
+    assert_eq!(out.status.code(), Some(128));
+    let head = t.ok("work", &["rev-parse", "HEAD"]);
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "fatal: commit {} is not a lake version (no FDL-Version trailer)\n\
+             hint: name a commit fetched from the lake, such as a tag or origin/main\n",
+            &head[..12]
+        )
+    );
+    // An amended version: the trailer is there, the commit is not the lake's.
+    t.ok("work", &["reset", "-q", "--hard", "origin/main"]);
+    t.ok(
+        "work",
+        &[
+            "commit",
+            "-q",
+            "--amend",
+            "--no-edit",
+            "--date=2020-01-01T00:00:00Z",
+        ],
+    );
+    let amended = t.ok("work", &["rev-parse", "HEAD"]);
+    let lakes = t.ok("work", &["rev-parse", "origin/main"]);
+    let out = helper(&t, "work", &["catalog", "HEAD"]);
+    assert_eq!(out.status.code(), Some(128));
+    assert!(
+        text(&out.stderr).starts_with(&format!(
+            "fatal: 'HEAD' ({}) names version {}, but lake '{}' maps that version to {}\n",
+            &amended[..12],
+            vid(4),
+            t.path("lake").display(),
+            &lakes[..12]
+        )),
+        "{}",
+        text(&out.stderr)
+    );
+    // Outside any repository.
+    let out = helper(&t, ".", &["catalog", "HEAD"]);
+    assert_eq!(
+        text(&out.stderr),
+        "fatal: not in a Git repository\nhint: run 'git-remote-fdl catalog' inside a clone of the lake\n"
+    );
+    // A format name cannot become a path outside the version.
+    let out = helper(
+        &t,
+        "work",
+        &["catalog", "origin/main", "--format", "../../x"],
+    );
+    assert_eq!(
+        text(&out.stderr),
+        "fatal: '../../x' is not a DuckLake format name (such as 1.0)\n"
+    );
+}
