@@ -10,7 +10,6 @@ use crate::lake::{Lake, VersionId};
 use crate::mapping::ObjectId;
 use crate::progress::Silent;
 use crate::remote::Remote;
-use crate::repo::Repo;
 use crate::signatures::{self, AllowedSigners, Subject, Verdict};
 use crate::store::{Store, StoreUrl};
 
@@ -19,9 +18,7 @@ pub async fn open_lake(address: &str) -> Result<Lake, Fatal> {
     let address = address.strip_prefix("fdl::").unwrap_or(address);
     let cwd = std::env::current_dir().map_err(|e| Fatal::new(format!("no current folder: {e}")))?;
     let url = StoreUrl::parse(address, &cwd).map_err(|e| Fatal::new(e.to_string()))?;
-    let repo = Repo::from_env().ok().flatten();
-    let opts = config::store_options(repo.as_ref(), "")?;
-    let store = Store::open(&url, &opts).map_err(|e| Fatal::new(e.to_string()))?;
+    let store = Store::open(&url, &[]).map_err(|e| Fatal::cannot_open(&url, &e))?;
     Ok(Lake::open(store).await?)
 }
 
