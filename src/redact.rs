@@ -106,12 +106,13 @@ pub fn redact(text: &str) -> String {
             .unwrap_or(after_info.len());
         let (url, after) = after_info.split_at(end);
         match url.find('?') {
-            Some(q) => {
+            // `?` and nothing: a query already redacted (`?<redacted>`) stays as it is.
+            Some(q) if q + 1 < url.len() => {
                 out.push_str(&url[..q]);
                 out.push('?');
                 out.push_str(REDACTED);
             }
-            None => out.push_str(url),
+            _ => out.push_str(url),
         }
         rest = after;
     }
@@ -268,6 +269,8 @@ mod tests {
             redact("lake 'https://h/l/?sig=abc': failed"),
             "lake 'https://h/l/?<redacted>': failed"
         );
+        let once = redact("'https://u:p@h/l/?sig=abc'");
+        assert_eq!(redact(&once), once, "redacting twice changes nothing");
         assert_eq!(
             redact("'abfss://data@acct.dfs.core.windows.net/l/'"),
             "'abfss://data@acct.dfs.core.windows.net/l/'"

@@ -97,10 +97,13 @@ fn describe_connection(
     match kind {
         HttpErrorKind::Connect => (
             format!("cannot connect to {at}: {cause}"),
-            Some(format!(
-                "check that the store is running{}",
-                endpoint_advice(url, " and its address: ")
-            )),
+            Some(match url {
+                StoreUrl::Http(_) => "check the lake's address and that its server is running".into(),
+                _ => format!(
+                    "check that the store is running{}",
+                    endpoint_advice(url, " and its address: ")
+                ),
+            }),
         ),
         HttpErrorKind::Timeout => (
             format!("no answer from {at} in time: {cause}"),
