@@ -395,7 +395,8 @@ fn push_status(dst: &str, result: &push::RefResult) -> String {
         Err(Rejection::FetchFirst) => protocol::FETCH_FIRST.to_string(),
         Err(Rejection::AlreadyExists) => protocol::ALREADY_EXISTS.to_string(),
         Err(Rejection::StaleInfo) => protocol::STALE_INFO.to_string(),
-        Err(other) => other.to_string(),
+        // Git shows the reason as it is: escape what a lake's files could put in it.
+        Err(other) => crate::redact::for_terminal(&other.to_string()),
     };
     protocol::push_status(dst, &Err(reason))
 }
