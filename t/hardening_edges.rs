@@ -348,6 +348,31 @@ fn malformed_endpoint_is_a_fatal_error_not_a_panic() {
 }
 
 #[test]
+fn control_characters_in_aws_credentials_are_an_error_not_a_panic() {
+    for (var, value) in [
+        ("AWS_SESSION_TOKEN", "tok\nXTOKENVALUEX"),
+        ("AWS_ACCESS_KEY_ID", "AKIA\u{1}XKEYVALUEX"),
+        ("AWS_REGION", "us/east"),
+    ] {
+        let mut t = s3_env(None);
+        t.set(var, value);
+        let out = helper_session(
+            &t,
+            ".",
+            &["fdl::s3://b/lake/", "s3://b/lake/"],
+            b"capabilities\nlist\n",
+        );
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(128), "{var}: {err}");
+        assert_one_fatal_line_without(&err, &["XTOKENVALUEX", "XKEYVALUEX", "hit a bug"]);
+        assert!(
+            err.contains(&format!("{var} (or its store option) holds")),
+            "{err}"
+        );
+    }
+}
+
+#[test]
 #[cfg(debug_assertions)]
 fn a_panic_is_one_fatal_line_saying_it_is_a_bug_exit_128() {
     let mut t = TestEnv::new();
@@ -480,6 +505,40 @@ fn connection_refused_names_the_endpoint_and_how_to_set_it() {
     );
     assert!(
         err.contains("hint: ") && err.contains("AWS_ENDPOINT_URL"),
+        "{err}"
+    );
+}
+
+#[test]
+fn request_timeout_names_the_endpoint_and_the_timeout_option() {
+    // A server that accepts connections and never answers.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let held: Vec<_> = listener.incoming().take(64).collect();
+        std::thread::sleep(std::time::Duration::from_secs(120));
+        drop(held);
+    });
+    let mut t = TestEnv::new();
+    t.set("AWS_ACCESS_KEY_ID", "k")
+        .set("AWS_SECRET_ACCESS_KEY", "s")
+        .set("AWS_EC2_METADATA_DISABLED", "true");
+    t.ok(".", &["init", "-q", "work"]);
+    t.ok("work", &["remote", "add", "lake", "fdl::s3://b/lake/"]);
+    t.ok("work", &["config", "remote.lake.fdlEndpoint", &endpoint]);
+    t.ok("work", &["config", "remote.lake.fdlAllowHttp", "true"]);
+    t.ok(
+        "work",
+        &["config", "--add", "remote.lake.fdlOption", "timeout=1s"],
+    );
+    let err = t.fails("work", &["fetch", "lake"]);
+    assert_one_fatal_line_without(&err, &["error sending request"]);
+    assert!(
+        err.contains(&format!("no answer from {endpoint} in time")),
+        "{err}"
+    );
+    assert!(
+        err.contains("git config --add remote.lake.fdlOption timeout="),
         "{err}"
     );
 }

@@ -172,18 +172,17 @@ fn check_setup(url: &StoreUrl, options: &[(String, String)]) -> Result<(), Store
             let endpoint = b.get_config_value(&object_store::gcp::GoogleConfigKey::BaseUrl);
             check_endpoint(url, endpoint.as_deref(), "endpoint", true)
         }
+        // GCS and Azure emulators may be given plain HTTP by the builder itself: only the
+        // endpoint's form is checked here.
         StoreUrl::Azure(_) => {
-            use object_store::azure::AzureConfigKey as K;
             let mut b = object_store::azure::MicrosoftAzureBuilder::from_env();
             for (k, v) in options {
                 if let Ok(key) = k.to_ascii_lowercase().parse() {
                     b = b.with_config(key, v);
                 }
             }
-            let allow = truthy(b.get_config_value(&K::Client(ClientConfigKey::AllowHttp)));
-            let emulator = truthy(b.get_config_value(&K::UseEmulator));
-            let endpoint = b.get_config_value(&K::Endpoint);
-            check_endpoint(url, endpoint.as_deref(), "endpoint", allow || emulator)
+            let endpoint = b.get_config_value(&object_store::azure::AzureConfigKey::Endpoint);
+            check_endpoint(url, endpoint.as_deref(), "endpoint", true)
         }
         StoreUrl::Http(_) | StoreUrl::Local(_) => Ok(()),
     }
@@ -217,6 +216,7 @@ fn check_s3(url: &StoreUrl, options: &[(String, String)]) -> Result<(), StoreErr
     ] {
         check_endpoint(url, b.get_config_value(&key).as_deref(), what, true)?;
     }
+    check_header_values(url, &b)?;
     let key_id = b.get_config_value(&K::AccessKeyId);
     let secret = b.get_config_value(&K::SecretAccessKey);
     let no_credentials = key_id.is_none()
@@ -246,6 +246,40 @@ fn check_s3(url: &StoreUrl, options: &[(String, String)]) -> Result<(), StoreErr
         )),
         _ => Ok(()),
     }
+}
+
+/// The key ID, session token and region go into HTTP headers, where the client library panics
+/// on a control character or non-ASCII text (a stray newline from a copy-paste): refuse them,
+/// without showing the value.
+fn check_header_values(
+    url: &StoreUrl,
+    b: &object_store::aws::AmazonS3Builder,
+) -> Result<(), StoreError> {
+    use object_store::aws::AmazonS3ConfigKey as K;
+    for (key, name) in [
+        (K::AccessKeyId, "AWS_ACCESS_KEY_ID"),
+        (K::Token, "AWS_SESSION_TOKEN"),
+        (K::Region, "AWS_REGION"),
+    ] {
+        let Some(v) = b.get_config_value(&key) else {
+            continue;
+        };
+        let bad_char = v.chars().any(|c| !(c == ' ' || c.is_ascii_graphic()));
+        let bad_region = key == K::Region && v.contains(['/', '?', '#', '@', ':', ' ']);
+        if bad_char || bad_region {
+            return Err(StoreError::Setup {
+                message: format!(
+                    "{name} (or its store option) holds a character it cannot hold (a blank, a \
+                     control character or non-ASCII text; the value is not shown)"
+                ),
+                hint: Some(match key {
+                    K::Region => "a region is a name such as us-east-1".to_string(),
+                    _ => super::diagnose::hint_credentials(url),
+                }),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// An endpoint must be an `http(s)://host[:port]` URL a client can use (a client library
