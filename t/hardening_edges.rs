@@ -694,6 +694,30 @@ fn per_remote_config_works_for_remote_names_with_a_slash_and_bare_booleans() {
     );
 }
 
+#[test]
+fn require_signatures_is_not_ignored_for_a_remote_name_with_a_slash() {
+    let t = TestEnv::new();
+    let url = t.local_lake("lake", &small_lake());
+    t.ok(".", &["init", "-q", "work"]);
+    t.ok("work", &["remote", "add", "team/lake", &url]);
+    // Git's bare "true": the key without a value.
+    let config = t.path("work/.git/config");
+    let text = std::fs::read_to_string(&config).unwrap().replace(
+        "[remote \"team/lake\"]\n",
+        "[remote \"team/lake\"]\n\tfdlRequireSignatures\n",
+    );
+    std::fs::write(&config, text).unwrap();
+    let err = t.fails("work", &["fetch", "team/lake"]);
+    assert!(
+        err.contains("remote.team/lake.fdlRequireSignatures is on"),
+        "an unsigned lake must not be fetched:\n{err}"
+    );
+    assert!(t
+        .git("work", &["rev-parse", "-q", "--verify", "team/lake/main"])
+        .stdout
+        .is_empty());
+}
+
 // --- 21. Small ones -------------------------------------------------------------------------
 
 #[test]
