@@ -2,7 +2,9 @@
 //! <lake>`, `git-remote-fdl help`. It prints what the library's `commands` compute; Git's own
 //! invocations never reach here.
 
-use clap::{Parser, Subcommand};
+use std::io::IsTerminal;
+
+use clap::{CommandFactory, Parser, Subcommand};
 use git_remote_fdl::commands;
 use git_remote_fdl::fatal::Fatal;
 use git_remote_fdl::progress::{self, Progress, Silent};
@@ -14,7 +16,9 @@ use git_remote_fdl::signatures::DEFAULT_NAMESPACE;
     name = "git-remote-fdl",
     version,
     about = "Git remote helper for FDL lakes",
-    long_about = "Git runs this helper for remotes whose URL starts with fdl::, for example\n  git clone fdl::s3://bucket/lake/ data\n  git ls-remote --symref fdl::/srv/lakes/sales\nRun by hand, it offers the commands below."
+    long_about = "Git runs this helper for remotes whose URL starts with fdl::, for example\n  git clone fdl::s3://bucket/lake/ data\n  git ls-remote --symref fdl::/srv/lakes/sales\nRun by hand, it offers the commands below.",
+    after_help = "'git-remote-fdl --help' also lists lake addresses, configuration keys and environment variables.",
+    after_long_help = MORE_HELP
 )]
 struct Cli {
     #[command(subcommand)]
@@ -72,15 +76,68 @@ enum Command {
     },
 }
 
+/// What `--help` and `help` add: addresses, configuration and environment, in brief.
+const MORE_HELP: &str = "\
+Lake addresses (after fdl::):
+  /abs/path, relative/path, file:///abs/path   a local folder
+  s3://<bucket>/<prefix>/                      Amazon S3 or an S3-compatible store
+  gs://<bucket>/<prefix>/                      Google Cloud Storage
+  az://<container>/<prefix>/, abfss://<container>@<account>.dfs.core.windows.net/<prefix>/
+                                               Azure Blob Storage
+  http(s)://<host>/<path>/                     plain HTTP: read-only, through refs.json
+
+Configuration (git config, for a remote named <remote>):
+  remote.<remote>.fdlEndpoint <url>            the store's endpoint (S3-compatible servers, emulators)
+  remote.<remote>.fdlRegion <region>           the region
+  remote.<remote>.fdlAllowHttp true            allow a plain http:// endpoint
+  remote.<remote>.fdlOption <key>=<value>      any object_store option, e.g. aws_skip_signature=true,
+                                               timeout=120s (may be given several times)
+  remote.<remote>.fdlRequireSignatures true    fetch only versions signed by a trusted key
+  remote.<remote>.fdlAllowedSignersFile <file> the keys you trust (else gpg.ssh.allowedSignersFile)
+  remote.<remote>.fdlSignatureNamespace <ns>   the signature namespace (default fdl)
+
+Environment:
+  AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION, AWS_ENDPOINT_URL,
+  AWS_ALLOW_HTTP, AWS_SKIP_SIGNATURE, AWS_EC2_METADATA_DISABLED                     S3
+  GOOGLE_APPLICATION_CREDENTIALS, GOOGLE_SERVICE_ACCOUNT                             GCS
+  AZURE_STORAGE_ACCOUNT_NAME, AZURE_STORAGE_ACCOUNT_KEY, AZURE_STORAGE_SAS_KEY       Azure
+  GIT_REMOTE_FDL_DEBUG=1    trace the session (lines from and to Git, store requests) to stderr
+
+The manual, with errors and push guarantees: docs/git-remote-fdl.md";
+
 const SUBCOMMANDS: [&str; 6] = ["ls", "verify", "fsck", "catalog", "help", "--help"];
 
-/// Git runs `git-remote-fdl <remote> [<url>]`; humans run subcommands or flags. A remote may
-/// be named like a subcommand (`verify`): Git runs its helpers with `GIT_DIR` set, which a
-/// human's shell does not have.
+/// Git runs `git-remote-fdl <remote> [<url>]` with its pipes on stdin and stdout; humans run
+/// subcommands or flags. A terminal on stdin is a human (`git-remote-fdl lss <lake>`, a typo,
+/// must not wait for protocol input). A remote may be named like a subcommand (`verify`): Git
+/// runs its helpers with `GIT_DIR` set, which a human's shell does not have.
 pub fn is_git_invocation(args: &[String]) -> bool {
     matches!(args.len(), 1 | 2)
         && !args[0].starts_with('-')
         && (!SUBCOMMANDS.contains(&args[0].as_str()) || std::env::var_os("GIT_DIR").is_some())
+        && !std::io::stdin().is_terminal()
+}
+
+/// A usage error as clap words it, then every command with what it does.
+fn usage_error(e: &clap::Error) -> i32 {
+    let _ = e.print();
+    if matches!(
+        e.kind(),
+        clap::error::ErrorKind::InvalidSubcommand | clap::error::ErrorKind::UnknownArgument
+    ) {
+        eprintln!("\nCommands:");
+        for c in Cli::command().get_subcommands() {
+            let about = c.get_about().map(|a| a.to_string()).unwrap_or_default();
+            let about = about.lines().next().unwrap_or_default().to_string();
+            eprintln!("  {:<8} {about}", c.get_name());
+        }
+        eprintln!(
+            "  {:<8} Addresses, configuration keys and environment",
+            "help"
+        );
+        eprintln!("\nGit runs git-remote-fdl itself for fdl:: addresses (git clone fdl::<lake>).");
+    }
+    129
 }
 
 /// Runs a human's command; returns the process's exit code (129 for usage errors, as Git).
@@ -89,9 +146,10 @@ pub fn main(args: &[String]) -> i32 {
         std::iter::once("git-remote-fdl".to_string()).chain(args.iter().cloned()),
     ) {
         Ok(c) => c,
+        Err(e) if e.use_stderr() => return usage_error(&e),
         Err(e) => {
             let _ = e.print();
-            return if e.use_stderr() { 129 } else { 0 };
+            return 0;
         }
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -145,11 +203,11 @@ async fn fsck(lake: &str, catalogs: bool, quiet: bool) -> Result<i32, Fatal> {
     };
     let report = commands::fsck(lake, catalogs, progress.as_ref()).await?;
     for line in &report.problems {
-        println!("{}", redact::redact(line));
+        println!("{}", redact::for_terminal(line));
     }
     if !quiet {
         for note in &report.notes {
-            eprintln!("note: {}", redact::redact(note));
+            eprintln!("note: {}", redact::for_terminal(note));
         }
         eprintln!(
             "Checked {} ref{} and {} version{}: {} problem{}",
@@ -169,11 +227,13 @@ async fn catalog(request: &commands::CatalogRequest) -> Result<i32, Fatal> {
     eprintln!(
         "Wrote the catalog of version {} to {} ({} bytes, sha256 {} as in version.json)",
         done.version,
-        done.path.display(),
+        shown(&done.path.display().to_string()),
         done.bytes,
         done.sha256
     );
-    print!("{}", done.attach);
+    for line in done.attach.lines() {
+        println!("{}", shown(line));
+    }
     Ok(0)
 }
 
@@ -188,13 +248,13 @@ fn plural(n: usize) -> &'static str {
 async fn ls(address: &str) -> Result<i32, Fatal> {
     let list = commands::ls(address).await?;
     for w in &list.warnings {
-        eprintln!("warning: {}", git_remote_fdl::redact::redact(w));
+        eprintln!("warning: {}", shown(w));
     }
     for (commit, version, name) in &list.refs {
-        println!("{commit}\t{version}\t{name}");
+        println!("{commit}\t{version}\t{}", shown(name));
     }
     if let Some(h) = &list.head {
-        println!("ref: {h}\tHEAD");
+        println!("ref: {}\tHEAD", shown(h));
     }
     Ok(0)
 }
@@ -213,13 +273,18 @@ async fn verify(
         } else {
             format!("FAILED: {}", row.verdict)
         };
-        println!("{}  {:<28}  {status}", row.version, row.signer);
+        println!(
+            "{}  {:<28}  {}",
+            row.version,
+            shown(&row.signer),
+            shown(&status)
+        );
     }
     if report.listed_signers > 0 {
         println!(
             "\nfdl.json lists {} signer(s); only the keys in {} are trusted",
             report.listed_signers,
-            report.allowed_signers.display()
+            shown(&report.allowed_signers.display().to_string())
         );
     }
     let bad = report.bad();
@@ -228,4 +293,10 @@ async fn verify(
         report.rows.len()
     );
     Ok(if bad == 0 { 0 } else { 1 })
+}
+
+/// Text from a lake as a table cell or line shows it: secrets removed, control characters
+/// escaped, so an author email cannot move the cursor or forge a row.
+fn shown(text: &str) -> String {
+    git_remote_fdl::redact::for_terminal(text)
 }

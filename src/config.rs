@@ -1,5 +1,6 @@
 //! What Git's configuration says about a remote: store options (`remote.<name>.fdlEndpoint`,
-//! `fdlRegion`, `fdlAllowHttp`, `fdlOption`), the signature policy, and paths as Git reads them.
+//! `fdlRegion`, `fdlAllowHttp`, `fdlOption`), the signature policy, booleans and paths as Git
+//! reads them, and the one write: a clone's relative folder address made absolute.
 
 use std::path::PathBuf;
 
@@ -14,53 +15,70 @@ pub struct ConfigError {
     pub hint: Option<String>,
 }
 
-/// Git's configuration keys for a remote, mapped to object_store option names.
-pub const CONFIG_KEYS: [(&str, &str); 3] = [
-    ("fdlEndpoint", "endpoint"),
-    ("fdlRegion", "region"),
-    ("fdlAllowHttp", "allow_http"),
-];
+/// Git's configuration keys for a remote that hold text, mapped to object_store option names.
+pub const CONFIG_KEYS: [(&str, &str); 2] = [("fdlEndpoint", "endpoint"), ("fdlRegion", "region")];
 
-/// Without a configured remote (a bare URL), Git passes the URL as the remote's name.
-fn is_url(name: &str) -> bool {
-    name.contains([':', '/', '\\'])
+/// Whether `name` is the name of a configured remote. Without one (a bare URL), Git passes the
+/// URL with its `fdl::` prefix as the remote's name; Git's remote names cannot hold `:` (they
+/// follow the ref-name rules), but may hold `/`.
+pub fn is_remote_name(name: &str) -> bool {
+    !name.is_empty() && !name.contains([':', '\\']) && !name.chars().any(char::is_control)
 }
 
-/// Store options for remote `name` from Git's configuration.
+/// A boolean of remote `name` read with Git's rules (`true`/`yes`/`on`/`1`, a bare key, and
+/// their opposites); an error names the key.
+pub fn remote_bool(repo: &Repo, name: &str, key: &str) -> Result<Option<bool>, ConfigError> {
+    let full = format!("remote.{name}.{key}");
+    repo.config_bool(&full).map_err(|_| ConfigError {
+        message: format!("bad boolean config value for '{full}'"),
+        hint: Some(format!("use true or false: git config {full} true")),
+    })
+}
+
+/// Store options for remote `name` from Git's configuration. Option values are registered as
+/// secrets: no message ever shows them.
 pub fn store_options(
     repo: Option<&Repo>,
     name: &str,
 ) -> Result<Vec<(String, String)>, ConfigError> {
-    let Some(repo) = repo else {
+    let Some(repo) = repo.filter(|_| is_remote_name(name)) else {
         return Ok(Vec::new());
     };
-    if is_url(name) {
-        return Ok(Vec::new());
-    }
     let mut out = Vec::new();
     for (key, option) in CONFIG_KEYS {
         if let Some(v) = repo.config(&format!("remote.{name}.{key}")) {
+            crate::redact::register_url_secrets(&v);
             out.push((option.to_string(), v));
         }
     }
-    for raw in repo.config_all(&format!("remote.{name}.fdlOption")) {
-        let (k, v) = raw.split_once('=').ok_or_else(|| ConfigError {
-            message: format!(
-                "remote.{name}.fdlOption: '{}' is not key=value",
-                raw.split('=').next().unwrap_or("")
-            ),
-            hint: Some(
-                "example: git config --add remote.origin.fdlOption aws_skip_signature=true".into(),
-            ),
+    if let Some(b) = remote_bool(repo, name, "fdlAllowHttp")? {
+        out.push(("allow_http".to_string(), b.to_string()));
+    }
+    let raws = repo.config_all(&format!("remote.{name}.fdlOption"));
+    for (i, raw) in raws.iter().enumerate() {
+        let pair = raw.split_once('=').map(|(k, v)| (k.trim(), v.trim()));
+        if let Some((_, v)) = pair {
+            crate::redact::register_secret(v);
+        }
+        let which = format!(
+            "remote.{name}.fdlOption (value {} of {}, not shown: it may hold a secret)",
+            i + 1,
+            raws.len()
+        );
+        let example = "example: git config --add remote.origin.fdlOption aws_skip_signature=true";
+        let (k, v) = pair.ok_or_else(|| ConfigError {
+            message: format!("{which} is not key=value"),
+            hint: Some(example.into()),
         })?;
-        out.push((k.trim().to_string(), v.trim().to_string()));
+        if k.is_empty() || !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(ConfigError {
+                message: format!("{which}: its key is not an option name (letters, digits, _)"),
+                hint: Some(example.into()),
+            });
+        }
+        out.push((k.to_string(), v.to_string()));
     }
     Ok(out)
-}
-
-/// Whether Git's configuration turns a boolean on (`true`, `yes`, `on`, `1`).
-pub fn config_true(value: Option<String>) -> bool {
-    value.is_some_and(|v| matches!(v.to_ascii_lowercase().as_str(), "true" | "yes" | "on" | "1"))
 }
 
 /// The allowed-signers file for remote `name`: `remote.<name>.fdlAllowedSignersFile`, else
@@ -82,8 +100,10 @@ pub fn expand_home(path: &str) -> PathBuf {
 
 /// The signature policy of remote `name`, when `remote.<name>.fdlRequireSignatures` is on.
 pub fn signature_policy(repo: Option<&Repo>, name: &str) -> Result<Option<Policy>, ConfigError> {
-    let Some(repo) = repo else { return Ok(None) };
-    if is_url(name) || !config_true(repo.config(&format!("remote.{name}.fdlRequireSignatures"))) {
+    let Some(repo) = repo.filter(|_| is_remote_name(name)) else {
+        return Ok(None);
+    };
+    if remote_bool(repo, name, "fdlRequireSignatures")? != Some(true) {
         return Ok(None);
     }
     let Some(path) = allowed_signers_file(repo, name) else {
@@ -104,4 +124,42 @@ pub fn signature_policy(repo: Option<&Repo>, name: &str) -> Result<Option<Policy
         .config(&format!("remote.{name}.fdlSignatureNamespace"))
         .unwrap_or_else(|| DEFAULT_NAMESPACE.to_string());
     Ok(Some(Policy { trusted, namespace }))
+}
+
+/// A clone from a relative folder address (`git clone fdl::lake demo`) records the address as
+/// written, but Git runs the helper for every later command from inside the clone, where the
+/// same words name another folder. As Git does for its own local clones, the address is
+/// recorded absolute: while the repository has no refs yet (a clone, or a first fetch into a new
+/// repository, where both readings agree), a `remote.<name>.url` equal to `fdl::<given>` becomes
+/// `fdl::<absolute>`. Returns whether it was rewritten.
+pub fn record_absolute_url(
+    repo: &Repo,
+    name: &str,
+    given: &str,
+    absolute: &std::path::Path,
+) -> Result<bool, String> {
+    let urls = repo.config_all(&format!("remote.{name}.url"));
+    if !is_remote_name(name) || urls != [format!("fdl::{given}")] {
+        return Ok(false);
+    }
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot run git: {e}"))
+    };
+    let refs = git(&["for-each-ref", "--count=1", "--format=%(refname)"])?;
+    if !refs.status.success() || !refs.stdout.is_empty() {
+        return Ok(false);
+    }
+    let absolute = absolute
+        .to_str()
+        .ok_or_else(|| format!("{} is not UTF-8", absolute.display()))?;
+    let key = format!("remote.{name}.url");
+    let set = git(&["config", &key, &format!("fdl::{absolute}")])?;
+    if !set.status.success() {
+        return Err(String::from_utf8_lossy(&set.stderr).trim().to_string());
+    }
+    Ok(true)
 }

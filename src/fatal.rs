@@ -5,6 +5,7 @@ use std::fmt;
 
 use crate::config::ConfigError;
 use crate::remote::RemoteError;
+use crate::store::{StoreError, StoreUrl};
 
 /// A failure that ends the session: `fatal: <message>` and optional `hint:` lines.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,14 +30,29 @@ impl Fatal {
     }
 }
 
-/// The lines Git's users expect on stderr, secrets removed.
+/// The lines Git's users expect on stderr: secrets removed, control characters escaped (text
+/// from a lake or a server can neither drive the terminal nor forge a `hint:` line).
 impl fmt::Display for Fatal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "fatal: {}", crate::redact::redact(&self.message))?;
+        writeln!(f, "fatal: {}", crate::redact::for_terminal(&self.message))?;
         for line in self.hint.iter().flat_map(|h| h.lines()) {
-            writeln!(f, "hint: {}", crate::redact::redact(line))?;
+            writeln!(f, "hint: {}", crate::redact::for_terminal(line))?;
         }
         Ok(())
+    }
+}
+
+impl Fatal {
+    /// A store that cannot be opened: its address, why, and the store's advice (which variable
+    /// or key to set) or where addresses and configuration are described.
+    pub fn cannot_open(url: &StoreUrl, e: &StoreError) -> Fatal {
+        Fatal::with_hint(
+            format!("cannot open lake '{url}': {e}"),
+            e.hint().unwrap_or_else(|| {
+                "'git-remote-fdl help' lists lake addresses, configuration keys and environment"
+                    .to_string()
+            }),
+        )
     }
 }
 
@@ -44,8 +60,13 @@ impl std::error::Error for Fatal {}
 
 impl From<RemoteError> for Fatal {
     fn from(e: RemoteError) -> Fatal {
+        // A store's own advice (which variable or key to set) is more precise than the lake's.
+        let store_hint = match &e {
+            RemoteError::Lake(crate::lake::LakeError::Store { source, .. }) => source.hint(),
+            _ => None,
+        };
         Fatal {
-            hint: e.hint(),
+            hint: store_hint.or_else(|| e.hint()),
             message: e.to_string(),
         }
     }

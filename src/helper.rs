@@ -24,7 +24,61 @@ pub fn run(remote_name: &str, url: Option<&str>) -> Result<(), Fatal> {
         .map_err(|e| Fatal::new(format!("cannot start: {e}")))?;
     let stdin = std::io::stdin();
     let mut session = Session::new(remote_name, url.unwrap_or(remote_name), std::io::stdout());
-    runtime.block_on(session.serve(stdin.lock()))
+    runtime
+        .block_on(session.serve(stdin.lock()))
+        .map_err(|f| name_the_remote(f, remote_name))
+}
+
+/// Hints name configuration keys as `remote.<remote>.<key>`: with a configured remote, its name.
+fn name_the_remote(mut f: Fatal, remote_name: &str) -> Fatal {
+    if config::is_remote_name(remote_name) {
+        f.hint = f
+            .hint
+            .map(|h| h.replace("remote.<remote>.", &format!("remote.{remote_name}.")));
+    }
+    f
+}
+
+/// The longest line the helper takes from Git. Git's lines hold a command and one or two ref
+/// names; a longer line is not Git, and reading it whole would let it take any memory.
+pub const MAX_LINE: usize = 64 << 10;
+
+/// Reads one line without its `\n`, bounded by [`MAX_LINE`]; `None` at the end of input.
+fn read_line(input: &mut impl BufRead, buf: &mut Vec<u8>) -> Result<Option<String>, Fatal> {
+    buf.clear();
+    let n = std::io::Read::take(&mut *input, MAX_LINE as u64 + 1)
+        .read_until(b'\n', buf)
+        .map_err(|e| Fatal::new(format!("cannot read from Git: {e}")))?;
+    if n == 0 {
+        return Ok(None);
+    }
+    if buf.last() == Some(&b'\n') {
+        buf.pop();
+    } else if buf.len() > MAX_LINE {
+        return Err(Fatal::new(format!(
+            "protocol error: a line from Git is longer than {MAX_LINE} bytes"
+        )));
+    }
+    match std::str::from_utf8(buf) {
+        Ok(line) => Ok(Some(line.to_string())),
+        Err(_) => Err(Fatal::new(
+            "protocol error: a line from Git is not UTF-8 text",
+        )),
+    }
+}
+
+/// The options Git sends for a partial history, as the command-line flags that set them.
+fn partial_history_flag(name: &str, value: &str) -> Option<&'static str> {
+    match name {
+        // `--unshallow` asks for everything, which is what a lake gives.
+        "depth" if value == "2147483647" => None,
+        "depth" => Some("--depth"),
+        "deepen-since" => Some("--shallow-since"),
+        "deepen-not" => Some("--shallow-exclude"),
+        "deepen-relative" => Some("--deepen"),
+        "filter" => Some("--filter"),
+        _ => None,
+    }
 }
 
 /// The one writer of the protocol's output, tracing what it sends.
@@ -55,6 +109,9 @@ struct Session<W: Write> {
     options: Options,
     remote: Option<Remote>,
     listing: Option<Listing>,
+    /// Flags for a partial history Git passed on (`--depth`, ...), said once, then emptied.
+    ignored_flags: Vec<&'static str>,
+    warned_partial: bool,
 }
 
 impl<W: Write> Session<W> {
@@ -69,30 +126,29 @@ impl<W: Write> Session<W> {
             options: Options::default(),
             remote: None,
             listing: None,
+            ignored_flags: Vec::new(),
+            warned_partial: false,
         }
     }
 
     /// Reads requests until Git ends the session.
     async fn serve(&mut self, mut input: impl BufRead) -> Result<(), Fatal> {
         let mut parser = Parser::default();
-        let mut line = String::new();
+        let mut buf = Vec::new();
         loop {
-            line.clear();
-            let n = input
-                .read_line(&mut line)
-                .map_err(|e| Fatal::new(format!("cannot read from Git: {e}")))?;
-            if self.out.trace {
-                trace::line(&format!("<- {}", line.trim_end_matches('\n')));
+            let line = read_line(&mut input, &mut buf)?;
+            if let (true, Some(line)) = (self.out.trace, &line) {
+                trace::line(&format!("<- {line}"));
             }
-            let request = if n == 0 {
-                Request::Quit
-            } else {
-                match parser.feed(line.trim_end_matches('\n')) {
-                    Ok(Some(r)) => r,
-                    Ok(None) => continue,
-                    Err(e) => return Err(Fatal::new(format!("protocol error: {e}"))),
-                }
+            let request = match line.map(|l| parser.feed(&l)) {
+                None => Request::Quit,
+                Some(Ok(Some(r))) => r,
+                Some(Ok(None)) => continue,
+                Some(Err(e)) => return Err(Fatal::new(format!("protocol error: {e}"))),
             };
+            if matches!(request, Request::List { .. } | Request::Fetch(_)) {
+                self.say_partial_history_ignored();
+            }
             match request {
                 Request::Quit => return Ok(()),
                 Request::Capabilities => self.out.send(&protocol::capabilities(true))?,
@@ -106,22 +162,47 @@ impl<W: Write> Session<W> {
     }
 
     fn option(&mut self, name: &str, value: &str) -> Result<(), Fatal> {
+        if let Some(flag) = partial_history_flag(name, value) {
+            if !self.ignored_flags.contains(&flag) {
+                self.ignored_flags.push(flag);
+            }
+        }
         let reply = self.options.set(name, value, true);
         self.out.send(&reply.line())
     }
 
+    /// Git's own transports warn when they ignore `--depth` or `--filter`; so does the helper,
+    /// once a session: a lake's history is always fetched whole.
+    fn say_partial_history_ignored(&mut self) {
+        if self.ignored_flags.is_empty() || self.warned_partial {
+            return;
+        }
+        let flags = self.ignored_flags.join(" and ");
+        let verb = if self.ignored_flags.len() == 1 {
+            "is"
+        } else {
+            "are"
+        };
+        eprintln!("warning: {flags} {verb} ignored for FDL lakes; the whole history is fetched");
+        self.warned_partial = true;
+    }
+
     async fn list(&mut self, for_push: bool) -> Result<(), Fatal> {
         let progress = self.progress();
-        let remote = self.remote().await?;
-        if for_push && remote.lake.store.url().is_read_only() {
+        // Read-only is a property of the address: say so before any request can fail.
+        let url = self.store_url()?;
+        if for_push && url.is_read_only() {
             return Err(Fatal::with_hint(
                 format!(
-                    "lake '{}' is served over plain HTTP, which is read-only: nothing was pushed",
-                    remote.lake.name()
+                    "lake '{url}' is served over plain HTTP, which is read-only: nothing was pushed"
                 ),
                 "push to the lake's store address instead (s3://, gs://, az:// or a folder)",
             ));
         }
+        if self.remote.is_none() {
+            self.record_absolute_url(&url);
+        }
+        let remote = self.remote().await?;
         let listing = if for_push {
             remote.list_for_push(progress.as_ref()).await
         } else {
@@ -151,7 +232,7 @@ impl<W: Write> Session<W> {
             .collect();
         let remote = self.remote().await?;
         let outcome = remote.fetch(&mut listing, &wants, progress.as_ref()).await;
-        let lake_name = remote.lake.name();
+        let lake_name = crate::redact::for_terminal(&remote.lake.name());
         self.show_warnings(&[]);
         let outcome = outcome?;
         if verbose && outcome.versions > 0 {
@@ -207,10 +288,46 @@ impl<W: Write> Session<W> {
         self.out.send(&reply)
     }
 
+    /// The lake's address, as Git gave it (relative folders taken from the current folder).
+    fn store_url(&self) -> Result<StoreUrl, Fatal> {
+        let addr = self.url.strip_prefix("fdl::").unwrap_or(&self.url);
+        let cwd =
+            std::env::current_dir().map_err(|e| Fatal::new(format!("no current folder: {e}")))?;
+        StoreUrl::parse(addr, &cwd).map_err(|e| Fatal::new(e.to_string()))
+    }
+
+    /// Makes a clone's relative folder address absolute in its configuration (see
+    /// [`config::record_absolute_url`]); a failure only costs the later commands that fix.
+    fn record_absolute_url(&self, url: &StoreUrl) {
+        let addr = self.url.strip_prefix("fdl::").unwrap_or(&self.url);
+        let StoreUrl::Local(path) = url else { return };
+        if std::path::Path::new(addr).is_absolute() || addr.contains("://") {
+            return;
+        }
+        let Ok(Some(repo)) = Repo::from_env() else {
+            return;
+        };
+        let absolute = std::path::absolute(path).unwrap_or_else(|_| path.clone());
+        let done = config::record_absolute_url(&repo, &self.remote_name, addr, &absolute);
+        if self.out.trace {
+            trace::line(&format!(
+                "relative address '{addr}' recorded absolute: {done:?}"
+            ));
+        }
+        if let Err(e) = done {
+            eprintln!(
+                "warning: cannot record the lake's absolute address in remote.{}.url: {}",
+                self.remote_name,
+                crate::redact::for_terminal(&e)
+            );
+        }
+    }
+
     /// Opens the lake on first use.
     async fn remote(&mut self) -> Result<&mut Remote, Fatal> {
         if self.remote.is_none() {
-            self.remote = Some(open_remote(&self.remote_name, &self.url).await?);
+            let url = self.store_url()?;
+            self.remote = Some(open_remote(&self.remote_name, &url).await?);
         }
         Ok(self.remote.as_mut().expect("just opened"))
     }
@@ -227,7 +344,7 @@ impl<W: Write> Session<W> {
     fn show_warnings(&self, more: &[String]) {
         let lake = self.remote.iter().flat_map(|r| r.take_warnings());
         for w in lake.chain(more.iter().cloned()) {
-            eprintln!("warning: {}", crate::redact::redact(&w));
+            eprintln!("warning: {}", crate::redact::for_terminal(&w));
         }
     }
 
@@ -242,18 +359,10 @@ impl<W: Write> Session<W> {
 }
 
 /// Opens the lake a remote names, with the remote's configuration.
-async fn open_remote(remote_name: &str, url: &str) -> Result<Remote, Fatal> {
-    let addr = url.strip_prefix("fdl::").unwrap_or(url);
-    let cwd = std::env::current_dir().map_err(|e| Fatal::new(format!("no current folder: {e}")))?;
-    let url = StoreUrl::parse(addr, &cwd).map_err(|e| Fatal::new(e.to_string()))?;
+async fn open_remote(remote_name: &str, url: &StoreUrl) -> Result<Remote, Fatal> {
     let repo = Repo::from_env().map_err(crate::remote::RemoteError::from)?;
     let opts = config::store_options(repo.as_ref(), remote_name)?;
-    let store = Store::open(&url, &opts).map_err(|e| {
-        Fatal::with_hint(
-            format!("cannot open lake '{url}': {e}"),
-            "see 'git-remote-fdl help' for addresses and configuration",
-        )
-    })?;
+    let store = Store::open(url, &opts).map_err(|e| Fatal::cannot_open(url, &e))?;
     let lake = Lake::open(store).await?;
     let policy = config::signature_policy(repo.as_ref(), remote_name)?;
     let mut remote = Remote::new(lake, repo);
@@ -286,7 +395,8 @@ fn push_status(dst: &str, result: &push::RefResult) -> String {
         Err(Rejection::FetchFirst) => protocol::FETCH_FIRST.to_string(),
         Err(Rejection::AlreadyExists) => protocol::ALREADY_EXISTS.to_string(),
         Err(Rejection::StaleInfo) => protocol::STALE_INFO.to_string(),
-        Err(other) => other.to_string(),
+        // Git shows the reason as it is: escape what a lake's files could put in it.
+        Err(other) => crate::redact::for_terminal(&other.to_string()),
     };
     protocol::push_status(dst, &Err(reason))
 }

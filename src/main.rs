@@ -3,9 +3,16 @@
 
 mod cli;
 
+use git_remote_fdl::fatal::Fatal;
+
 fn main() {
+    std::panic::set_hook(Box::new(report_panic));
     let args: Vec<String> = std::env::args().skip(1).collect();
     let code = if cli::is_git_invocation(&args) {
+        #[cfg(debug_assertions)]
+        if std::env::var_os("GIT_REMOTE_FDL_TEST_PANIC").is_some() {
+            panic!("test panic https://user:hunter2@example.org/\x1b[31m");
+        }
         match git_remote_fdl::helper::run(&args[0], args.get(1).map(String::as_str)) {
             Ok(()) => 0,
             Err(f) => report_fatal(&f),
@@ -17,7 +24,30 @@ fn main() {
 }
 
 /// Prints a fatal error as Git does; its exit code is Git's for `die()`.
-pub fn report_fatal(f: &git_remote_fdl::fatal::Fatal) -> i32 {
+pub fn report_fatal(f: &Fatal) -> i32 {
     eprint!("{f}");
     128
+}
+
+/// The last line of defence: a panic (a bug, whatever the input) is one `fatal:` line, secrets
+/// removed, and Git's exit code for `die()`, never a backtrace. Exits at once, also from a
+/// worker thread, so no half-done work carries on.
+fn report_panic(info: &std::panic::PanicHookInfo<'_>) {
+    let what = info
+        .payload()
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| info.payload().downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_string());
+    let place = info
+        .location()
+        .map(|l| format!(" at {}:{}", l.file(), l.line()))
+        .unwrap_or_default();
+    let f = Fatal::new(format!(
+        "git-remote-fdl {} hit a bug{place}: {}; please report it to the git-remote-fdl \
+         maintainers (the project's issue tracker) with the command you ran",
+        env!("CARGO_PKG_VERSION"),
+        git_remote_fdl::redact::excerpt(&what, 300),
+    ));
+    std::process::exit(report_fatal(&f));
 }

@@ -12,9 +12,7 @@ pub async fn open_lake(address: &str) -> Result<Lake, Fatal> {
     let address = address.strip_prefix("fdl::").unwrap_or(address);
     let cwd = std::env::current_dir().map_err(|e| Fatal::new(format!("no current folder: {e}")))?;
     let url = StoreUrl::parse(address, &cwd).map_err(|e| Fatal::new(e.to_string()))?;
-    let repo = Repo::from_env().ok().flatten();
-    let opts = config::store_options(repo.as_ref(), "")?;
-    let store = Store::open(&url, &opts).map_err(|e| Fatal::new(e.to_string()))?;
+    let store = Store::open(&url, &[]).map_err(|e| Fatal::cannot_open(&url, &e))?;
     Ok(Lake::open(store).await?)
 }
 
@@ -85,7 +83,7 @@ pub async fn open_remote_lake(repo: &Repo, name: &str) -> Result<Lake, Fatal> {
     let cwd = std::env::current_dir().map_err(|e| Fatal::new(format!("no current folder: {e}")))?;
     let url = StoreUrl::parse(address, &cwd).map_err(|e| Fatal::new(e.to_string()))?;
     let opts = config::store_options(Some(repo), name)?;
-    let store = Store::open(&url, &opts).map_err(|e| Fatal::new(e.to_string()))?;
+    let store = Store::open(&url, &opts).map_err(|e| Fatal::cannot_open(&url, &e))?;
     Ok(Lake::open(store).await?)
 }
 

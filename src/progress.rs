@@ -19,7 +19,8 @@ impl Progress for Silent {
     fn finish(&self, _: &str, _: u64, _: Option<u64>) {}
 }
 
-/// Git's progress lines on stderr, redrawn in place, throttled to a few per second.
+/// Git's progress lines on stderr, redrawn in place, throttled to a few per second. Nothing is
+/// shown for a count of zero: as Git, no `Reading versions: 0, done.` when there was nothing to do.
 pub struct Stderr {
     last: Mutex<(Option<Instant>, Option<u64>)>,
 }
@@ -45,6 +46,9 @@ pub fn format_line(label: &str, done: u64, total: Option<u64>) -> String {
 
 impl Progress for Stderr {
     fn update(&self, label: &str, done: u64, total: Option<u64>) {
+        if done == 0 {
+            return;
+        }
         let mut last = self.last.lock().expect("progress lock");
         let pct = total.filter(|t| *t > 0).map(|t| done.min(t) * 100 / t);
         let due = last
@@ -57,6 +61,9 @@ impl Progress for Stderr {
     }
 
     fn finish(&self, label: &str, done: u64, total: Option<u64>) {
+        if done == 0 {
+            return;
+        }
         let total = total.or(Some(done));
         let _ = writeln!(
             std::io::stderr(),

@@ -18,7 +18,10 @@ pub enum RemoteError {
     Lake(#[from] LakeError),
     #[error(transparent)]
     Repo(#[from] RepoError),
-    #[error("lake '{lake}': Git asked for {oid} ({name}), which no ref of the lake holds")]
+    #[error(
+        "lake '{lake}': Git asked for {}, which no ref of the lake holds",
+        asked_for(oid, name)
+    )]
     UnknownWant {
         lake: String,
         oid: String,
@@ -39,6 +42,15 @@ pub enum RemoteError {
         cached: ObjectId,
         cache: String,
     },
+}
+
+/// `<oid> (<ref>)`, or the ID alone when Git asked for it by ID (`git fetch <lake> <id>`).
+fn asked_for(oid: &str, name: &str) -> String {
+    if name == oid {
+        oid.to_string()
+    } else {
+        format!("{oid} ({name})")
+    }
 }
 
 impl RemoteError {

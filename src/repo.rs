@@ -137,6 +137,15 @@ impl Repo {
             .map(|v| v.to_string())
     }
 
+    /// A boolean as Git reads it (`true`, `yes`, `on`, `1`, a key without `=`, ...): `None`
+    /// when unset, an error when the value is not a boolean.
+    pub fn config_bool(&self, key: &str) -> Result<Option<bool>, String> {
+        self.repo
+            .config_snapshot()
+            .try_boolean(key)
+            .map_err(|e| e.to_string())
+    }
+
     /// Every value of a multi-valued key.
     pub fn config_all(&self, key: &str) -> Vec<String> {
         self.repo

@@ -21,6 +21,6 @@ pub fn line(text: &str) {
     let _ = writeln!(
         std::io::stderr().lock(),
         "fdl: [{t:8.3}] {}",
-        crate::redact::redact(text)
+        crate::redact::for_terminal(text)
     );
 }

@@ -6,6 +6,7 @@ mod support;
 mod architecture;
 mod bad_lakes;
 mod golden;
+mod hardening_edges;
 mod integrity;
 mod push;
 mod read;

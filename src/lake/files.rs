@@ -7,6 +7,14 @@ use super::names::{check_ref_name, printable, VersionId};
 /// The major versions of the FDL specification this reader knows.
 pub const KNOWN_MAJOR: &[u64] = &[0];
 
+/// How an error about an unknown major version ends; only that error asks for an upgrade.
+const UNKNOWN_MAJOR: &str = "this helper does not know";
+
+/// Whether an `fdl.json` error is about a major version newer than this helper knows.
+pub fn is_unknown_major(why: &str) -> bool {
+    why.ends_with(UNKNOWN_MAJOR)
+}
+
 /// The parts of `fdl.json` the helper uses.
 #[derive(Clone, Debug)]
 pub struct FdlConfig {
@@ -41,7 +49,7 @@ impl FdlConfig {
             })?;
         if !KNOWN_MAJOR.contains(&major) {
             return Err(format!(
-                "fdl.json says FDL {}, whose major version {major} this helper does not know",
+                "fdl.json says FDL {}, whose major version {major} {UNKNOWN_MAJOR}",
                 printable(&fdl)
             ));
         }

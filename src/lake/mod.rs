@@ -67,9 +67,12 @@ impl LakeError {
             LakeError::NotALake { .. } => Some(
                 "check the address: it must name the folder that holds fdl.json, HEAD and refs/",
             ),
-            LakeError::Config { .. } => {
+            LakeError::Config { why, .. } if files::is_unknown_major(why) => {
                 Some("upgrade git-remote-fdl, or ask the lake's owner which FDL version it uses")
             }
+            LakeError::Config { .. } => Some(
+                "fdl.json must be a JSON object with an \"fdl\" version; ask the lake's owner to repair it",
+            ),
             LakeError::BadRef { .. } | LakeError::BadHead { .. } => {
                 Some("a writer left this file broken; fix or remove it in the lake")
             }

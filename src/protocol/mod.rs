@@ -81,35 +81,47 @@ impl Parser {
                 Ok(None)
             }
             (_, Batch::Fetch(_) | Batch::Push(_)) => Err(ProtocolError(format!(
-                "unexpected '{cmd}' inside a batch (a blank line must end it first)"
+                "unexpected '{}' inside a batch (a blank line must end it first)",
+                shown(cmd)
             ))),
             ("capabilities", Batch::None) => Ok(Some(Request::Capabilities)),
             ("list", Batch::None) => match rest {
                 "" => Ok(Some(Request::List { for_push: false })),
                 "for-push" => Ok(Some(Request::List { for_push: true })),
-                other => Err(ProtocolError(format!("unknown list variant '{other}'"))),
+                other => Err(ProtocolError(format!(
+                    "unknown list variant '{}'",
+                    shown(other)
+                ))),
             },
             ("option", Batch::None) => {
-                let (name, value) = rest
-                    .split_once(' ')
-                    .ok_or_else(|| ProtocolError(format!("option without a value: '{line}'")))?;
+                let (name, value) = rest.split_once(' ').ok_or_else(|| {
+                    ProtocolError(format!("option without a value: '{}'", shown(line)))
+                })?;
                 Ok(Some(Request::Option {
                     name: name.to_string(),
                     value: value.to_string(),
                 }))
             }
-            (other, Batch::None) => Err(ProtocolError(format!("unknown command '{other}'"))),
+            (other, Batch::None) => {
+                Err(ProtocolError(format!("unknown command '{}'", shown(other))))
+            }
         }
     }
+}
+
+/// Input shown in an error: at most 80 characters of it (the printer escapes the rest).
+fn shown(input: &str) -> String {
+    crate::redact::excerpt(input, 80)
 }
 
 fn parse_fetch(rest: &str) -> Result<FetchItem, ProtocolError> {
     let (oid, name) = rest
         .split_once(' ')
-        .ok_or_else(|| ProtocolError(format!("malformed fetch line 'fetch {rest}'")))?;
+        .ok_or_else(|| ProtocolError(format!("malformed fetch line 'fetch {}'", shown(rest))))?;
     if oid.len() != 40 || !oid.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(ProtocolError(format!(
-            "fetch of '{oid}', which is not a SHA-1 object ID"
+            "fetch of '{}', which is not a SHA-1 object ID",
+            shown(oid)
         )));
     }
     Ok(FetchItem {
@@ -125,10 +137,11 @@ fn parse_push(rest: &str) -> Result<PushItem, ProtocolError> {
     };
     let (src, dst) = spec
         .split_once(':')
-        .ok_or_else(|| ProtocolError(format!("malformed push line 'push {rest}'")))?;
+        .ok_or_else(|| ProtocolError(format!("malformed push line 'push {}'", shown(rest))))?;
     if dst.is_empty() {
         return Err(ProtocolError(format!(
-            "push without a destination: 'push {rest}'"
+            "push without a destination: 'push {}'",
+            shown(rest)
         )));
     }
     Ok(PushItem {

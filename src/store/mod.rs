@@ -2,6 +2,7 @@
 //! needs from it (read with a size limit, list, and later conditional writes), each counted and
 //! optionally traced.
 
+mod diagnose;
 pub mod local;
 pub mod url;
 
@@ -25,14 +26,27 @@ pub enum StoreError {
     TooLarge { path: String, limit: u64 },
     #[error("{path}: leads outside the lake's root (a symlink?)")]
     OutsideRoot { path: String },
-    #[error("{path}: {message}")]
+    #[error("{}", at_path(path, message))]
     Failed { path: String, message: String },
+    /// A request the store refused or could not make, in words, with what to do.
+    #[error("{}", at_path(path, message))]
+    Request {
+        path: String,
+        message: String,
+        hint: Option<String>,
+    },
     #[error("{path} exists: another writer holds this lock ({holder})")]
     Locked { path: String, holder: String },
     #[error("{path}: the store lists a key no lake path can be ({message})")]
     InvalidKey { path: String, message: String },
     #[error("{0}")]
     Config(String),
+    /// A store that cannot be set up as configured, with the variable or key to change.
+    #[error("{message}")]
+    Setup {
+        message: String,
+        hint: Option<String>,
+    },
     #[error("{path}: this store cannot write on condition: {message}")]
     NoConditionalWrites { path: String, message: String },
 }
@@ -47,6 +61,7 @@ impl StoreError {
             StoreError::NoConditionalWrites { .. } => Some(
                 "pushes need a store that writes on condition (S3, GCS, Azure, a local folder)".into(),
             ),
+            StoreError::Request { hint, .. } | StoreError::Setup { hint, .. } => hint.clone(),
             _ => None,
         }
     }
@@ -183,8 +198,8 @@ impl Store {
             Backend::Remote(store, prefix) => {
                 let path = Self::remote_path(prefix, rel)?;
                 match store.get(&path).await {
-                    Err(object_store::Error::NotFound { .. }) => Ok(None),
-                    Err(e) => Err(failed(rel, e)),
+                    Err(e) if self.is_absent(&e) => Ok(None),
+                    Err(e) => Err(self.request_failed(rel, &e)),
                     Ok(res) => {
                         if res.meta.size > limit {
                             Err(StoreError::TooLarge {
@@ -192,7 +207,9 @@ impl Store {
                                 limit,
                             })
                         } else {
-                            read_limited(rel, res.into_stream(), limit).await.map(Some)
+                            self.read_limited(rel, res.into_stream(), limit)
+                                .await
+                                .map(Some)
                         }
                     }
                 }
@@ -233,7 +250,7 @@ impl Store {
                                 message: redact(&e.to_string()),
                             })
                         }
-                        Err(e) => return Err(failed(prefix, e)),
+                        Err(e) => return Err(self.request_failed(prefix, &e)),
                     }
                 }
                 let pages = (metas.len() as u64).div_ceil(LIST_PAGE).max(1);
@@ -265,7 +282,7 @@ impl Store {
                 let res = store
                     .list_with_delimiter(Some(&path))
                     .await
-                    .map_err(|e| failed(prefix, e))?;
+                    .map_err(|e| self.request_failed(prefix, &e))?;
                 let n = (res.common_prefixes.len() + res.objects.len()) as u64;
                 self.stats
                     .list
@@ -309,8 +326,8 @@ impl Store {
                 self.stats.get.fetch_add(1, Ordering::Relaxed);
                 let path = Self::remote_path(prefix, rel)?;
                 let result = match store.get(&path).await {
-                    Err(object_store::Error::NotFound { .. }) => Ok(None),
-                    Err(e) => Err(failed(rel, e)),
+                    Err(e) if self.is_absent(&e) => Ok(None),
+                    Err(e) => Err(self.request_failed(rel, &e)),
                     Ok(res) if res.meta.size > limit => Err(StoreError::TooLarge {
                         path: rel.to_string(),
                         limit,
@@ -320,7 +337,7 @@ impl Store {
                             e_tag: res.meta.e_tag.clone(),
                             version: res.meta.version.clone(),
                         };
-                        let bytes = read_limited(rel, res.into_stream(), limit).await?;
+                        let bytes = self.read_limited(rel, res.into_stream(), limit).await?;
                         Ok(Some(Versioned { bytes, token }))
                     }
                 };
@@ -401,7 +418,7 @@ impl Store {
                         path: rel.to_string(),
                         message: redact(&e.to_string()),
                     })),
-                    Err(e) => Err(WriteError::Store(failed(rel, e))),
+                    Err(e) => Err(WriteError::Store(self.request_failed(rel, &e))),
                 }
             }
         };
@@ -439,13 +456,13 @@ impl Store {
                 let path = Self::remote_path(prefix, rel)?;
                 self.stats.get.fetch_add(1, Ordering::Relaxed);
                 match store.head(&path).await {
-                    Err(object_store::Error::NotFound { .. }) => Err(WriteError::Conflict),
-                    Err(e) => Err(WriteError::Store(failed(rel, e))),
+                    Err(e) if self.is_absent(&e) => Err(WriteError::Conflict),
+                    Err(e) => Err(WriteError::Store(self.request_failed(rel, &e))),
                     Ok(meta) if meta.e_tag != expected.e_tag => Err(WriteError::Conflict),
                     Ok(_) => store
                         .delete(&path)
                         .await
-                        .map_err(|e| WriteError::Store(failed(rel, e))),
+                        .map_err(|e| WriteError::Store(self.request_failed(rel, &e))),
                 }
             }
         };
@@ -543,18 +560,53 @@ fn failed(rel: &str, e: impl std::fmt::Display) -> StoreError {
     }
 }
 
+/// `path: message`, or the message alone when the path is the root.
+fn at_path(path: &str, message: &str) -> String {
+    if path.is_empty() {
+        message.to_string()
+    } else {
+        format!("{path}: {message}")
+    }
+}
+
+impl Store {
+    /// A cloud store's failed request, in words (see `diagnose`).
+    fn request_failed(&self, rel: &str, e: &object_store::Error) -> StoreError {
+        diagnose::request_error(&self.url, rel, e)
+    }
+
+    /// A missing file is "nothing there"; a missing bucket is an error.
+    fn is_absent(&self, e: &object_store::Error) -> bool {
+        matches!(e, object_store::Error::NotFound { .. }) && !diagnose::is_missing_bucket(e)
+    }
+
+    async fn read_limited(
+        &self,
+        rel: &str,
+        stream: futures::stream::BoxStream<'static, object_store::Result<Bytes>>,
+        limit: u64,
+    ) -> Result<Bytes, StoreError> {
+        read_limited(rel, stream, limit).await.map_err(|e| match e {
+            Ok(too_large) => too_large,
+            Err(e) => self.request_failed(rel, &e),
+        })
+    }
+}
+
+/// Reads a stream up to `limit` bytes: `Err(Ok(_))` when it is larger, `Err(Err(_))` when the
+/// store fails.
 async fn read_limited(
     rel: &str,
     mut stream: futures::stream::BoxStream<'static, object_store::Result<Bytes>>,
     limit: u64,
-) -> Result<Bytes, StoreError> {
+) -> Result<Bytes, Result<StoreError, object_store::Error>> {
     let mut buf = Vec::new();
-    while let Some(chunk) = stream.try_next().await.map_err(|e| failed(rel, e))? {
+    while let Some(chunk) = stream.try_next().await.map_err(Err)? {
         if (buf.len() + chunk.len()) as u64 > limit {
-            return Err(StoreError::TooLarge {
+            return Err(Ok(StoreError::TooLarge {
                 path: rel.to_string(),
                 limit,
-            });
+            }));
         }
         buf.extend_from_slice(&chunk);
     }

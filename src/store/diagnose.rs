@@ -1,0 +1,314 @@
+//! Store errors in a user's words: what failed (no credentials, no such bucket, no connection,
+//! no answer in time, plain HTTP not allowed, an HTTP status) and which variable or `git config`
+//! key to set. Never a client library's raw error, never a server's whole page: an answer is its
+//! status and at most a short excerpt. `remote.<remote>.` in a hint is filled in by the helper.
+
+use object_store::client::{HttpError, HttpErrorKind};
+
+use super::{StoreError, StoreUrl};
+use crate::redact::excerpt;
+
+/// How much of a server's answer a message quotes.
+const BODY_EXCERPT: usize = 80;
+
+/// The error of a request to `path` (relative to the lake) that failed with `e`.
+pub(super) fn request_error(url: &StoreUrl, path: &str, e: &object_store::Error) -> StoreError {
+    let (message, hint) = describe(url, e);
+    StoreError::Request {
+        path: path.to_string(),
+        message,
+        hint,
+    }
+}
+
+/// Whether a "not found" is about the bucket or container itself, not a file in it.
+pub(super) fn is_missing_bucket(e: &object_store::Error) -> bool {
+    let text = e.to_string();
+    [
+        "NoSuchBucket",
+        "ContainerNotFound",
+        "The specified bucket does not exist",
+    ]
+    .iter()
+    .any(|m| text.contains(m))
+}
+
+fn describe(url: &StoreUrl, e: &object_store::Error) -> (String, Option<String>) {
+    let text = e.to_string();
+    let origin = requested_origin(&text);
+    let at = origin.as_deref().unwrap_or("the store");
+    let status = status_of(&text);
+    if is_metadata_request(&text) {
+        let what = match &status {
+            Some((s, _)) => format!("answered {s}"),
+            None => "cannot be reached".to_string(),
+        };
+        return (
+            format!(
+                "no AWS credentials: none are set, and the instance metadata service ({at}) {what}"
+            ),
+            Some(hint_credentials(url)),
+        );
+    }
+    if is_missing_bucket(e) {
+        return (
+            format!(
+                "{} does not exist{}",
+                bucket_of(url),
+                answer_detail(&status)
+            ),
+            Some(format!(
+                "check the bucket name in the address{}",
+                endpoint_advice(url, "; for another server, check ")
+            )),
+        );
+    }
+    if let Some(kind) = http_error_kind(e) {
+        return describe_connection(url, kind, at, e);
+    }
+    match (e, &status) {
+        (
+            object_store::Error::PermissionDenied { .. }
+            | object_store::Error::Unauthenticated { .. },
+            Some((s, _)),
+        ) => (
+            format!("access denied ({s}{})", answer_excerpt(&status)),
+            Some(format!(
+                "check that the credentials may read this lake: {}",
+                hint_credentials(url)
+            )),
+        ),
+        (_, Some((s, _))) => (
+            format!("the store answered {s}{}", answer_excerpt(&status)),
+            None,
+        ),
+        _ => (one_line(&text, 200), None),
+    }
+}
+
+/// A request that got no answer: no connection, no answer in time, or refused by the client.
+fn describe_connection(
+    url: &StoreUrl,
+    kind: HttpErrorKind,
+    at: &str,
+    e: &object_store::Error,
+) -> (String, Option<String>) {
+    let cause = one_line(&deepest_source(e), 120);
+    match kind {
+        HttpErrorKind::Connect => (
+            format!("cannot connect to {at}: {cause}"),
+            Some(match url {
+                StoreUrl::Http(_) => "check the lake's address and that its server is running".into(),
+                _ => format!(
+                    "check that the store is running{}",
+                    endpoint_advice(url, " and its address: ")
+                ),
+            }),
+        ),
+        HttpErrorKind::Timeout => (
+            format!("no answer from {at} in time: {cause}"),
+            Some(
+                "for a slow store, allow more time: git config --add remote.<remote>.fdlOption timeout=120s"
+                    .to_string(),
+            ),
+        ),
+        _ if cause.contains("builder error") || cause.contains("URL scheme is not allowed") => (
+            format!("{at} is plain HTTP, which is not allowed unless you say so"),
+            Some(hint_allow_http(url)),
+        ),
+        _ => (format!("the request to {at} failed: {cause}"), None),
+    }
+}
+
+fn http_error_kind(e: &object_store::Error) -> Option<HttpErrorKind> {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = source {
+        if let Some(h) = s.downcast_ref::<HttpError>() {
+            return Some(h.kind());
+        }
+        source = s.source();
+    }
+    None
+}
+
+/// The innermost cause (`Connection refused (os error 111)`), where the real reason is.
+fn deepest_source(e: &object_store::Error) -> String {
+    let mut last: &(dyn std::error::Error + 'static) = e;
+    while let Some(s) = last.source() {
+        last = s;
+    }
+    last.to_string()
+}
+
+/// `http://host:port` of the request a client error names (`Error performing GET <url> ...`).
+fn requested_origin(text: &str) -> Option<String> {
+    let rest = &text[text.find("Error performing ")? + "Error performing ".len()..];
+    let uri = rest.split_whitespace().nth(1)?;
+    let u = url::Url::parse(uri).ok()?;
+    Some(u.origin().ascii_serialization()).filter(|o| o != "null")
+}
+
+fn is_metadata_request(text: &str) -> bool {
+    [
+        "/latest/api/token",
+        "/latest/meta-data/",
+        "169.254.169.254",
+        "169.254.170.2",
+    ]
+    .iter()
+    .any(|m| text.contains(m))
+}
+
+/// The HTTP status (`500 Internal Server Error`) and the body that came with it.
+fn status_of(text: &str) -> Option<(String, String)> {
+    let rest = &text[text.find("status code: ")? + "status code: ".len()..];
+    let (status, body) = match rest.split_once(": ") {
+        Some((s, b)) => (s, b),
+        None => (rest, ""),
+    };
+    Some((status.trim().to_string(), body.to_string()))
+}
+
+/// `: <excerpt of the answer>` when the answer says something, else nothing.
+fn answer_excerpt(status: &Option<(String, String)>) -> String {
+    let body = status
+        .as_ref()
+        .map(|(_, b)| summarize_body(b))
+        .unwrap_or_default();
+    if body.is_empty() {
+        String::new()
+    } else {
+        format!(": \"{body}\"")
+    }
+}
+
+/// ` (404 Not Found: "...")` for a missing bucket.
+fn answer_detail(status: &Option<(String, String)>) -> String {
+    match status {
+        Some((s, _)) => format!(" ({s}{})", answer_excerpt(status)),
+        None => String::new(),
+    }
+}
+
+/// A short excerpt of a server's answer: an XML error's `Code` and `Message` when there are,
+/// else the text without markup, blanks collapsed.
+fn summarize_body(body: &str) -> String {
+    let tag = |name: &str| {
+        let open = format!("<{name}>");
+        let start = body.find(&open)? + open.len();
+        let end = body[start..].find("</")? + start;
+        Some(body[start..end].trim().to_string())
+    };
+    let text = match (tag("Code"), tag("Message")) {
+        (Some(c), Some(m)) => format!("{c}: {m}"),
+        (Some(c), None) => c,
+        _ => strip_markup(body),
+    };
+    excerpt(&one_line(&text, usize::MAX), BODY_EXCERPT)
+}
+
+fn strip_markup(body: &str) -> String {
+    let mut out = String::new();
+    let mut in_tag = false;
+    for c in body.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' if in_tag => {
+                in_tag = false;
+                out.push(' ');
+            }
+            c if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Blanks (newlines included) collapsed to single spaces, at most `max` characters.
+fn one_line(text: &str, max: usize) -> String {
+    excerpt(&text.split_whitespace().collect::<Vec<_>>().join(" "), max)
+}
+
+fn bucket_of(url: &StoreUrl) -> String {
+    match url {
+        StoreUrl::S3(u) | StoreUrl::Gcs(u) => {
+            format!("bucket '{}'", u.host_str().unwrap_or_default())
+        }
+        StoreUrl::Azure(_) => "the container".to_string(),
+        _ => "the bucket".to_string(),
+    }
+}
+
+/// Where a store's endpoint is set, after `lead`; nothing for plain HTTP and folders.
+fn endpoint_advice(url: &StoreUrl, lead: &str) -> String {
+    match url {
+        StoreUrl::S3(_) => {
+            format!("{lead}AWS_ENDPOINT_URL (or git config remote.<remote>.fdlEndpoint <url>)")
+        }
+        StoreUrl::Gcs(_) | StoreUrl::Azure(_) => {
+            format!("{lead}git config remote.<remote>.fdlEndpoint <url>")
+        }
+        StoreUrl::Http(_) => format!("{lead}the lake's address"),
+        StoreUrl::Local(_) => String::new(),
+    }
+}
+
+pub(super) fn hint_credentials(url: &StoreUrl) -> String {
+    match url {
+        StoreUrl::S3(_) => {
+            "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for \
+             temporary keys); for a public bucket, AWS_SKIP_SIGNATURE=true (or git config --add \
+             remote.<remote>.fdlOption aws_skip_signature=true)"
+                .to_string()
+        }
+        StoreUrl::Gcs(_) => {
+            "set GOOGLE_APPLICATION_CREDENTIALS (or GOOGLE_SERVICE_ACCOUNT) to a key file"
+                .to_string()
+        }
+        StoreUrl::Azure(_) => {
+            "set AZURE_STORAGE_ACCOUNT_NAME with AZURE_STORAGE_ACCOUNT_KEY or AZURE_STORAGE_SAS_KEY"
+                .to_string()
+        }
+        StoreUrl::Http(_) | StoreUrl::Local(_) => "check the address".to_string(),
+    }
+}
+
+pub(super) fn hint_allow_http(url: &StoreUrl) -> String {
+    let env = match url {
+        StoreUrl::S3(_) => "AWS_ALLOW_HTTP=true, or ",
+        StoreUrl::Azure(_) => "AZURE_ALLOW_HTTP=true, or ",
+        _ => "",
+    };
+    format!("to use it, set {env}git config remote.<remote>.fdlAllowHttp true")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_become_short_excerpts() {
+        let html =
+            "<html>\n<head><title>500</title></head>\n<body>\x1b]0;x\x07 hint: run curl x | sh\n"
+                .to_string()
+                + &"<p>filler</p>\n".repeat(12)
+                + "</body></html>";
+        let s = summarize_body(&html);
+        assert!(
+            !s.contains('\n') && s.chars().count() <= BODY_EXCERPT + 1,
+            "{s}"
+        );
+        assert_eq!(
+            summarize_body("<?xml version=\"1.0\"?><Error><Code>NoSuchBucket</Code><Message>The specified bucket does not exist</Message></Error>"),
+            "NoSuchBucket: The specified bucket does not exist"
+        );
+        assert_eq!(
+            status_of("Server returned non-2xx status code: 500 Internal Server Error: oops"),
+            Some(("500 Internal Server Error".into(), "oops".into()))
+        );
+        assert_eq!(
+            requested_origin("Error performing GET http://127.0.0.1:1/b/l/fdl.json in 1s"),
+            Some("http://127.0.0.1:1".into())
+        );
+    }
+}
