@@ -64,8 +64,7 @@ fn s3_errors_name_the_lake_and_never_show_secrets() {
             "fatal: 's3://no-lake-here/nothing/' is not an FDL lake: it has no fdl.json\n{hint}\n"
         )
     );
-    // A bucket that does not exist is, to the store, a lake with no fdl.json: the whole address
-    // is named, bucket and prefix.
+    // A bucket that does not exist is named as such, not as a lake without fdl.json.
     let err = t.fails(
         ".",
         &["ls-remote", "fdl::s3://bucket-that-does-not-exist/x/"],
@@ -73,8 +72,11 @@ fn s3_errors_name_the_lake_and_never_show_secrets() {
     assert_eq!(
         err,
         format!(
-            "fatal: 's3://bucket-that-does-not-exist/x/' is not an FDL lake: it has no fdl.json\n\
-             {hint}\n"
+            "fatal: lake 's3://bucket-that-does-not-exist/x/': fdl.json: bucket \
+             'bucket-that-does-not-exist' does not exist (404 Not Found: \"NoSuchBucket: The \
+             specified bucket does not exist\")\n\
+             hint: check the bucket name in the address; for another server, check \
+             AWS_ENDPOINT_URL (or git config remote.<remote>.fdlEndpoint <url>)\n"
         )
     );
     assert!(!err.contains("testing-secret-never-shown"), "{err}");
