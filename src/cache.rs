@@ -1,5 +1,7 @@
 //! The version→commit cache under the repository's git dir. It only saves reads: versions are
 //! immutable, so a commit ID computed once holds forever; deleting the cache changes no result.
+//! Each entry carries a checksum: an entry damaged or edited by hand is dropped and computed
+//! again from the lake, never trusted.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -10,13 +12,21 @@ use sha1::{Digest, Sha1};
 use crate::lake::VersionId;
 use crate::mapping::ObjectId;
 
-const HEADER: &str = "# git-remote-fdl cache v1, mapping v1: <version> <commit>";
+const HEADER: &str = "# git-remote-fdl cache v2, mapping v1: <version> <commit> <check>";
+
+/// An entry's check: the start of the SHA-1 of the entry, so that an edited line is noticed.
+fn check(version: &VersionId, commit: &ObjectId) -> String {
+    let d: [u8; 20] = Sha1::digest(format!("fdl-cache v2\n{version} {commit}").as_bytes()).into();
+    d[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
 
 /// The cache file of one lake in one repository.
 pub struct Cache {
     path: PathBuf,
     pub entries: HashMap<VersionId, ObjectId>,
     loaded: usize,
+    /// Entries dropped on loading because their check failed.
+    pub damaged: usize,
 }
 
 impl Cache {
@@ -27,24 +37,35 @@ impl Cache {
         let key: String = key[..8].iter().map(|b| format!("{b:02x}")).collect();
         let path = git_dir.join("fdl").join(key).join("commits");
         let mut entries = HashMap::new();
+        let mut damaged = 0;
         if let Ok(text) = std::fs::read_to_string(&path) {
             if text.lines().next() == Some(HEADER) {
                 for line in text.lines().skip(1) {
-                    let Some((v, c)) = line.split_once(' ') else {
-                        continue;
-                    };
-                    if let (Ok(v), Some(c)) = (VersionId::parse(v), ObjectId::from_hex(c)) {
-                        entries.insert(v, c);
+                    match parse_entry(line) {
+                        Some((v, c)) => {
+                            entries.insert(v, c);
+                        }
+                        None => damaged += 1,
                     }
                 }
             }
         }
-        let loaded = entries.len();
+        let loaded = if damaged > 0 {
+            usize::MAX
+        } else {
+            entries.len()
+        };
         Cache {
             path,
             entries,
             loaded,
+            damaged,
         }
+    }
+
+    /// The cache file.
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 
     /// Adds entries; they are written by [`Cache::save`].
@@ -67,7 +88,7 @@ impl Cache {
         let mut lines: Vec<String> = self
             .entries
             .iter()
-            .map(|(v, c)| format!("{v} {c}\n"))
+            .map(|(v, c)| format!("{v} {c} {}\n", check(v, c)))
             .collect();
         lines.sort();
         let tmp = dir.join(format!("commits.tmp.{}", std::process::id()));
@@ -82,5 +103,37 @@ impl Cache {
         } else {
             let _ = std::fs::remove_file(&tmp);
         }
+    }
+}
+
+/// One `<version> <commit> <check>` line, if its check holds.
+fn parse_entry(line: &str) -> Option<(VersionId, ObjectId)> {
+    let mut parts = line.split(' ');
+    let (v, c, k) = (parts.next()?, parts.next()?, parts.next()?);
+    let (v, c) = (VersionId::parse(v).ok()?, ObjectId::from_hex(c)?);
+    (parts.next().is_none() && v.as_str() == line.split(' ').next()? && k == check(&v, &c))
+        .then_some((v, c))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_round_trip_and_edited_ones_are_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let v = VersionId::parse("0190f3a2-7b4c-7d2e-8f10-000000000001").unwrap();
+        let w = VersionId::parse("0190f3a2-7b4c-7d2e-8f10-000000000002").unwrap();
+        let c = ObjectId::from_hex("4907f83cdf8ecbac004b5ade6627e72728bff17b").unwrap();
+        let mut cache = Cache::load(dir.path(), "lake", None);
+        cache.extend([(v.clone(), c), (w.clone(), c)]);
+        cache.save();
+        let again = Cache::load(dir.path(), "lake", None);
+        assert_eq!((again.entries.len(), again.damaged), (2, 0));
+        let text = std::fs::read_to_string(again.path()).unwrap();
+        let edited = text.replacen("4907f83c", "00000000", 1);
+        std::fs::write(again.path(), edited).unwrap();
+        let damaged = Cache::load(dir.path(), "lake", None);
+        assert_eq!((damaged.entries.len(), damaged.damaged), (1, 1));
     }
 }

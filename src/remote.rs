@@ -34,7 +34,7 @@ pub enum RemoteError {
         verdict: Box<Verdict>,
         more: String,
     },
-    #[error("lake '{lake}': version {version} maps to {computed}, but the cache in {cache} says {cached}")]
+    #[error("lake '{lake}': version {version} was rewritten in the lake: it was commit {cached} when this repository read it, and would now be commit {computed}")]
     CacheMismatch {
         lake: String,
         version: VersionId,
@@ -63,11 +63,11 @@ impl RemoteError {
             RemoteError::Unsigned { .. } => Some(
                 "nothing was fetched; see every version's status with: git-remote-fdl verify <lake>".to_string(),
             ),
-            RemoteError::CacheMismatch { .. } => Some(
-                "a version was rewritten in the lake after it was read, or the cache is damaged; \
-                 remove the cache folder and fetch again"
-                    .to_string(),
-            ),
+            RemoteError::CacheMismatch { cache, .. } => Some(format!(
+                "versions are never rewritten: nothing was fetched; check the lake with \
+                 'git-remote-fdl fsck <remote>' and ask its owner.\nTo accept the lake as it is \
+                 now, remove {cache} and fetch again"
+            )),
             _ => None,
         }
     }
@@ -138,13 +138,22 @@ impl Remote {
         let cache = repo
             .as_ref()
             .map(|r| Cache::load(r.git_dir(), &lake.name(), lake.config.id.as_deref()));
-        Remote {
+        let remote = Remote {
             lake,
             repo,
             cache,
             warnings: Default::default(),
             require_signatures: None,
+        };
+        if let Some(c) = remote.cache.as_ref().filter(|c| c.damaged > 0) {
+            remote.lake_warn(format!(
+                "the commit cache {} had {} damaged entr{}: not trusted, computed again from the lake",
+                c.path().display(),
+                c.damaged,
+                if c.damaged == 1 { "y" } else { "ies" }
+            ));
         }
+        remote
     }
 
     fn known(&self) -> HashMap<VersionId, ObjectId> {
@@ -317,7 +326,7 @@ impl Remote {
             self.check_signatures(policy, &order, listing, &read_data)
                 .await?;
         }
-        let (objects, computed) = self.build_objects(&order, listing, &read_data, &known, repo)?;
+        let (objects, computed) = self.build_objects(&order, listing, &read_data, &known)?;
         let n_objects = objects.len();
         trace_step(&format!("fetch: writing {n_objects} objects as a pack"));
         repo.write_pack(&objects)?;
@@ -373,7 +382,6 @@ impl Remote {
         listing: &mut Listing,
         read_data: &HashMap<VersionId, VersionData>,
         known: &HashMap<VersionId, ObjectId>,
-        repo: &Repo,
     ) -> Result<(Vec<Object>, HashMap<VersionId, ObjectId>), RemoteError> {
         let mut objects: Vec<Object> = Vec::new();
         let mut emitted: HashSet<ObjectId> = HashSet::new();
@@ -405,7 +413,11 @@ impl Remote {
                             version: v.clone(),
                             computed: vo.commit.id,
                             cached: expected,
-                            cache: repo.git_dir().join("fdl").display().to_string(),
+                            cache: self
+                                .cache
+                                .as_ref()
+                                .map(|c| c.path().display().to_string())
+                                .unwrap_or_default(),
                         });
                     }
                     computed.insert(v.clone(), vo.commit.id);

@@ -324,3 +324,79 @@ fn catalog_refuses_commits_that_are_not_this_lakes_versions() {
         "fatal: '../../x' is not a DuckLake format name (such as 1.0)\n"
     );
 }
+
+#[test]
+fn a_version_rewritten_after_it_was_read_stops_the_fetch_naming_both_commits() {
+    for place in [Where::Local, Where::S3] {
+        let mut t = TestEnv::new();
+        let at = t.lake_at(place, "lake", &lake());
+        t.ok(".", &["init", "-q", "work"]);
+        t.ok("work", &["remote", "add", "origin", &at.url]);
+        // Listing maps every version and remembers the commits; nothing is fetched yet.
+        let listed = t.ok("work", &["ls-remote", "origin", "refs/heads/main"]);
+        let old = listed.split('\t').next().unwrap().to_string();
+        let v4 = vid(4);
+        let record = at.read(&format!("versions/{v4}/version.json")).unwrap();
+        at.write(
+            &format!("versions/{v4}/version.json"),
+            &record.replace("Load batch 4", "Load batch 4, rewritten"),
+        );
+        let err = t.fails("work", &["fetch", "origin"]);
+        let first = err.lines().next().unwrap();
+        assert!(
+            first.starts_with(&format!(
+                "fatal: lake '{}': version {v4} was rewritten in the lake: it was commit {old} when this repository read it, and would now be commit ",
+                at.url.trim_start_matches("fdl::")
+            )),
+            "{place:?}: {err}"
+        );
+        assert!(
+            err.contains("hint: versions are never rewritten: nothing was fetched; check the lake with 'git-remote-fdl fsck <remote>'"),
+            "{place:?}: {err}"
+        );
+        assert_eq!(
+            t.ok("work", &["for-each-ref"]),
+            "",
+            "{place:?}: no ref was updated"
+        );
+    }
+}
+
+#[test]
+fn a_cache_entry_edited_by_hand_is_not_trusted() {
+    let t = TestEnv::new();
+    let url = t.local_lake("lake", &lake());
+    t.ok(".", &["clone", "-q", &url, "work"]);
+    let main = t
+        .ok("work", &["rev-parse", "origin/main"])
+        .trim()
+        .to_string();
+    let older = t
+        .ok("work", &["rev-parse", "origin/main~1"])
+        .trim()
+        .to_string();
+    let fdl = t.path("work/.git/fdl");
+    let dir = std::fs::read_dir(&fdl)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let cache = dir.join("commits");
+    let entries = std::fs::read_to_string(&cache).unwrap();
+    assert!(entries.contains(&main), "{entries}");
+    // Point main's version at an older commit, as a hand edit would.
+    std::fs::write(&cache, entries.replace(&main, &older)).unwrap();
+    let out = t.git("work", &["ls-remote", "origin", "refs/heads/main"]);
+    assert_eq!(text(&out.stdout), format!("{main}\trefs/heads/main\n"));
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "warning: the commit cache ./.git/fdl/{}/commits had 1 damaged entry: not trusted, computed again from the lake\n",
+            dir.file_name().unwrap().to_string_lossy()
+        )
+    );
+    // The cache was repaired: no warning the next time.
+    let out = t.git("work", &["ls-remote", "origin", "refs/heads/main"]);
+    assert_eq!(text(&out.stderr), "");
+}
