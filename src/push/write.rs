@@ -11,6 +11,9 @@ use crate::lake::VersionId;
 use crate::remote::Remote;
 use crate::store::{StoreError, Token, WriteError, WriteMode};
 
+/// How long the writer of `a` waits for a racing writer of `a/b` to take its ref back.
+const TIE_WAIT: Duration = Duration::from_secs(2);
+
 /// Refs written at once by a plain push.
 const WRITES_IN_FLIGHT: usize = 16;
 
@@ -137,7 +140,9 @@ async fn create(remote: &Remote, p: &Planned, version: &VersionId) -> Written {
 
 /// After a create on an object store: is a ref in the way (`a` for `a/b`, or `a/b` for `a`)?
 /// Every writer looks after its own write, so of two racing creates the later one sees the
-/// other's ref: both may lose, never both win. A branch this push created is taken back on
+/// other's ref: never both win. The writer of `a/b` yields at once; the writer of `a` yields
+/// only if `a/b` is still there after a short wait, so both lose only when that wait is too
+/// short. A branch this push created is taken back on
 /// condition; a tag never is (a reader may have seen it), nor a value this push cannot prove
 /// it wrote.
 async fn settle_create(remote: &Remote, p: &Planned, token: Token, ours: bool) -> Written {
@@ -145,12 +150,28 @@ async fn settle_create(remote: &Remote, p: &Planned, token: Token, ours: bool) -
     if lake.store.paths_are_folders() {
         return done(token, ours);
     }
-    let in_the_way = match lake.conflicting_ref(&p.dst).await {
+    let mut in_the_way = match lake.conflicting_ref(&p.dst).await {
         Ok(None) => return done(token, ours),
         Ok(Some(other)) => Ok(other),
         Err(e) => Err(store_reason(&e)),
     };
     let dst = &p.dst;
+    // Ties: the writer of the ref below always yields; this one, the ref above it, gives that
+    // writer a moment to take its ref back before yielding too.
+    let below =
+        |o: &Result<String, String>| o.as_ref().is_ok_and(|o| o.starts_with(&format!("{dst}/")));
+    if below(&in_the_way) && ours && !dst.starts_with("refs/tags/") {
+        let mut backoff = Backoff::new(Duration::from_millis(50), Duration::from_millis(400));
+        let deadline = std::time::Instant::now() + TIE_WAIT;
+        while below(&in_the_way) && std::time::Instant::now() < deadline {
+            backoff.wait().await;
+            in_the_way = match lake.conflicting_ref(dst).await {
+                Ok(None) => return done(token, ours),
+                Ok(Some(other)) => Ok(other),
+                Err(e) => Err(store_reason(&e)),
+            };
+        }
+    }
     if dst.starts_with("refs/tags/") || !ours {
         return Err(Rejection::Left(match in_the_way {
             Ok(other) => format!(
