@@ -23,4 +23,5 @@ pub mod remote;
 pub mod repo;
 pub mod signatures;
 pub mod store;
+pub mod testhook;
 pub mod trace;

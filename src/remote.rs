@@ -329,7 +329,9 @@ impl Remote {
         let (objects, computed) = self.build_objects(&order, listing, &read_data, &known)?;
         let n_objects = objects.len();
         trace_step(&format!("fetch: writing {n_objects} objects as a pack"));
-        repo.write_pack(&objects)?;
+        for note in repo.write_pack(&objects)? {
+            self.lake_warn(note);
+        }
         trace_step("fetch: pack written");
         if n_objects > 0 {
             progress.finish("Writing objects", n_objects as u64, Some(n_objects as u64));

@@ -160,11 +160,14 @@ impl Repo {
 
     /// Writes `objects` as one pack, with its index, into the repository's object store: the
     /// pack first, then the index that makes Git see it, each renamed into place when complete.
-    pub fn write_pack(&self, objects: &[Object]) -> Result<(), RepoError> {
-        if objects.is_empty() {
-            return Ok(());
-        }
+    /// Temporary files a killed fetch left (this host, a process that no longer exists) are
+    /// removed first; returns a note for each.
+    pub fn write_pack(&self, objects: &[Object]) -> Result<Vec<String>, RepoError> {
         let pack_dir = self.repo.objects.store_ref().path().join("pack");
+        let notes = remove_stale_temporaries(&pack_dir);
+        if objects.is_empty() {
+            return Ok(notes);
+        }
         let err = |message: String| RepoError::Write {
             path: pack_dir.clone(),
             message,
@@ -172,18 +175,90 @@ impl Repo {
         std::fs::create_dir_all(&pack_dir).map_err(|e| err(e.to_string()))?;
         let pack = encode_pack(objects).map_err(|e| err(e.to_string()))?;
         let name = format!("pack-{}", crate::pack::hex(&pack.checksum));
-        let tmp = |ext: &str| pack_dir.join(format!("tmp_{name}_{}.{ext}", std::process::id()));
+        // tmp_ as Git's own temporary files (git gc removes old ones); whose they are after it.
+        let tmp = |ext: &str| {
+            pack_dir.join(format!(
+                "tmp_{name}_{}_{}.{ext}",
+                std::process::id(),
+                host_tag()
+            ))
+        };
         let write = |ext: &str, bytes: &[u8]| -> std::io::Result<()> {
             let path = tmp(ext);
             let mut f = std::fs::File::create(&path)?;
-            f.write_all(bytes)?;
-            f.sync_all()?;
-            std::fs::rename(&path, pack_dir.join(format!("{name}.{ext}")))
+            let result = (|| {
+                if ext == "pack" {
+                    f.write_all(&bytes[..bytes.len() / 2])?;
+                    f.sync_all()?;
+                    crate::testhook::stop_at(crate::testhook::Point::WritingPack);
+                    f.write_all(&bytes[bytes.len() / 2..])?;
+                } else {
+                    f.write_all(bytes)?;
+                }
+                f.sync_all()?;
+                std::fs::rename(&path, pack_dir.join(format!("{name}.{ext}")))
+            })();
+            if result.is_err() {
+                let _ = std::fs::remove_file(&path);
+            }
+            result
         };
         write("pack", &pack.data).map_err(|e| err(e.to_string()))?;
         write("idx", &pack.index()).map_err(|e| err(e.to_string()))?;
-        Ok(())
+        Ok(notes)
     }
+}
+
+/// This host's name as it goes into a file name: letters, digits, `-` and `.` only.
+fn host_tag() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    host.trim()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.'))
+        .take(64)
+        .collect()
+}
+
+/// Removes `tmp_pack-<sha1>_<pid>_<host>.{pack,idx}` files of this host whose process no
+/// longer exists: a fetch killed while writing. Git's own temporary files are left to Git.
+fn remove_stale_temporaries(pack_dir: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(pack_dir) else {
+        return Vec::new();
+    };
+    let host = host_tag();
+    let mut notes = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let Some(pid) = stale_pid(name, &host) else {
+            continue;
+        };
+        if std::fs::remove_file(entry.path()).is_ok() {
+            notes.push(format!(
+                "removed {}, left by a fetch (pid {pid}) that was killed while writing",
+                entry.path().display()
+            ));
+        }
+    }
+    notes
+}
+
+/// The pid in a temporary pack file this helper names, if it is of `host` and dead.
+fn stale_pid(name: &str, host: &str) -> Option<i32> {
+    let rest = name.strip_prefix("tmp_pack-")?;
+    let stem = rest
+        .strip_suffix(".pack")
+        .or_else(|| rest.strip_suffix(".idx"))?;
+    let mut parts = stem.splitn(3, '_');
+    let (hash, pid, file_host) = (parts.next()?, parts.next()?, parts.next()?);
+    if hash.len() != 40 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) || file_host != host {
+        return None;
+    }
+    let pid: i32 = pid.parse().ok().filter(|p| *p > 0)?;
+    // Signal 0 checks that the process exists without touching it.
+    let alive = unsafe { libc::kill(pid, 0) } == 0;
+    let gone = !alive && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+    gone.then_some(pid)
 }
 
 /// The `parent` lines of a raw commit object.

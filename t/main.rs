@@ -7,6 +7,7 @@ mod architecture;
 mod bad_lakes;
 mod golden;
 mod hardening_edges;
+mod hardening_push;
 mod integrity;
 mod push;
 mod read;

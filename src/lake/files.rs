@@ -178,35 +178,98 @@ fn value_version(v: &Value, name: &str) -> Result<String, String> {
         .ok_or_else(|| format!("refs.json gives {} no version", printable(name)))
 }
 
-/// The `refs.json` this helper writes: a flat map of full ref names to version IDs, sorted,
-/// pretty-printed, ending in a newline. Entries of `existing` that are not branches or tags
-/// (a host's own, such as `refs/requests/...` or `HEAD`) are kept as they are; the other
-/// shapes a reader accepts (`refs`, `heads`, `tags` keys) are replaced by the flat map.
+/// The `refs.json` this helper writes, in the shape the lake's file has (a flat map when
+/// there is none): the branches and tags are `refs`, sorted; everything else the file holds
+/// (a host's own entries such as `refs/requests/7`, `HEAD`, unknown keys) is kept as it is,
+/// in every shape. Pretty-printed, ending in a newline.
 pub fn render_refs_json(existing: Option<&[u8]>, refs: &[(String, VersionId)]) -> Vec<u8> {
-    let mut entries: Vec<(String, Value)> = Vec::new();
-    if let Some(Ok(Value::Object(old))) = existing.map(serde_json::from_slice::<Value>) {
-        for (k, v) in old {
-            let managed = k.starts_with("refs/heads/")
-                || k.starts_with("refs/tags/")
-                || matches!(k.as_str(), "refs" | "heads" | "tags");
-            if !managed {
-                entries.push((k, v));
-            }
+    let old = match existing.map(serde_json::from_slice::<Value>) {
+        Some(Ok(Value::Object(old))) => old,
+        _ => Map::new(),
+    };
+    let new = match old.get("refs") {
+        Some(Value::Object(_)) => nested_map(old, refs),
+        Some(Value::Array(_)) => nested_list(old, refs),
+        _ if ["heads", "tags"]
+            .iter()
+            .any(|k| old.get(*k).is_some_and(Value::is_object)) =>
+        {
+            short_names(old, refs)
         }
-    }
+        _ => Value::Object(flat_map(old, refs)),
+    };
+    let mut out = serde_json::to_vec_pretty(&new).expect("JSON values serialise");
+    out.push(b'\n');
+    out
+}
+
+fn is_managed(name: &str) -> bool {
+    name.starts_with("refs/heads/") || name.starts_with("refs/tags/")
+}
+
+/// `{"refs/heads/main": "<id>", ...}`: the host's entries and ours, sorted by name.
+fn flat_map(old: Map<String, Value>, refs: &[(String, VersionId)]) -> Map<String, Value> {
+    let mut entries: Vec<(String, Value)> =
+        old.into_iter().filter(|(k, _)| !is_managed(k)).collect();
     entries.extend(
         refs.iter()
             .map(|(n, id)| (n.clone(), Value::String(id.to_string()))),
     );
     entries.sort_by(|a, b| a.0.cmp(&b.0));
-    let mut map = Map::new();
-    for (name, value) in entries {
-        map.insert(name, value);
+    entries.into_iter().collect()
+}
+
+/// `{"refs": {...}, ...}`: the map under `refs` rewritten, other keys kept.
+fn nested_map(mut old: Map<String, Value>, refs: &[(String, VersionId)]) -> Value {
+    if let Some(Value::Object(inner)) = old.get_mut("refs") {
+        *inner = flat_map(std::mem::take(inner), refs);
     }
-    let mut out =
-        serde_json::to_vec_pretty(&Value::Object(map)).expect("a map of strings serialises");
-    out.push(b'\n');
-    out
+    Value::Object(old)
+}
+
+/// `{"refs": [{"name": ..., "version": ...}, ...]}`: the host's items kept in their order,
+/// then ours, named with the keys the file's items use.
+fn nested_list(mut old: Map<String, Value>, refs: &[(String, VersionId)]) -> Value {
+    let Some(Value::Array(items)) = old.get_mut("refs") else {
+        return Value::Object(old);
+    };
+    let name_of = |item: &Value| {
+        item.get("name")
+            .or_else(|| item.get("ref"))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    let ours = items
+        .iter()
+        .find(|i| name_of(i).is_some_and(|n| is_managed(&n)));
+    let key = |a: &str, b: &str| match ours.map(|i| (i.get(a).is_some(), i.get(b).is_some())) {
+        Some((false, true)) => b.to_string(),
+        _ => a.to_string(),
+    };
+    let (name_key, version_key) = (key("name", "ref"), key("version", "id"));
+    items.retain(|i| !name_of(i).is_some_and(|n| is_managed(&n)));
+    items.extend(refs.iter().map(|(n, id)| {
+        let mut item = Map::new();
+        item.insert(name_key.clone(), Value::String(n.clone()));
+        item.insert(version_key.clone(), Value::String(id.to_string()));
+        Value::Object(item)
+    }));
+    Value::Object(old)
+}
+
+/// `{"heads": {"main": ...}, "tags": {...}, ...}`: both maps rewritten with short names, other
+/// keys kept (full names of branches and tags at the top are folded into the maps).
+fn short_names(old: Map<String, Value>, refs: &[(String, VersionId)]) -> Value {
+    let mut out: Map<String, Value> = old.into_iter().filter(|(k, _)| !is_managed(k)).collect();
+    for (key, prefix) in [("heads", "refs/heads/"), ("tags", "refs/tags/")] {
+        let map: Map<String, Value> = refs
+            .iter()
+            .filter_map(|(n, id)| Some((n.strip_prefix(prefix)?.to_string(), id)))
+            .map(|(n, id)| (n, Value::String(id.to_string())))
+            .collect();
+        out.insert(key.to_string(), Value::Object(map));
+    }
+    Value::Object(out)
 }
 
 #[cfg(test)]
@@ -263,16 +326,55 @@ mod tests {
         );
         assert_eq!(parse_refs_json(&rendered).unwrap()[0].1, id);
         let old = format!(
-            r#"{{"refs/requests/7":"{id}","refs/heads/gone":"{id}","heads":{{}},"HEAD":"ref: refs/heads/main"}}"#
+            r#"{{"refs/requests/7":"{id}","refs/heads/gone":"{id}","HEAD":"ref: refs/heads/main"}}"#
         );
         let kept = String::from_utf8(render_refs_json(Some(old.as_bytes()), &[])).unwrap();
         assert!(
             kept.contains("refs/requests/7") && kept.contains("HEAD"),
             "{kept}"
         );
-        assert!(
-            !kept.contains("gone") && !kept.contains("\"heads\""),
-            "{kept}"
-        );
+        assert!(!kept.contains("gone"), "{kept}");
+    }
+
+    #[test]
+    fn every_shape_keeps_the_hosts_entries_and_its_shape() {
+        let id = "0190f3a2-7b4c-7d2e-8f10-123456789abc";
+        let new = VersionId::parse("0190f3a2-7b4c-7d2e-8f10-000000000001").unwrap();
+        let ours = [
+            ("refs/heads/main".to_string(), new.clone()),
+            ("refs/tags/v2".to_string(), new.clone()),
+        ];
+        for old in [
+            format!(r#"{{"refs":{{"refs/requests/7":"{id}","refs/heads/gone":"{id}"}},"x":1}}"#),
+            format!(
+                r#"{{"refs":[{{"ref":"refs/requests/7","id":"{id}"}},{{"ref":"refs/heads/gone","id":"{id}"}}],"x":1}}"#
+            ),
+            format!(r#"{{"heads":{{"gone":"{id}"}},"tags":{{}},"refs/requests/7":"{id}","x":1}}"#),
+            format!(r#"{{"refs/requests/7":"{id}","refs/heads/gone":"{id}","x":1}}"#),
+        ] {
+            let out = render_refs_json(Some(old.as_bytes()), &ours);
+            let got = parse_refs_json(&out).unwrap();
+            let text = String::from_utf8(out.clone()).unwrap();
+            assert!(
+                got.contains(&("refs/requests/7".into(), id.into())),
+                "{text}"
+            );
+            assert!(
+                got.contains(&("refs/heads/main".into(), new.to_string())),
+                "{text}"
+            );
+            assert!(
+                got.contains(&("refs/tags/v2".into(), new.to_string())),
+                "{text}"
+            );
+            assert!(
+                !text.contains("gone") && text.contains("\"x\": 1"),
+                "{text}"
+            );
+            // The same refs again: the same bytes, so a push that changes nothing writes nothing.
+            assert_eq!(render_refs_json(Some(&out), &ours), out, "{text}");
+            let shape = |s: &str| serde_json::from_str::<Value>(s).unwrap()["refs"].is_array();
+            assert_eq!(shape(&old), shape(&text));
+        }
     }
 }

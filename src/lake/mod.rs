@@ -86,6 +86,38 @@ impl LakeError {
     }
 }
 
+/// A writer's lock or temporary file: never a ref, not worth a warning.
+fn is_writer_file(path: &str) -> bool {
+    let last = path.rsplit('/').next().unwrap_or("");
+    last.ends_with(".lock") || last.starts_with('.')
+}
+
+/// Refs a reader keeps, and those it leaves out, each with the kept ref in its way.
+pub type Kept<T> = (Vec<(String, T)>, Vec<(String, String)>);
+
+/// Git cannot hold a ref and refs below it (`a` and `a/b`), which an object store can. Of
+/// refs sorted by name, keeps each one no kept ref is a folder of; returns the others, each
+/// with the kept ref in its way.
+pub fn without_conflicts<T>(refs: Vec<(String, T)>) -> Kept<T> {
+    let mut kept_names = std::collections::HashSet::new();
+    let (mut kept, mut dropped) = (Vec::new(), Vec::new());
+    for (name, value) in refs {
+        let in_the_way = name
+            .match_indices('/')
+            .map(|(i, _)| &name[..i])
+            .find(|folder| kept_names.contains(*folder))
+            .map(str::to_string);
+        match in_the_way {
+            Some(other) => dropped.push((name, other)),
+            None => {
+                kept_names.insert(name.clone());
+                kept.push((name, value));
+            }
+        }
+    }
+    (kept, dropped)
+}
+
 /// A version's two mapped files.
 #[derive(Clone, Debug)]
 pub struct VersionData {
@@ -139,9 +171,17 @@ impl Lake {
         self.warnings.lock().expect("warnings lock").push(msg);
     }
 
-    /// Warnings gathered so far, for the caller to show.
+    /// Warnings gathered so far, with what the store repaired, for the caller to show.
     pub fn take_warnings(&self) -> Vec<String> {
-        std::mem::take(&mut *self.warnings.lock().expect("warnings lock"))
+        let mut out = std::mem::take(&mut *self.warnings.lock().expect("warnings lock"));
+        let name = self.name();
+        out.extend(
+            self.store
+                .take_notes()
+                .into_iter()
+                .map(|n| format!("lake '{name}': {n}")),
+        );
+        out
     }
 
     /// The branch `HEAD` names. A lake without `HEAD` is read as if it said `refs/heads/main`.
@@ -169,7 +209,18 @@ impl Lake {
             self.refs_from_json().await?
         };
         out.sort();
-        Ok(out)
+        let (kept, dropped) = without_conflicts(out);
+        for (name, kept_instead) in dropped {
+            self.warn(format!(
+                "lake '{}': {} and {} cannot both be refs in Git; showing {} only \
+                 (remove one of them from the lake)",
+                self.name(),
+                printable(&kept_instead),
+                printable(&name),
+                printable(&kept_instead)
+            ));
+        }
+        Ok(kept)
     }
 
     async fn refs_from_files(&self) -> Result<Vec<(String, VersionId)>, LakeError> {
@@ -203,9 +254,7 @@ impl Lake {
             if !(f.starts_with("refs/heads/") || f.starts_with("refs/tags/")) {
                 continue;
             }
-            // A writer's lock or temporary file: never a ref, not worth a warning.
-            let last = f.rsplit('/').next().unwrap_or("");
-            if last.ends_with(".lock") || last.starts_with('.') {
+            if is_writer_file(&f) {
                 continue;
             }
             match check_ref_name(&f) {
@@ -307,6 +356,27 @@ impl Lake {
         self.store.delete(name, expected).await
     }
 
+    /// A ref that cannot exist beside `name` in a Git repository, the first found: a ref named
+    /// like one of `name`'s folders (`refs/heads/a` for `refs/heads/a/b`), or one below
+    /// `name/`. Object stores hold both; a folder lake cannot.
+    pub async fn conflicting_ref(&self, name: &str) -> Result<Option<String>, StoreError> {
+        let parts: Vec<&str> = name.split('/').collect();
+        // refs/heads/<folder>/...: the folders below refs/heads/ and refs/tags/.
+        let folders: Vec<String> = (3..parts.len()).map(|i| parts[..i].join("/")).collect();
+        let found: Vec<bool> = futures::stream::iter(&folders)
+            .map(|f| self.store.is_file(f))
+            .buffered(CONCURRENCY)
+            .try_collect()
+            .await?;
+        if let Some(i) = found.iter().position(|f| *f) {
+            return Ok(Some(folders[i].clone()));
+        }
+        let below = self.store.list(&format!("{name}/")).await?;
+        Ok(below
+            .into_iter()
+            .find(|f| !is_writer_file(f) && check_ref_name(f).is_ok()))
+    }
+
     /// One ref file as it is now: `None` if there is none; else its version (`None` if the file
     /// holds no version ID) and its token.
     pub async fn read_ref(
@@ -404,5 +474,29 @@ impl Lake {
             .iter()
             .filter_map(|d| VersionId::parse(d).ok().filter(|v| v.as_str() == d))
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_conflicts;
+
+    #[test]
+    fn a_ref_and_refs_below_it_keep_the_shortest() {
+        let refs: Vec<(String, u8)> = ["a", "a/b", "a/b/c", "ab", "b/c", "b/c/d", "b/e"]
+            .iter()
+            .map(|n| (format!("refs/heads/{n}"), 0))
+            .collect();
+        let (kept, dropped) = without_conflicts(refs);
+        let kept: Vec<&str> = kept.iter().map(|(n, _)| &n[11..]).collect();
+        assert_eq!(kept, ["a", "ab", "b/c", "b/e"]);
+        assert_eq!(
+            dropped,
+            [
+                ("refs/heads/a/b".to_string(), "refs/heads/a".to_string()),
+                ("refs/heads/a/b/c".into(), "refs/heads/a".into()),
+                ("refs/heads/b/c/d".into(), "refs/heads/b/c".into()),
+            ]
+        );
     }
 }

@@ -52,6 +52,9 @@ pub enum Rejection {
     ChangedMeanwhile,
     /// The store's answer was lost and the ref could not be read back: it may hold our value.
     Unknown(String),
+    /// Refused, though the ref file this push wrote stays in the lake (a tag is never
+    /// deleted, and a value this push cannot prove it wrote is never taken back).
+    Left(String),
     /// Any other refusal, in words.
     Refused(String),
 }
@@ -63,7 +66,7 @@ impl Rejection {
 
     /// Whether the ref may have changed after all.
     pub fn is_uncertain(&self) -> bool {
-        matches!(self, Rejection::Unknown(_))
+        matches!(self, Rejection::Unknown(_) | Rejection::Left(_))
     }
 }
 
@@ -78,7 +81,9 @@ impl fmt::Display for Rejection {
             Rejection::ChangedMeanwhile => {
                 f.write_str("another push changed this ref while this one ran; push again")
             }
-            Rejection::Unknown(why) | Rejection::Refused(why) => f.write_str(why),
+            Rejection::Unknown(why) | Rejection::Left(why) | Rejection::Refused(why) => {
+                f.write_str(why)
+            }
         }
     }
 }
@@ -130,6 +135,11 @@ impl Action {
     fn is_delete(&self) -> bool {
         matches!(self, Action::Delete { .. })
     }
+
+    /// A write that can never be taken back: a new tag.
+    fn is_create_only(&self, dst: &str) -> bool {
+        matches!(self, Action::Create { .. }) && dst.starts_with("refs/tags/")
+    }
 }
 
 /// A ref that passed its checks, and what to write.
@@ -155,7 +165,10 @@ pub async fn push(
     updates: &[RefUpdate],
     opts: &PushOptions,
 ) -> PushReport {
-    let planned = plan::plan_all(remote, listing, updates, opts).await;
+    let mut planned = plan::plan_all(remote, listing, updates, opts).await;
+    if opts.atomic {
+        atomic::refuse_two_tags(&mut planned);
+    }
     let mut report = PushReport::default();
     let any_failed = planned.iter().any(|p| p.is_err());
     if (opts.atomic && any_failed) || opts.dry_run {
@@ -198,7 +211,7 @@ pub async fn push(
         };
         report.results.push((update.dst.clone(), result));
     }
-    crash_point_for_tests();
+    crate::testhook::stop_at(crate::testhook::Point::BeforeRefsJson);
     // After a write of unknown outcome, what Git listed plus our changes may be wrong:
     // refs.json is then rebuilt from the ref files themselves.
     let (attempts, warning) = refs_json::update(remote, listing, &changed, uncertain).await;
@@ -214,13 +227,4 @@ fn deleted_refs(updates: &[RefUpdate]) -> HashSet<String> {
         .filter(|u| u.src.is_empty())
         .map(|u| u.dst.clone())
         .collect()
-}
-
-/// For the crash tests only: with `GIT_REMOTE_FDL_TEST_STOP_BEFORE_REFS_JSON=<file>`, the helper
-/// writes its pid there and waits to be killed between its ref writes and `refs.json`.
-fn crash_point_for_tests() {
-    if let Some(path) = std::env::var_os("GIT_REMOTE_FDL_TEST_STOP_BEFORE_REFS_JSON") {
-        let _ = std::fs::write(&path, std::process::id().to_string());
-        std::thread::sleep(std::time::Duration::from_secs(60));
-    }
 }

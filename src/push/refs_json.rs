@@ -74,7 +74,7 @@ pub(super) async fn update(
         match lake.write_refs_json(wanted, &mode).await {
             Ok(_) => return (attempt, None),
             Err(WriteError::Conflict) => backoff.wait().await,
-            Err(WriteError::Store(e)) => {
+            Err(WriteError::Refused(e) | WriteError::Store(e)) => {
                 let what = match e.hint() {
                     // A lock left by a killed push stays until someone removes it.
                     Some(hint) => format!("; {hint}"),

@@ -11,6 +11,9 @@ use crate::lake::VersionId;
 use crate::remote::Remote;
 use crate::store::{StoreError, Token, WriteError, WriteMode};
 
+/// How long the writer of `a` waits for a racing writer of `a/b` to take its ref back.
+const TIE_WAIT: Duration = Duration::from_secs(2);
+
 /// Refs written at once by a plain push.
 const WRITES_IN_FLIGHT: usize = 16;
 
@@ -70,30 +73,35 @@ fn lost(p: &Planned) -> Rejection {
 /// Performs one planned write.
 pub(super) async fn write(remote: &Remote, p: &Planned) -> Written {
     let lake = &remote.lake;
-    let done = |new_token, ours| Ok(Some(Done { new_token, ours }));
     match &p.action {
         Action::UpToDate => Ok(None),
-        Action::Create { version } | Action::Update { version, .. } => {
-            let mode = match &p.action {
-                Action::Update { old, .. } => WriteMode::Update(old.clone()),
-                _ => WriteMode::Create,
-            };
+        Action::Create { version } => create(remote, p, version).await,
+        Action::Update { version, old, .. } => {
+            let mode = WriteMode::Update(old.clone());
             match lake.write_ref(&p.dst, version, &mode).await {
-                Ok(token) => done(Some(token), true),
+                Ok(token) => done(token, true),
+                Err(e @ WriteError::Refused(_)) => Err(failed(p, &e)),
                 // A retried request whose first attempt landed reads as a conflict with our
                 // own write: look.
                 Err(e) => match recheck(remote, &p.dst, Some(version)).await {
-                    Readback::Holds(token) => done(Some(token), false),
+                    Readback::Holds(token) => done(token, false),
                     Readback::Differs => Err(failed(p, &e)),
                     Readback::Unknown(why) => Err(unknown_outcome(&e, &why)),
                 },
             }
         }
         Action::Delete { old } => match lake.delete_ref(&p.dst, old).await {
-            Ok(()) => done(None, true),
+            Ok(()) => Ok(Some(Done {
+                new_token: None,
+                ours: true,
+            })),
             Err(WriteError::Conflict) => Err(lost(p)),
+            Err(e @ WriteError::Refused(_)) => Err(failed(p, &e)),
             Err(e) => match recheck(remote, &p.dst, None).await {
-                Readback::Holds(_) => done(None, false),
+                Readback::Holds(_) => Ok(Some(Done {
+                    new_token: None,
+                    ours: false,
+                })),
                 Readback::Differs => Err(failed(p, &e)),
                 Readback::Unknown(why) => Err(unknown_outcome(&e, &why)),
             },
@@ -101,10 +109,112 @@ pub(super) async fn write(remote: &Remote, p: &Planned) -> Written {
     }
 }
 
+fn done(token: Token, ours: bool) -> Written {
+    Ok(Some(Done {
+        new_token: Some(token),
+        ours,
+    }))
+}
+
+/// Creates a ref: a create-only write, then, where the store allows a ref beside refs below
+/// it, a look for one a racing push made (`settle_create`).
+async fn create(remote: &Remote, p: &Planned, version: &VersionId) -> Written {
+    let lake = &remote.lake;
+    let (token, ours) = match lake.write_ref(&p.dst, version, &WriteMode::Create).await {
+        Ok(token) => (token, true),
+        Err(e @ WriteError::Refused(_)) => {
+            // A folder lake refuses a ref in the way itself: name that ref.
+            if let Ok(Some(other)) = lake.conflicting_ref(&p.dst).await {
+                return Err(taken(&p.dst, &other));
+            }
+            return Err(failed(p, &e));
+        }
+        Err(e) => match recheck(remote, &p.dst, Some(version)).await {
+            Readback::Holds(token) => (token, false),
+            Readback::Differs => return Err(failed(p, &e)),
+            Readback::Unknown(why) => return Err(unknown_outcome(&e, &why)),
+        },
+    };
+    settle_create(remote, p, token, ours).await
+}
+
+/// After a create on an object store: is a ref in the way (`a` for `a/b`, or `a/b` for `a`)?
+/// Every writer looks after its own write, so of two racing creates the later one sees the
+/// other's ref: never both win. The writer of `a/b` yields at once; the writer of `a` yields
+/// only if `a/b` is still there after a short wait, so both lose only when that wait is too
+/// short. A branch this push created is taken back on
+/// condition; a tag never is (a reader may have seen it), nor a value this push cannot prove
+/// it wrote.
+async fn settle_create(remote: &Remote, p: &Planned, token: Token, ours: bool) -> Written {
+    let lake = &remote.lake;
+    if lake.store.paths_are_folders() {
+        return done(token, ours);
+    }
+    let mut in_the_way = match lake.conflicting_ref(&p.dst).await {
+        Ok(None) => return done(token, ours),
+        Ok(Some(other)) => Ok(other),
+        Err(e) => Err(store_reason(&e)),
+    };
+    let dst = &p.dst;
+    // Ties: the writer of the ref below always yields; this one, the ref above it, gives that
+    // writer a moment to take its ref back before yielding too.
+    let below =
+        |o: &Result<String, String>| o.as_ref().is_ok_and(|o| o.starts_with(&format!("{dst}/")));
+    if below(&in_the_way) && ours && !dst.starts_with("refs/tags/") {
+        let mut backoff = Backoff::new(Duration::from_millis(50), Duration::from_millis(400));
+        let deadline = std::time::Instant::now() + TIE_WAIT;
+        while below(&in_the_way) && std::time::Instant::now() < deadline {
+            backoff.wait().await;
+            in_the_way = match lake.conflicting_ref(dst).await {
+                Ok(None) => return done(token, ours),
+                Ok(Some(other)) => Ok(other),
+                Err(e) => Err(store_reason(&e)),
+            };
+        }
+    }
+    if dst.starts_with("refs/tags/") || !ours {
+        return Err(Rejection::Left(match in_the_way {
+            Ok(other) => format!(
+                "{other} was made at the same time, and Git cannot hold both; {dst} stays in the \
+                 lake (tags are never deleted), and readers show only {}: remove one of them from \
+                 the lake",
+                if other.len() < dst.len() { &other } else { dst }
+            ),
+            Err(why) => format!(
+                "{dst} was written, but checking that no ref is in its way failed ({why}); \
+                 see 'git ls-remote'"
+            ),
+        }));
+    }
+    match lake.delete_ref(dst, &token).await {
+        Ok(()) => Err(match in_the_way {
+            Ok(other) => Rejection::Refused(format!(
+                "cannot create {dst}: {other} exists in the lake (another push made it meanwhile)"
+            )),
+            Err(why) => Rejection::Refused(format!(
+                "checking that no ref is in the way failed ({why}), so this push took its \
+                 write back; push again"
+            )),
+        }),
+        Err(undo) => Err(Rejection::Left(format!(
+            "{}, and taking this write back failed ({undo}); remove one of them from the lake",
+            match in_the_way {
+                Ok(other) => format!("{other} exists in the lake"),
+                Err(why) => format!("checking that no ref is in the way failed ({why})"),
+            }
+        ))),
+    }
+}
+
+/// A ref that cannot be created because `other` is in its way.
+pub(super) fn taken(dst: &str, other: &str) -> Rejection {
+    Rejection::Refused(format!("cannot create {dst}: {other} exists in the lake"))
+}
+
 fn failed(p: &Planned, e: &WriteError) -> Rejection {
     match e {
         WriteError::Conflict => lost(p),
-        WriteError::Store(s) => Rejection::Refused(store_reason(s)),
+        WriteError::Refused(s) | WriteError::Store(s) => Rejection::Refused(store_reason(s)),
     }
 }
 

@@ -1,4 +1,5 @@
 //! A lake in a local folder: reads and listings confined to the folder, symlinks included.
+//! Conditional writes are in `local_write.rs`, their locks in `lock.rs`.
 
 use std::collections::HashSet;
 use std::io::Read;
@@ -7,14 +8,15 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use super::StoreError;
-use crate::backoff::Backoff;
 
 /// A folder that holds a lake. Every path is checked to stay below `root` after symlinks.
 #[derive(Debug, Clone)]
 pub struct LocalDir {
-    root: PathBuf,
+    pub(super) root: PathBuf,
     /// Folders already seen to be real folders (not symlinks) below the root.
     checked: Arc<Mutex<HashSet<PathBuf>>>,
+    /// What writes repaired on their own (a stale lock removed), for the caller to show.
+    pub(super) notes: Arc<Mutex<Vec<String>>>,
 }
 
 impl LocalDir {
@@ -33,6 +35,7 @@ impl LocalDir {
         Ok(LocalDir {
             root,
             checked: Default::default(),
+            notes: Default::default(),
         })
     }
 
@@ -43,7 +46,7 @@ impl LocalDir {
     /// The path of `rel`, or `None` if nothing is there; an error if it leads outside. Folders
     /// are checked with `lstat` once each; the file itself is opened without following a
     /// symlink. Only a symlink costs a full `canonicalize`.
-    fn resolve(&self, rel: &str) -> Result<Option<PathBuf>, StoreError> {
+    pub(super) fn resolve(&self, rel: &str) -> Result<Option<PathBuf>, StoreError> {
         let parts: Vec<&str> = rel.split('/').filter(|p| !p.is_empty()).collect();
         let mut path = self.root.clone();
         for (i, part) in parts.iter().enumerate() {
@@ -118,6 +121,19 @@ impl LocalDir {
             Err(e) if is_absent(&e) => Ok(None),
             Err(e) => Err(io_error(rel, e)),
         }
+    }
+
+    /// Whether `rel` is a regular file inside the root (a folder or nothing is not).
+    pub fn is_file(&self, rel: &str) -> Result<bool, StoreError> {
+        match self.resolve(rel)? {
+            Some(path) => Ok(std::fs::metadata(path).is_ok_and(|m| m.is_file())),
+            None => Ok(false),
+        }
+    }
+
+    /// Notes gathered by writes so far.
+    pub fn take_notes(&self) -> Vec<String> {
+        std::mem::take(&mut *self.notes.lock().expect("notes lock"))
     }
 
     pub fn get(&self, rel: &str, limit: u64) -> Result<Option<Vec<u8>>, StoreError> {
@@ -244,7 +260,7 @@ impl LocalDir {
     }
 }
 
-fn not_a_file(rel: &str, meta: &std::fs::Metadata) -> StoreError {
+pub(super) fn not_a_file(rel: &str, meta: &std::fs::Metadata) -> StoreError {
     let what = if meta.is_dir() {
         "a folder"
     } else {
@@ -256,31 +272,10 @@ fn not_a_file(rel: &str, meta: &std::fs::Metadata) -> StoreError {
     }
 }
 
-/// Not there: missing, or a parent is a file (ENOTDIR).
-fn is_absent(e: &std::io::Error) -> bool {
-    e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ENOTDIR)
-}
-
-/// What a conditional write in a folder expects to find.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Expect {
-    Absent,
-    /// The token ([`file_token`]) of the file last read.
-    Token(String),
-}
-
-/// Why a conditional write in a folder did not happen.
-#[derive(Debug)]
-pub enum LocalWriteError {
-    /// The file exists (for a create) or holds something else (for an update or delete).
-    Mismatch,
-    Store(StoreError),
-}
-
-impl From<StoreError> for LocalWriteError {
-    fn from(e: StoreError) -> Self {
-        LocalWriteError::Store(e)
-    }
+/// Not there: missing, a parent is a file (ENOTDIR), or a path too long to exist.
+pub(super) fn is_absent(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::NotFound
+        || matches!(e.raw_os_error(), Some(libc::ENOTDIR | libc::ENAMETOOLONG))
 }
 
 /// A folder's version token: the file's inode and modification time with its content's
@@ -299,243 +294,7 @@ pub fn file_token(meta: &std::fs::Metadata, bytes: &[u8]) -> String {
     )
 }
 
-/// The largest file a conditional write compares (refs.json is the largest written).
-const WRITE_READ_LIMIT: u64 = 64 << 20;
-
-/// How long a writer waits for another's lock before giving up (locks are held for
-/// milliseconds).
-const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
-
-impl LocalDir {
-    /// Writes `bytes` to `rel` if what is there matches `expect`: compare and swap, under an
-    /// exclusively created `<rel>.lock`, with the new content renamed into place so readers
-    /// see the old file or the new one, never a part. Returns the new token.
-    pub fn put(&self, rel: &str, bytes: &[u8], expect: &Expect) -> Result<String, LocalWriteError> {
-        let path = self.prepare_parent(rel)?;
-        let _lock = self.lock(rel, &path)?;
-        self.check(rel, &path, expect)?;
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
-        let tmp = path.with_file_name(format!(".{name}.tmp-{}-{}", std::process::id(), nanos()));
-        let written = (|| {
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&tmp)?;
-            std::io::Write::write_all(&mut f, bytes)?;
-            f.sync_all()?;
-            let meta = f.metadata()?;
-            std::fs::rename(&tmp, &path)?;
-            Ok(meta)
-        })();
-        match written {
-            Ok(meta) => Ok(file_token(&meta, bytes)),
-            Err(e) => {
-                let _ = std::fs::remove_file(&tmp);
-                Err(io_error(rel, e).into())
-            }
-        }
-    }
-
-    /// Deletes `rel` if it holds what `expect` says, under the same lock as [`LocalDir::put`].
-    /// Empty folders left behind below `refs/` are removed, as Git does.
-    pub fn delete(&self, rel: &str, expect: &Expect) -> Result<(), LocalWriteError> {
-        let path = self.prepare_parent(rel)?;
-        let lock = self.lock(rel, &path)?;
-        self.check(rel, &path, expect)?;
-        match std::fs::remove_file(&path) {
-            Ok(()) => {}
-            Err(e) if is_absent(&e) => {}
-            Err(e) => return Err(io_error(rel, e).into()),
-        }
-        drop(lock);
-        let mut dir = path.parent().map(Path::to_path_buf);
-        while let Some(d) = dir {
-            if d == self.root.join("refs/heads")
-                || d == self.root.join("refs/tags")
-                || !d.starts_with(&self.root)
-            {
-                break;
-            }
-            if std::fs::remove_dir(&d).is_err() {
-                break;
-            }
-            dir = d.parent().map(Path::to_path_buf);
-        }
-        Ok(())
-    }
-
-    fn check(&self, rel: &str, _path: &Path, expect: &Expect) -> Result<(), LocalWriteError> {
-        let current = self.get_versioned(rel, WRITE_READ_LIMIT)?;
-        let matches = match (expect, &current) {
-            (Expect::Absent, None) => true,
-            (Expect::Token(t), Some((_, token))) => t == token,
-            _ => false,
-        };
-        if matches {
-            Ok(())
-        } else {
-            Err(LocalWriteError::Mismatch)
-        }
-    }
-
-    /// Creates the folders above `rel`, one level at a time, each checked before the next is
-    /// made, so that nothing is ever created outside the root.
-    fn prepare_parent(&self, rel: &str) -> Result<PathBuf, StoreError> {
-        let parts: Vec<&str> = rel.split('/').filter(|p| !p.is_empty()).collect();
-        let mut dir = self.root.clone();
-        for part in &parts[..parts.len().saturating_sub(1)] {
-            dir.push(part);
-            match std::fs::symlink_metadata(&dir) {
-                Ok(m) if m.is_dir() => {}
-                Ok(m) if m.file_type().is_symlink() => {
-                    let real = std::fs::canonicalize(&dir).map_err(|e| io_error(rel, e))?;
-                    if !real.starts_with(&self.root) || !real.is_dir() {
-                        return Err(StoreError::OutsideRoot {
-                            path: rel.to_string(),
-                        });
-                    }
-                    dir = real;
-                }
-                Ok(_) => {
-                    return Err(StoreError::Failed {
-                        path: rel.to_string(),
-                        message: format!(
-                            "a file stands where the folder {part}/ of this path should be"
-                        ),
-                    })
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    match std::fs::create_dir(&dir) {
-                        Ok(()) => {}
-                        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && dir.is_dir() => {
-                        }
-                        Err(e) => return Err(io_error(rel, e)),
-                    }
-                }
-                Err(e) => return Err(io_error(rel, e)),
-            }
-        }
-        let path = dir.join(parts.last().copied().unwrap_or(""));
-        match std::fs::symlink_metadata(&path) {
-            Ok(m) if m.file_type().is_symlink() => Err(StoreError::OutsideRoot {
-                path: rel.to_string(),
-            }),
-            Ok(m) if !m.is_file() => Err(not_a_file(rel, &m)),
-            _ => Ok(path),
-        }
-    }
-
-    /// Takes `<rel>.lock`, waiting a little for a writer that holds it.
-    fn lock(&self, rel: &str, path: &Path) -> Result<LockGuard, StoreError> {
-        let lock_path = path.with_file_name(format!(
-            "{}.lock",
-            path.file_name().and_then(|n| n.to_str()).unwrap_or("file")
-        ));
-        let start = std::time::Instant::now();
-        let mut backoff = Backoff::new(
-            std::time::Duration::from_millis(1),
-            std::time::Duration::from_millis(50),
-        )
-        .with_jitter(std::time::Duration::from_millis(1));
-        loop {
-            match std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&lock_path)
-            {
-                Ok(mut f) => {
-                    let holder = format!(
-                        "pid {} on {} since {}\n",
-                        std::process::id(),
-                        hostname(),
-                        unix_now()
-                    );
-                    let _ = std::io::Write::write_all(&mut f, holder.as_bytes());
-                    return Ok(LockGuard(lock_path));
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    let (abandoned, holder) = describe_lock(&lock_path);
-                    if abandoned || start.elapsed() > LOCK_WAIT {
-                        return Err(StoreError::Locked {
-                            path: lock_path.display().to_string(),
-                            holder,
-                        });
-                    }
-                    backoff.wait_blocking();
-                }
-                Err(e) => return Err(io_error(&format!("{rel}.lock"), e)),
-            }
-        }
-    }
-}
-
-/// Removes the lock file when the write is over, whatever happened.
-struct LockGuard(PathBuf);
-
-impl Drop for LockGuard {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
-/// Whether a lock looks abandoned, and who holds it.
-fn describe_lock(lock: &Path) -> (bool, String) {
-    let content = std::fs::read_to_string(lock).unwrap_or_default();
-    let content = content.trim();
-    let mut parts = content.split_whitespace();
-    let pid: Option<i32> = parts.nth(1).and_then(|p| p.parse().ok());
-    let host = parts.nth(1).unwrap_or("");
-    let since: Option<u64> = parts.nth(1).and_then(|t| t.parse().ok());
-    let age = since.map(|t| unix_now().saturating_sub(t));
-    let dead = match pid {
-        Some(pid) if host == hostname() => {
-            // Signal 0 checks that the process exists without touching it.
-            let alive = unsafe { libc::kill(pid, 0) } == 0;
-            !alive && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
-        }
-        _ => false,
-    };
-    let who = if content.is_empty() {
-        "an unknown writer".to_string()
-    } else {
-        content.to_string()
-    };
-    match (dead, age) {
-        (true, _) => (
-            true,
-            format!(
-                "held by {who}, a process that no longer exists: a push was killed while writing"
-            ),
-        ),
-        (false, Some(a)) if a > 60 => (
-            true,
-            format!("held by {who}, for {a} s: probably left by a push that crashed"),
-        ),
-        _ => (false, format!("held by {who}")),
-    }
-}
-
-fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .unwrap_or_else(|_| "localhost".to_string())
-}
-
-fn unix_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
-}
-
-fn nanos() -> u32 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0)
-}
-
-fn io_error(rel: &str, e: std::io::Error) -> StoreError {
+pub(super) fn io_error(rel: &str, e: std::io::Error) -> StoreError {
     StoreError::Failed {
         path: rel.to_string(),
         message: e.to_string(),

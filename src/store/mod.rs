@@ -4,6 +4,8 @@
 
 mod diagnose;
 pub mod local;
+pub mod local_write;
+mod lock;
 pub mod url;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,7 +19,8 @@ use object_store::{ObjectStore, ObjectStoreExt};
 
 pub use self::url::StoreUrl;
 use crate::redact::redact;
-use local::{Expect, LocalDir, LocalWriteError};
+use local::LocalDir;
+use local_write::{Expect, LocalWriteError};
 
 /// What went wrong talking to a store. Messages name the path at fault (relative to the lake).
 #[derive(Debug, thiserror::Error)]
@@ -96,6 +99,10 @@ pub enum WriteError {
     /// The condition failed: something was there (create) or it changed (update, delete).
     #[error("changed since it was read")]
     Conflict,
+    /// The store refused the write and is sure nothing changed (a local folder always knows).
+    #[error(transparent)]
+    Refused(StoreError),
+    /// The request failed: the write may or may not have happened.
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -165,6 +172,39 @@ impl Store {
     /// Plain HTTP cannot list: readers use `refs.json` there.
     pub fn can_list(&self) -> bool {
         !matches!(self.url, StoreUrl::Http(_))
+    }
+
+    /// Whether a file and a folder of the same name cannot both exist (a local folder): the
+    /// store itself then refuses `refs/heads/a` beside `refs/heads/a/b`. Object stores allow it.
+    pub fn paths_are_folders(&self) -> bool {
+        matches!(self.backend, Backend::Local(_))
+    }
+
+    /// Stored notes about what the store repaired on its own (a stale lock it removed).
+    pub fn take_notes(&self) -> Vec<String> {
+        match &self.backend {
+            Backend::Local(dir) => dir.take_notes(),
+            Backend::Remote(..) => Vec::new(),
+        }
+    }
+
+    /// Whether `rel` is a file (a folder or nothing is not).
+    pub async fn is_file(&self, rel: &str) -> Result<bool, StoreError> {
+        check_rel(rel)?;
+        self.stats.get.fetch_add(1, Ordering::Relaxed);
+        let result = match &self.backend {
+            Backend::Local(dir) => dir.is_file(rel),
+            Backend::Remote(store, prefix) => {
+                let path = Self::remote_path(prefix, rel)?;
+                match store.head(&path).await {
+                    Ok(_) => Ok(true),
+                    Err(object_store::Error::NotFound { .. }) => Ok(false),
+                    Err(e) => Err(failed(rel, e)),
+                }
+            }
+        };
+        self.log(format_args!("HEAD {rel} -> {result:?}"));
+        result
     }
 
     fn log(&self, what: std::fmt::Arguments) {
@@ -362,7 +402,7 @@ impl Store {
         bytes: Bytes,
         mode: &WriteMode,
     ) -> Result<Token, WriteError> {
-        check_rel(rel)?;
+        check_rel(rel).map_err(WriteError::Refused)?;
         self.stats.put.fetch_add(1, Ordering::Relaxed);
         let result = match &self.backend {
             Backend::Local(dir) => {
@@ -379,13 +419,10 @@ impl Store {
                         e_tag: Some(t),
                         version: None,
                     })
-                    .map_err(|e| match e {
-                        LocalWriteError::Mismatch => WriteError::Conflict,
-                        LocalWriteError::Store(s) => WriteError::Store(s),
-                    })
+                    .map_err(local_write_error)
             }
             Backend::Remote(store, prefix) => {
-                let path = Self::remote_path(prefix, rel)?;
+                let path = Self::remote_path(prefix, rel).map_err(WriteError::Refused)?;
                 let put_mode = match mode {
                     WriteMode::Create => object_store::PutMode::Create,
                     WriteMode::Update(t) => {
@@ -414,7 +451,7 @@ impl Store {
                     Err(
                         e @ (object_store::Error::NotImplemented { .. }
                         | object_store::Error::NotSupported { .. }),
-                    ) => Err(WriteError::Store(StoreError::NoConditionalWrites {
+                    ) => Err(WriteError::Refused(StoreError::NoConditionalWrites {
                         path: rel.to_string(),
                         message: redact(&e.to_string()),
                     })),
@@ -437,7 +474,7 @@ impl Store {
     /// unconditional delete, which leaves a window of one request in which a racing update can be
     /// lost (documented in docs/git-remote-fdl.md).
     pub async fn delete(&self, rel: &str, expected: &Token) -> Result<(), WriteError> {
-        check_rel(rel)?;
+        check_rel(rel).map_err(WriteError::Refused)?;
         self.stats.delete.fetch_add(1, Ordering::Relaxed);
         let result = match &self.backend {
             Backend::Local(dir) => {
@@ -447,17 +484,15 @@ impl Store {
                 tokio::task::spawn_blocking(move || dir.delete(&rel_owned, &expect))
                     .await
                     .map_err(|e| WriteError::Store(failed(rel, e)))?
-                    .map_err(|e| match e {
-                        LocalWriteError::Mismatch => WriteError::Conflict,
-                        LocalWriteError::Store(s) => WriteError::Store(s),
-                    })
+                    .map_err(local_write_error)
             }
             Backend::Remote(store, prefix) => {
-                let path = Self::remote_path(prefix, rel)?;
+                let path = Self::remote_path(prefix, rel).map_err(WriteError::Refused)?;
                 self.stats.get.fetch_add(1, Ordering::Relaxed);
                 match store.head(&path).await {
                     Err(e) if self.is_absent(&e) => Err(WriteError::Conflict),
-                    Err(e) => Err(WriteError::Store(self.request_failed(rel, &e))),
+                    // Nothing was deleted yet.
+                    Err(e) => Err(WriteError::Refused(self.request_failed(rel, &e))),
                     Ok(meta) if meta.e_tag != expected.e_tag => Err(WriteError::Conflict),
                     Ok(_) => store
                         .delete(&path)
@@ -524,6 +559,14 @@ impl Store {
         }
         self.log(format_args!("GET {rel} (streamed) -> {total} bytes"));
         Ok(true)
+    }
+}
+
+/// A folder's writes are local system calls: when one fails, the folder knows nothing changed.
+fn local_write_error(e: LocalWriteError) -> WriteError {
+    match e {
+        LocalWriteError::Mismatch => WriteError::Conflict,
+        LocalWriteError::Store(s) => WriteError::Refused(s),
     }
 }
 

@@ -1,0 +1,44 @@
+//! Crash points for the test suite: a test sets a variable naming a file, the helper writes
+//! its pid there and waits to be killed at that point. Compiled only into debug builds (what
+//! `cargo build` and `cargo test` make); release builds (`cargo install`, `make install`) have
+//! no crash point and do not read these variables.
+
+/// Where a test may stop the helper.
+#[derive(Debug, Clone, Copy)]
+pub enum Point {
+    /// A push, after its ref writes and before `refs.json`.
+    BeforeRefsJson,
+    /// A push, in a folder lake, holding `refs.json.lock` with the new content in a temporary
+    /// file not yet renamed into place.
+    WritingRefsJson,
+    /// A fetch, with half of the pack written to its temporary file.
+    WritingPack,
+}
+
+/// Stops here if the test asked for this point: writes the pid to the file the variable
+/// names (only if that file does not exist yet, so nothing is ever overwritten), then sleeps.
+#[cfg(debug_assertions)]
+pub fn stop_at(point: Point) {
+    let var = match point {
+        Point::BeforeRefsJson => "GIT_REMOTE_FDL_TEST_STOP_BEFORE_REFS_JSON",
+        Point::WritingRefsJson => "GIT_REMOTE_FDL_TEST_STOP_WRITING_REFS_JSON",
+        Point::WritingPack => "GIT_REMOTE_FDL_TEST_STOP_WRITING_PACK",
+    };
+    let Some(path) = std::env::var_os(var) else {
+        return;
+    };
+    let created = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path);
+    if let Ok(mut f) = created {
+        let _ = std::io::Write::write_all(&mut f, std::process::id().to_string().as_bytes());
+        drop(f);
+        std::thread::sleep(std::time::Duration::from_secs(60));
+    }
+}
+
+/// Release builds: no crash point.
+#[cfg(not(debug_assertions))]
+#[inline(always)]
+pub fn stop_at(_point: Point) {}
