@@ -293,7 +293,7 @@ impl Remote {
             known: known.len(),
             progress,
         };
-        let mut read = walk.read(&tips).await?;
+        let read = walk.read(&tips).await?;
         let parents_of = |v: &VersionId| -> &[VersionId] {
             match (walked.get(v), read.data.get(v)) {
                 (Some(p), _) => p,
@@ -303,25 +303,7 @@ impl Remote {
         };
         let (order, reached_existing) = needed_in_order(&tips, &in_repo, parents_of);
         trace_step(&format!("fetch: {} versions need objects", order.len()));
-        let mut read_data = HashMap::with_capacity(order.len());
-        for v in &order {
-            if walked.contains_key(v) {
-                continue;
-            }
-            let d = match read.data.remove(v) {
-                Some(Ok(d)) => d,
-                Some(Err(e)) => return Err(e.into()),
-                None => {
-                    return Err(RemoteError::Lake(LakeError::MissingVersion {
-                        lake: self.lake.name(),
-                        version: v.clone(),
-                        by: read.named_by.get(v).cloned().unwrap_or_default(),
-                    }))
-                }
-            };
-            read_data.insert(v.clone(), d);
-        }
-        drop(read);
+        let read_data = self.take_read(&order, &walked, read)?;
         if let Some(policy) = &self.require_signatures {
             self.check_signatures(policy, &order, listing, &read_data)
                 .await?;
@@ -345,6 +327,32 @@ impl Remote {
             objects: n_objects,
             self_contained: !reached_existing,
         })
+    }
+
+    /// The data of every version of `order` that was read (not walked through): a version that
+    /// could not be read fails the fetch.
+    fn take_read(
+        &self,
+        order: &[VersionId],
+        walked: &HashMap<VersionId, Vec<VersionId>>,
+        mut read: history::WalkRead,
+    ) -> Result<HashMap<VersionId, VersionData>, RemoteError> {
+        let mut read_data = HashMap::with_capacity(order.len());
+        for v in order.iter().filter(|v| !walked.contains_key(*v)) {
+            let d = match read.data.remove(v) {
+                Some(Ok(d)) => d,
+                Some(Err(e)) => return Err(e.into()),
+                None => {
+                    return Err(RemoteError::Lake(LakeError::MissingVersion {
+                        lake: self.lake.name(),
+                        version: v.clone(),
+                        by: read.named_by.get(v).cloned().unwrap_or_default(),
+                    }))
+                }
+            };
+            read_data.insert(v.clone(), d);
+        }
+        Ok(read_data)
     }
 
     /// The version each wanted commit stands for.
