@@ -2,6 +2,9 @@
 //! storage). The library holds everything but the terminal; the binary only dispatches, prints
 //! and picks exit codes. `docs/ARCHITECTURE.md` gives the layers and what each module is for.
 
+// Safe Rust only, but for the one audited call in `process`.
+#![deny(unsafe_code)]
+
 pub mod backoff;
 pub mod cache;
 pub mod catalog;
@@ -15,6 +18,7 @@ pub mod lake;
 pub mod mapping;
 pub mod open;
 pub mod pack;
+pub mod process;
 pub mod progress;
 pub mod protocol;
 pub mod push;

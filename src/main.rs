@@ -1,6 +1,8 @@
 //! The `git-remote-fdl` binary: Git's invocation (`git-remote-fdl <remote> [<url>]`) runs the
 //! remote-helper protocol; anything else is a human at the CLI. Exit codes are decided here.
 
+#![forbid(unsafe_code)]
+
 mod cli;
 
 use git_remote_fdl::fatal::Fatal;

@@ -255,10 +255,7 @@ fn stale_pid(name: &str, host: &str) -> Option<i32> {
         return None;
     }
     let pid: i32 = pid.parse().ok().filter(|p| *p > 0)?;
-    // Signal 0 checks that the process exists without touching it.
-    let alive = unsafe { libc::kill(pid, 0) } == 0;
-    let gone = !alive && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
-    gone.then_some(pid)
+    crate::process::is_gone(pid).then_some(pid)
 }
 
 /// The `parent` lines of a raw commit object.

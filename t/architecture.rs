@@ -258,3 +258,30 @@ fn the_checks_themselves_catch_what_they_look_for() {
     let text = format!("pub async fn f(\n    a: u8,\n) {{\n{body}}}\n\nfn g();\n");
     assert_eq!(function_lengths(&text), [("f".to_string(), 1, 7)]);
 }
+
+#[test]
+fn unsafe_code_is_only_the_one_audited_call() {
+    let src = root().join("src");
+    let mut found = Vec::new();
+    for file in rust_files(&src) {
+        let rel = file
+            .strip_prefix(&src)
+            .unwrap()
+            .to_string_lossy()
+            .to_string();
+        for (n, line) in code_lines(&std::fs::read_to_string(&file).unwrap()).enumerate() {
+            if line.contains("unsafe {") || line.contains("allow(unsafe_code)") {
+                found.push(format!("{rel}:{}", n + 1));
+            }
+        }
+    }
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert!(
+        found.iter().all(|f| f.starts_with("process.rs:")),
+        "{found:?}"
+    );
+    let lib = std::fs::read_to_string(src.join("lib.rs")).unwrap();
+    assert!(lib.contains("#![deny(unsafe_code)]"));
+    let process = std::fs::read_to_string(src.join("process.rs")).unwrap();
+    assert!(process.contains("// SAFETY:"));
+}

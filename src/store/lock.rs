@@ -207,11 +207,7 @@ impl Holder {
     /// Provably gone: a process of this host that no longer exists.
     fn is_dead(&self) -> bool {
         match self.pid {
-            Some(pid) if pid > 0 && self.host == hostname() => {
-                // Signal 0 checks that the process exists without touching it.
-                let alive = unsafe { libc::kill(pid, 0) } == 0;
-                !alive && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
-            }
+            Some(pid) if self.host == hostname() => crate::process::is_gone(pid),
             _ => false,
         }
     }
