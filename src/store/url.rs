@@ -142,7 +142,12 @@ pub(super) fn build_remote(
                 .with_url(u.as_str())
                 .with_retry(super::retry_config());
             for (k, v) in &options {
-                b = b.with_config(k.to_ascii_lowercase().parse().map_err(|_| unknown(k))?, v);
+                // `fdlEndpoint` is the base URL on GCS (an emulator, a private endpoint).
+                let k = match k.to_ascii_lowercase().as_str() {
+                    "endpoint" => "google_base_url".to_string(),
+                    k => k.to_string(),
+                };
+                b = b.with_config(k.parse().map_err(|_| unknown(&k))?, v);
             }
             (Arc::new(b.build().map_err(config_err)?), u)
         }
