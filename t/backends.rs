@@ -159,3 +159,90 @@ fn azure_endpoint_and_key_from_git_config_and_environment() {
     );
     assert!(!err.contains(azurite::KEY), "{err}");
 }
+
+/// The helper's own store, opened with object_store options equal to the emulator's environment.
+fn open_store(place: Where, url: &str) -> git_remote_fdl::store::Store {
+    let options: Vec<(String, String)> = match place {
+        // Azurite's address is read only from the environment in emulator mode: name the
+        // account, key and endpoint instead, as for a real account.
+        Where::Azure => vec![
+            ("azure_storage_account_name".into(), azurite::ACCOUNT.into()),
+            ("azure_storage_account_key".into(), azurite::KEY.into()),
+            (
+                "azure_storage_endpoint".into(),
+                format!("{}/{}", azurite::azurite().endpoint, azurite::ACCOUNT),
+            ),
+            ("azure_allow_http".into(), "true".into()),
+        ],
+        cloud_place => cloud(cloud_place)
+            .unwrap()
+            .env()
+            .into_iter()
+            .map(|(k, v)| (k.to_ascii_lowercase(), v))
+            .collect(),
+    };
+    let url = git_remote_fdl::store::StoreUrl::parse(
+        url.trim_start_matches("fdl::"),
+        std::path::Path::new("/"),
+    )
+    .unwrap();
+    git_remote_fdl::store::Store::open(&url, &options).unwrap()
+}
+
+/// The conditional DELETE alone (without the helper's check just before it): a branch changed
+/// by another writer since it was read is not deleted.
+fn delete_is_conditional(place: Where) -> bool {
+    use git_remote_fdl::store::WriteError;
+    let mut t = TestEnv::new();
+    let at = t.lake_at(place, "deletes", &lake());
+    let store = open_store(place, &at.url);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let read = rt
+        .block_on(store.get_versioned("refs/heads/feature/x", 1 << 20))
+        .unwrap()
+        .unwrap();
+    at.write("refs/heads/feature/x", &format!("{}\n", vid(3)));
+    let stale = rt.block_on(store.delete_on_condition_only("refs/heads/feature/x", &read.token));
+    let honoured = match stale {
+        Err(WriteError::Conflict) => {
+            assert_eq!(at.read("refs/heads/feature/x").unwrap().trim(), vid(3));
+            true
+        }
+        Ok(()) => false,
+        Err(e) => panic!("{place:?}: {e}"),
+    };
+    // With the current version, the delete goes through.
+    at.write("refs/heads/feature/x", &format!("{}\n", vid(4)));
+    let now = rt
+        .block_on(store.get_versioned("refs/heads/feature/x", 1 << 20))
+        .unwrap()
+        .unwrap();
+    rt.block_on(store.delete_on_condition_only("refs/heads/feature/x", &now.token))
+        .unwrap_or_else(|e| panic!("{place:?}: {e}"));
+    assert_eq!(at.read("refs/heads/feature/x"), None);
+    honoured
+}
+
+#[test]
+fn s3_deletes_on_condition() {
+    assert!(
+        delete_is_conditional(Where::S3),
+        "moto ignored If-Match on DELETE"
+    );
+}
+
+#[test]
+fn azure_deletes_on_condition() {
+    assert!(
+        delete_is_conditional(Where::Azure),
+        "Azurite ignored If-Match on DELETE"
+    );
+}
+
+/// The helper sends `x-goog-if-generation-match` on DELETE, but fake-gcs-server deletes whatever
+/// is there: the emulator cannot show a conditional delete (docs/git-remote-fdl.md says so).
+/// If a later fake-gcs-server honours it, this test fails: then assert it instead.
+#[test]
+fn gcs_delete_request_is_accepted_though_the_emulator_ignores_its_condition() {
+    assert!(!delete_is_conditional(Where::Gcs));
+}

@@ -9,6 +9,7 @@ use object_store::path::Path as StorePath;
 use object_store::ObjectStore;
 use url::Url;
 
+use super::delete::Deleter;
 use super::StoreError;
 
 /// The address of a lake's root.
@@ -104,11 +105,15 @@ pub fn redact(text: &str) -> String {
     out
 }
 
-/// Builds a cloud or HTTP store and the path of the lake's root inside it.
+/// A built store, the lake's root inside it, and its conditional deletes.
+pub(super) type Remote = (Arc<dyn ObjectStore>, StorePath, Option<Deleter>);
+
+/// Builds a cloud or HTTP store, the path of the lake's root inside it, and how it deletes on
+/// condition (not over plain HTTP).
 pub(super) fn build_remote(
     url: &StoreUrl,
     options: &[(String, String)],
-) -> Result<(Arc<dyn ObjectStore>, StorePath), StoreError> {
+) -> Result<Remote, StoreError> {
     let config_err = |e: object_store::Error| StoreError::Config(redact(&e.to_string()));
     let unknown = |k: &str| StoreError::Config(format!("unknown store option '{k}' for {url}"));
     // Bounded waits so a stalled server cannot hang the helper; options may override them.
@@ -126,7 +131,8 @@ pub(super) fn build_remote(
             options.insert(0, ("allow_http".to_string(), "true".to_string()));
         }
     }
-    let (store, u): (Arc<dyn ObjectStore>, &Url) = match url {
+    let client = || super::delete::http_client().map_err(config_err);
+    let (store, u, deleter): (Arc<dyn ObjectStore>, &Url, Option<Deleter>) = match url {
         StoreUrl::S3(u) => {
             let mut b = object_store::aws::AmazonS3Builder::from_env()
                 .with_url(u.as_str())
@@ -135,7 +141,9 @@ pub(super) fn build_remote(
             for (k, v) in &options {
                 b = b.with_config(k.to_ascii_lowercase().parse().map_err(|_| unknown(k))?, v);
             }
-            (Arc::new(b.build().map_err(config_err)?), u)
+            let s3 = Arc::new(b.build().map_err(config_err)?);
+            let deleter = Deleter::Signed(s3.clone(), client()?);
+            (s3, u, Some(deleter))
         }
         StoreUrl::Gcs(u) => {
             let mut b = object_store::gcp::GoogleCloudStorageBuilder::from_env()
@@ -149,7 +157,18 @@ pub(super) fn build_remote(
                 };
                 b = b.with_config(k.parse().map_err(|_| unknown(&k))?, v);
             }
-            (Arc::new(b.build().map_err(config_err)?), u)
+            let bucket_url = format!(
+                "{}/{}",
+                gcs_base_url(&b).trim_end_matches('/'),
+                u.host_str().unwrap_or_default()
+            );
+            let gcs = b.build().map_err(config_err)?;
+            let deleter = Deleter::Gcs {
+                bucket_url,
+                credentials: gcs.credentials().clone(),
+                client: client()?,
+            };
+            (Arc::new(gcs), u, Some(deleter))
         }
         StoreUrl::Azure(u) => {
             let mut b = object_store::azure::MicrosoftAzureBuilder::from_env()
@@ -158,7 +177,9 @@ pub(super) fn build_remote(
             for (k, v) in &options {
                 b = b.with_config(k.to_ascii_lowercase().parse().map_err(|_| unknown(k))?, v);
             }
-            (Arc::new(b.build().map_err(config_err)?), u)
+            let azure = Arc::new(b.build().map_err(config_err)?);
+            let deleter = Deleter::Signed(azure.clone(), client()?);
+            (azure, u, Some(deleter))
         }
         StoreUrl::Http(u) => {
             let base = &u[..url::Position::BeforePath];
@@ -168,7 +189,7 @@ pub(super) fn build_remote(
             for (k, v) in &options {
                 b = b.with_config(k.to_ascii_lowercase().parse().map_err(|_| unknown(k))?, v);
             }
-            (Arc::new(b.build().map_err(config_err)?), u)
+            (Arc::new(b.build().map_err(config_err)?), u, None)
         }
         StoreUrl::Local(_) => unreachable!("local folders are not built here"),
     };
@@ -185,7 +206,23 @@ pub(super) fn build_remote(
         StoreUrl::Local(_) => unreachable!(),
     }
     .map_err(|e| StoreError::Config(format!("bad path in {url}: {e}")))?;
-    Ok((store, prefix))
+    Ok((store, prefix, deleter))
+}
+
+/// The GCS base URL object_store will use: the option, else the service account's
+/// `gcs_base_url` (emulators), else Google's.
+fn gcs_base_url(b: &object_store::gcp::GoogleCloudStorageBuilder) -> String {
+    use object_store::gcp::GoogleConfigKey as K;
+    if let Some(u) = b.get_config_value(&K::BaseUrl) {
+        return u;
+    }
+    let key = b.get_config_value(&K::ServiceAccountKey).or_else(|| {
+        b.get_config_value(&K::ServiceAccount)
+            .and_then(|p| std::fs::read_to_string(p).ok())
+    });
+    key.and_then(|k| serde_json::from_str::<serde_json::Value>(&k).ok())
+        .and_then(|v| v.get("gcs_base_url")?.as_str().map(str::to_string))
+        .unwrap_or_else(|| "https://storage.googleapis.com".to_string())
 }
 
 #[cfg(test)]
