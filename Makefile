@@ -23,8 +23,20 @@ example: install
 	git clone fdl::$(abspath examples/lake) target/demo
 	git -C target/demo log --graph --stat --format='%h %s (%an, %ad)' --date=short --all
 
-install:
-	cargo install --locked --path .
+# The binary and its man page, both under cargo's install root (~/.cargo by default): man finds
+# <root>/share/man from <root>/bin on PATH, so `git help remote-fdl` and `man git-remote-fdl`
+# work. PREFIX=/usr/local (or any root) installs elsewhere.
+PREFIX  ?= $(or $(CARGO_INSTALL_ROOT),$(CARGO_HOME),$(HOME)/.cargo)
+MANPAGE := target/man/git-remote-fdl.1
+
+install: $(MANPAGE)
+	cargo install --locked --path . --root '$(PREFIX)'
+	install -D -m 644 $(MANPAGE) '$(DESTDIR)$(PREFIX)/share/man/man1/git-remote-fdl.1'
+
+# One source for the manual: docs/git-remote-fdl.md, turned into roff by docs/md2man.py.
+$(MANPAGE): docs/git-remote-fdl.md docs/md2man.py
+	@mkdir -p $(dir $@)
+	python3 docs/md2man.py $< > $@
 
 lint:
 	cargo fmt --check

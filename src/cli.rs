@@ -17,7 +17,33 @@ use crate::store::{Store, StoreUrl};
     name = "git-remote-fdl",
     version,
     about = "Git remote helper for FDL lakes",
-    long_about = "Git runs this helper for remotes whose URL starts with fdl::, for example\n  git clone fdl::s3://bucket/lake/ data\n  git ls-remote --symref fdl::/srv/lakes/sales\nRun by hand, it offers the commands below."
+    long_about = "Git runs this helper for remotes whose URL starts with fdl::, for example\n  git clone fdl::s3://bucket/lake/ data\n  git ls-remote --symref fdl::/srv/lakes/sales\nRun by hand, it offers the commands below.",
+    after_long_help = "\
+Lake addresses (after fdl::):
+  /srv/lakes/sales, lakes/sales, file:///srv/lakes/sales   a local folder
+  s3://<bucket>/<prefix>/      Amazon S3 and S3-compatible stores (MinIO, R2, Ceph)
+  gs://<bucket>/<prefix>/      Google Cloud Storage
+  az://<container>/<prefix>/   Azure Blob Storage (also azure://, abfs[s]://)
+  https://<host>/<path>/       plain HTTP(S), read-only
+
+Configuration, per remote (git config remote.<name>.<key>):
+  fdlEndpoint, fdlRegion, fdlAllowHttp   where the store is (emulators, MinIO, R2, Ceph)
+  fdlOption = <key>=<value>              any object_store option; may be repeated
+  fdlRequireSignatures, fdlAllowedSignersFile, fdlSignatureNamespace   signed versions
+
+Environment:
+  S3     AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION,
+         AWS_ENDPOINT_URL, AWS_ALLOW_HTTP, AWS_VIRTUAL_HOSTED_STYLE_REQUEST
+  GCS    GOOGLE_SERVICE_ACCOUNT, GOOGLE_SERVICE_ACCOUNT_KEY, GOOGLE_APPLICATION_CREDENTIALS,
+         GOOGLE_BASE_URL
+  Azure  AZURE_STORAGE_ACCOUNT_NAME, AZURE_STORAGE_ACCOUNT_KEY, AZURE_STORAGE_SAS_KEY,
+         AZURE_STORAGE_ENDPOINT, AZURE_STORAGE_USE_EMULATOR, AZURITE_BLOB_STORAGE_URL
+  GIT_REMOTE_FDL_DEBUG=1   traces the session to stderr
+
+Submodules with fdl:: URLs need Git's permission, once, by you:
+  git config --global protocol.fdl.allow always
+
+The manual: git help remote-fdl (or man git-remote-fdl), installed by make install."
 )]
 struct Cli {
     #[command(subcommand)]
