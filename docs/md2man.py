@@ -3,8 +3,9 @@
 
 It knows only the Markdown that manual uses: `# name(section)`, `##`/`###` headings, paragraphs,
 fenced code, `-` and `1.` lists (with indented continuation lines), tables (each row becomes a
-tagged paragraph: first cell as the tag), `term` lines followed by `: definition`, and inline
-`code`, **bold** and [links](target). Usage: md2man.py MANUAL.md > page.1
+tagged paragraph: first cell as the tag, further cells named by their column), `term` lines
+followed by `: definition`, and inline `code`, **bold** and [links](target).
+Usage: md2man.py MANUAL.md > page.1
 """
 
 import re
@@ -82,11 +83,17 @@ def convert(md, date=""):
                 rows.append(cells(lines[i]))
                 i += 1
             i -= 1
-            body = rows[2:] if len(rows) > 1 and set(rows[1][0]) <= set("-: ") else rows
+            has_header = len(rows) > 1 and set(rows[1][0]) <= set("-: ")
+            head, body = (rows[0], rows[2:]) if has_header else ([], rows)
             for r in body:
                 out.append(".TP")
                 out.append(line(inline(r[0])))
-                out.append(line(inline(" \u2014 ".join(c for c in r[1:] if c))))
+                if len(r) > 2 and head:
+                    # Wider tables: each further cell named by its column.
+                    rest = "; ".join(f"{h}: {c}" for h, c in zip(head[1:], r[1:]) if c)
+                else:
+                    rest = " ".join(c for c in r[1:] if c)
+                out.append(line(inline(rest)))
         elif re.match(r"^(-|\d+\.)\s", s) and not raw.startswith(" "):
             flush()
             bullet = "\\(bu" if s.startswith("-") else s.split()[0]
