@@ -1,7 +1,8 @@
 //! Conditional deletes on the clouds, which object_store 0.14 cannot send: one DELETE with the
 //! store's own precondition (S3 and Azure `If-Match: <ETag>`, GCS
 //! `x-goog-if-generation-match: <generation>`), authorized by the store's own signer or
-//! credentials and sent with object_store's HTTP client.
+//! credentials and sent with object_store's HTTP client (no retry layer of its own: a few
+//! retries here, and an answer after a retry is never taken for a conflict).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,15 +11,24 @@ use http::{Method, StatusCode};
 use object_store::client::{HttpClient, HttpConnector, HttpRequestBody, ReqwestConnector};
 use object_store::path::Path as StorePath;
 use object_store::signer::Signer;
-use object_store::ClientOptions;
+use object_store::{ClientConfigKey, ClientOptions};
 
 use super::{redact, Token};
 
 /// How a store deletes on condition.
 #[derive(Debug, Clone)]
 pub(crate) enum Deleter {
-    /// A presigned DELETE URL (SigV4 or a service SAS) plus `If-Match`.
+    /// S3: a presigned (SigV4) DELETE URL plus `If-Match`.
     Signed(Arc<dyn Signer>, HttpClient),
+    /// Azure: the container's URL, signed per request as object_store signs its own (Shared
+    /// Key, bearer token or SAS), plus `If-Match`. Not a service SAS URL: object_store signs
+    /// those over the percent-encoded name, which Azure refuses for names like `fix#9`.
+    Azure {
+        container_url: url::Url,
+        account: String,
+        credentials: object_store::azure::AzureCredentialProvider,
+        client: HttpClient,
+    },
     /// GCS: the XML API object URL (`<base>/<bucket>`) and an OAuth bearer token.
     Gcs {
         bucket_url: String,
@@ -39,14 +49,30 @@ pub(crate) enum Outcome {
     Unsupported(String),
 }
 
-pub(crate) fn http_client() -> Result<HttpClient, object_store::Error> {
-    // The store's own requests already refused a plain-HTTP endpoint the user did not allow.
-    ReqwestConnector::default().connect(
-        &ClientOptions::new()
-            .with_allow_http(true)
-            .with_timeout(Duration::from_secs(60))
-            .with_connect_timeout(Duration::from_secs(10)),
-    )
+/// The HTTP client for these requests, with the store's client settings (proxy, certificates,
+/// timeouts) from the environment variables with `env_prefix` and then the options.
+pub(crate) fn http_client(
+    env_prefix: &str,
+    options: &[(String, String)],
+) -> Result<HttpClient, object_store::Error> {
+    let mut client = ClientOptions::new()
+        .with_timeout(Duration::from_secs(60))
+        .with_connect_timeout(Duration::from_secs(10));
+    let from_env = std::env::vars().filter(|(k, _)| k.starts_with(env_prefix));
+    let pairs = from_env.chain(options.iter().cloned());
+    for (k, v) in pairs {
+        let k = k.to_ascii_lowercase();
+        let bare = ["aws_", "google_", "azure_"]
+            .iter()
+            .find_map(|p| k.strip_prefix(p))
+            .unwrap_or(&k);
+        if let Ok(key) = bare.parse::<ClientConfigKey>() {
+            client = client.with_config(key, v);
+        }
+    }
+    // The store's own requests already refused a plain-HTTP endpoint the user did not allow,
+    // and Azurite's emulator mode allows it without saying so: follow the store.
+    ReqwestConnector::default().connect(&client.with_allow_http(true))
 }
 
 impl Deleter {
@@ -96,6 +122,37 @@ impl Deleter {
                     .header("if-match", etag)
                     .body(HttpRequestBody::empty())
                     .map_err(|e| Fatal(e.to_string()))?;
+                (client, req)
+            }
+            Deleter::Azure {
+                container_url,
+                account,
+                credentials,
+                client,
+            } => {
+                let etag = expected
+                    .e_tag
+                    .as_deref()
+                    .ok_or_else(|| Fatal("no ETag to delete on condition".into()))?;
+                let mut url = container_url.clone();
+                url.path_segments_mut()
+                    .map_err(|_| Fatal(format!("{container_url} cannot hold a path")))?
+                    .pop_if_empty()
+                    .extend(path.parts());
+                let mut req = http::Request::builder()
+                    .method(Method::DELETE)
+                    .uri(url.as_str())
+                    .header("if-match", etag)
+                    .header("content-length", "0")
+                    .body(HttpRequestBody::empty())
+                    .map_err(|e| Fatal(e.to_string()))?;
+                let credential = credentials
+                    .get_credential()
+                    .await
+                    .map_err(|e| Retry(redact(&e.to_string())))?;
+                object_store::azure::AzureAuthorizer::new(&credential, account)
+                    .try_authorize(&mut req)
+                    .map_err(|e| Unsigned(redact(&e.to_string())))?;
                 (client, req)
             }
             Deleter::Gcs {

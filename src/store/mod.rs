@@ -494,8 +494,8 @@ impl Store {
                 path: rel.to_string(),
                 message,
             })),
-            // Credentials that cannot sign a URL (an Azure SAS, a bearer token): the version was
-            // just checked, so delete as before, with the documented window.
+            // A request it cannot sign (S3 without signatures): the version was just checked,
+            // so delete as before, with the documented window.
             delete::Outcome::Unsupported(why) => {
                 self.log(format_args!(
                     "DELETE {rel}: cannot delete on condition ({why}); deleting after the check"

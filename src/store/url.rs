@@ -131,7 +131,7 @@ pub(super) fn build_remote(
             options.insert(0, ("allow_http".to_string(), "true".to_string()));
         }
     }
-    let client = || super::delete::http_client().map_err(config_err);
+    let client = |env_prefix| super::delete::http_client(env_prefix, &options).map_err(config_err);
     let (store, u, deleter): (Arc<dyn ObjectStore>, &Url, Option<Deleter>) = match url {
         StoreUrl::S3(u) => {
             let mut b = object_store::aws::AmazonS3Builder::from_env()
@@ -142,7 +142,7 @@ pub(super) fn build_remote(
                 b = b.with_config(k.to_ascii_lowercase().parse().map_err(|_| unknown(k))?, v);
             }
             let s3 = Arc::new(b.build().map_err(config_err)?);
-            let deleter = Deleter::Signed(s3.clone(), client()?);
+            let deleter = Deleter::Signed(s3.clone(), client("AWS_")?);
             (s3, u, Some(deleter))
         }
         StoreUrl::Gcs(u) => {
@@ -166,7 +166,7 @@ pub(super) fn build_remote(
             let deleter = Deleter::Gcs {
                 bucket_url,
                 credentials: gcs.credentials().clone(),
-                client: client()?,
+                client: client("GOOGLE_")?,
             };
             (Arc::new(gcs), u, Some(deleter))
         }
@@ -177,9 +177,18 @@ pub(super) fn build_remote(
             for (k, v) in &options {
                 b = b.with_config(k.to_ascii_lowercase().parse().map_err(|_| unknown(k))?, v);
             }
-            let azure = Arc::new(b.build().map_err(config_err)?);
-            let deleter = Deleter::Signed(azure.clone(), client()?);
-            (azure, u, Some(deleter))
+            let container_url = azure_container_url(&b, u);
+            let azure = b.build().map_err(config_err)?;
+            let deleter = match container_url {
+                Some((container_url, account)) => Some(Deleter::Azure {
+                    container_url,
+                    account,
+                    credentials: azure.credentials().clone(),
+                    client: client("AZURE_")?,
+                }),
+                None => None,
+            };
+            (Arc::new(azure), u, deleter)
         }
         StoreUrl::Http(u) => {
             let base = &u[..url::Position::BeforePath];
@@ -207,6 +216,59 @@ pub(super) fn build_remote(
     }
     .map_err(|e| StoreError::Config(format!("bad path in {url}: {e}")))?;
     Ok((store, prefix, deleter))
+}
+
+/// The container's URL and the account, as object_store will address them: the emulator's
+/// (`AZURITE_BLOB_STORAGE_URL`), the configured endpoint, or the account's public one. `None`
+/// when they cannot be told (a Fabric address): deletes then go unconditionally after a check.
+fn azure_container_url(
+    b: &object_store::azure::MicrosoftAzureBuilder,
+    u: &Url,
+) -> Option<(Url, String)> {
+    use object_store::azure::AzureConfigKey as K;
+    let host = u.host_str()?;
+    // abfs[s]://<container>@<account>.dfs.core.windows.net/: the rest name the container only.
+    let (container, account_from_url) = match u.username() {
+        "" => (host.to_string(), None),
+        c => {
+            let (account, rest) = host.split_once('.')?;
+            if !rest.ends_with(".core.windows.net") {
+                return None;
+            }
+            (c.to_string(), Some(account.to_string()))
+        }
+    };
+    let truthy = |k: K| {
+        b.get_config_value(&k).is_some_and(|v| {
+            matches!(
+                v.to_ascii_lowercase().as_str(),
+                "true" | "1" | "on" | "yes" | "y"
+            )
+        })
+    };
+    if truthy(K::UseFabricEndpoint) {
+        return None;
+    }
+    let emulator = truthy(K::UseEmulator);
+    let account = b.get_config_value(&K::AccountName).or(account_from_url);
+    let (service, account) = if emulator {
+        let account = account.unwrap_or_else(|| "devstoreaccount1".to_string());
+        let base = std::env::var("AZURITE_BLOB_STORAGE_URL")
+            .unwrap_or_else(|_| "http://127.0.0.1:10000".to_string());
+        (format!("{}/{account}", base.trim_end_matches('/')), account)
+    } else {
+        let account = account?;
+        let service = b
+            .get_config_value(&K::Endpoint)
+            .unwrap_or_else(|| format!("https://{account}.blob.core.windows.net"));
+        (service, account)
+    };
+    let mut url = Url::parse(&service).ok()?;
+    url.path_segments_mut()
+        .ok()?
+        .pop_if_empty()
+        .push(&container);
+    Some((url, account))
 }
 
 /// The GCS base URL object_store will use: the option, else the service account's
