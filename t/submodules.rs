@@ -28,7 +28,7 @@ fn pinned_version(t: &TestEnv, dir: &str) -> String {
 
 #[test]
 fn a_submodule_pins_a_lake_version() {
-    let mut t = TestEnv::new();
+    let t = TestEnv::new();
     let mut l = lake();
     let url = t.local_lake("lake", &l);
     t.ok(".", &["init", "-q", "--bare", "parent.git"]);

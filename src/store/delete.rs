@@ -19,7 +19,7 @@ use super::{redact, Token};
 #[derive(Debug, Clone)]
 pub(crate) enum Deleter {
     /// S3: a presigned (SigV4) DELETE URL plus `If-Match`.
-    Signed(Arc<dyn Signer>, HttpClient),
+    S3(Arc<dyn Signer>, HttpClient),
     /// Azure: the container's URL, signed per request as object_store signs its own (Shared
     /// Key, bearer token or SAS), plus `If-Match`. Not a service SAS URL: object_store signs
     /// those over the percent-encoded name, which Azure refuses for names like `fix#9`.
@@ -107,7 +107,7 @@ impl Deleter {
 
     async fn send(&self, path: &StorePath, expected: &Token) -> Result<StatusCode, SendError> {
         let (client, req) = match self {
-            Deleter::Signed(signer, client) => {
+            Deleter::S3(signer, client) => {
                 let etag = expected
                     .e_tag
                     .as_deref()

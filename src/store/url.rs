@@ -142,7 +142,7 @@ pub(super) fn build_remote(
                 b = b.with_config(k.to_ascii_lowercase().parse().map_err(|_| unknown(k))?, v);
             }
             let s3 = Arc::new(b.build().map_err(config_err)?);
-            let deleter = Deleter::Signed(s3.clone(), client("AWS_")?);
+            let deleter = Deleter::S3(s3.clone(), client("AWS_")?);
             (s3, u, Some(deleter))
         }
         StoreUrl::Gcs(u) => {
