@@ -246,3 +246,28 @@ fn azure_deletes_on_condition() {
 fn gcs_delete_request_is_accepted_though_the_emulator_ignores_its_condition() {
     assert!(!delete_is_conditional(Where::Gcs));
 }
+
+/// object_store reads no AWS profile and ignores `AWS_EC2_METADATA_DISABLED`: the helper says
+/// so itself rather than asking the instance-metadata address (which it never reaches here).
+#[test]
+fn s3_without_credentials_says_what_to_do() {
+    let (mut t, url) = unconfigured(Where::S3, "no-credentials");
+    t.set("AWS_ENDPOINT_URL", &crate::support::moto::moto().endpoint)
+        .set("AWS_ALLOW_HTTP", "true")
+        .set("AWS_REGION", "us-east-1")
+        .set("AWS_PROFILE", "dev");
+    let err = t.fails(".", &["ls-remote", &url]);
+    assert!(
+        err.contains("no AWS credentials")
+            && err.contains("AWS_PROFILE=dev")
+            && err.contains("aws configure export-credentials --profile dev"),
+        "{err}"
+    );
+    t.env.retain(|(k, _)| k != "AWS_PROFILE");
+    t.set("AWS_EC2_METADATA_DISABLED", "true");
+    let err = t.fails(".", &["ls-remote", &url]);
+    assert!(
+        err.starts_with("fatal: ") && err.contains("instance metadata is disabled"),
+        "{err}"
+    );
+}

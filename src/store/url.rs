@@ -141,6 +141,7 @@ pub(super) fn build_remote(
             for (k, v) in &options {
                 b = b.with_config(k.to_ascii_lowercase().parse().map_err(|_| unknown(k))?, v);
             }
+            s3_credentials_check(&b, url)?;
             let s3 = Arc::new(b.build().map_err(config_err)?);
             let deleter = Deleter::S3(s3.clone(), client("AWS_")?);
             (s3, u, Some(deleter))
@@ -216,6 +217,46 @@ pub(super) fn build_remote(
     }
     .map_err(|e| StoreError::Config(format!("bad path in {url}: {e}")))?;
     Ok((store, prefix, deleter))
+}
+
+/// object_store, finding no AWS credentials, asks the instance-metadata endpoint for them: it
+/// reads no `~/.aws` profile and does not honour `AWS_EC2_METADATA_DISABLED`. When the user
+/// named a profile or disabled instance metadata, say so instead of sending that request.
+fn s3_credentials_check(
+    b: &object_store::aws::AmazonS3Builder,
+    url: &StoreUrl,
+) -> Result<(), StoreError> {
+    use object_store::aws::AmazonS3ConfigKey as K;
+    let set = |k: K| b.get_config_value(&k).is_some_and(|v| !v.is_empty());
+    let truthy = |v: Option<String>| {
+        v.is_some_and(|v| matches!(v.to_ascii_lowercase().as_str(), "true" | "1" | "on" | "yes"))
+    };
+    if truthy(b.get_config_value(&K::SkipSignature))
+        || set(K::AccessKeyId)
+        || set(K::SecretAccessKey)
+        || set(K::WebIdentityTokenFile)
+        || set(K::ContainerCredentialsRelativeUri)
+        || set(K::ContainerCredentialsFullUri)
+    {
+        return Ok(());
+    }
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let profile = env("AWS_PROFILE").or_else(|| env("AWS_DEFAULT_PROFILE"));
+    let why = match (profile, truthy(env("AWS_EC2_METADATA_DISABLED"))) {
+        (Some(p), _) => format!(
+            "AWS_PROFILE={p} names a profile, but this helper reads no ~/.aws files; export the \
+             profile's keys first: eval \"$(aws configure export-credentials --profile {p} --format env)\""
+        ),
+        (None, true) => "none in the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, \
+                         AWS_WEB_IDENTITY_TOKEN_FILE, ...), and instance metadata is disabled \
+                         (AWS_EC2_METADATA_DISABLED)"
+            .to_string(),
+        // On EC2 the instance's role is the usual source: let object_store ask for it.
+        (None, false) => return Ok(()),
+    };
+    Err(StoreError::Config(format!(
+        "no AWS credentials for {url}: {why}"
+    )))
 }
 
 /// The container's URL and the account, as object_store will address them: the emulator's
