@@ -31,7 +31,7 @@ MANPAGE := target/man/git-remote-fdl.1
 
 install: $(MANPAGE)
 	cargo install --locked --path . --root '$(PREFIX)'
-	install -D -m 644 $(MANPAGE) '$(DESTDIR)$(PREFIX)/share/man/man1/git-remote-fdl.1'
+	install -D -m 644 $(MANPAGE) '$(PREFIX)/share/man/man1/git-remote-fdl.1'
 
 # One source for the manual: docs/git-remote-fdl.md, turned into roff by docs/md2man.py.
 $(MANPAGE): docs/git-remote-fdl.md docs/md2man.py
