@@ -99,11 +99,16 @@ Configuration (git config, for a remote named <remote>):
 Environment:
   AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION, AWS_ENDPOINT_URL,
   AWS_ALLOW_HTTP, AWS_SKIP_SIGNATURE, AWS_EC2_METADATA_DISABLED                     S3
-  GOOGLE_APPLICATION_CREDENTIALS, GOOGLE_SERVICE_ACCOUNT                             GCS
-  AZURE_STORAGE_ACCOUNT_NAME, AZURE_STORAGE_ACCOUNT_KEY, AZURE_STORAGE_SAS_KEY       Azure
+  GOOGLE_SERVICE_ACCOUNT, GOOGLE_SERVICE_ACCOUNT_KEY, GOOGLE_APPLICATION_CREDENTIALS,
+  GOOGLE_BASE_URL                                                                    GCS
+  AZURE_STORAGE_ACCOUNT_NAME, AZURE_STORAGE_ACCOUNT_KEY, AZURE_STORAGE_SAS_KEY,
+  AZURE_STORAGE_ENDPOINT, AZURE_STORAGE_USE_EMULATOR                                 Azure
   GIT_REMOTE_FDL_DEBUG=1    trace the session (lines from and to Git, store requests) to stderr
 
-The manual, with errors and push guarantees: docs/git-remote-fdl.md";
+Submodules with fdl:: URLs need Git's permission, once, by you:
+  git config --global protocol.fdl.allow always
+
+The manual: git help remote-fdl (or man git-remote-fdl), installed by make install.";
 
 const SUBCOMMANDS: [&str; 6] = ["ls", "verify", "fsck", "catalog", "help", "--help"];
 

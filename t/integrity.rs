@@ -36,7 +36,7 @@ fn sha256(bytes: &[u8]) -> String {
 
 #[test]
 fn fsck_of_a_sound_lake_finds_nothing_on_every_store() {
-    for place in [Where::Local, Where::S3] {
+    for place in [Where::Local, Where::S3, Where::Gcs, Where::Azure] {
         let mut t = TestEnv::new();
         let at = t.lake_at(place, "lake", &lake());
         let out = helper(&t, ".", &["fsck", "--catalogs", &at.url]);
@@ -192,7 +192,7 @@ fn fsck_catalogs_finds_a_catalog_that_does_not_match_its_record() {
 
 #[test]
 fn catalog_writes_the_verified_catalog_and_prints_how_to_attach_it() {
-    for place in [Where::Local, Where::S3] {
+    for place in [Where::Local, Where::S3, Where::Gcs, Where::Azure] {
         let mut t = TestEnv::new();
         let at = t.lake_at(place, "lake", &lake());
         t.ok(".", &["clone", "-q", &at.url, "work"]);
@@ -213,10 +213,8 @@ fn catalog_writes_the_verified_catalog_and_prints_how_to_attach_it() {
                 vid(2)
             )
         );
-        let data_path = match place {
-            Where::Local => format!("{}/data/", t.path("lake").display()),
-            Where::S3 => format!("s3://{}/{}data/", at.bucket, at.prefix),
-        };
+        let root = at.url.trim_start_matches("fdl::").trim_end_matches('/');
+        let data_path = format!("{root}/data/");
         assert_eq!(
             text(&out.stdout),
             format!(

@@ -1,17 +1,20 @@
 //! End-to-end tests: real `git` driving the built helper against real stores (a local folder,
-//! an S3-compatible server on 127.0.0.1, a plain HTTP server). One binary, one module per area.
+//! S3, GCS and Azure emulators on 127.0.0.1, a plain HTTP server). One binary, one module per area.
 
 mod support;
 
 mod architecture;
+mod backends;
 mod bad_lakes;
 mod golden;
 mod hardening_edges;
 mod hardening_push;
 mod integrity;
+mod manual;
 mod push;
 mod read;
 mod ref_names;
 mod reliability;
 mod signatures;
 mod stores;
+mod submodules;

@@ -1,4 +1,4 @@
-//! `git push` to a lake, with real git, against a folder and the S3-compatible server: what can
+//! `git push` to a lake, with real git, against a folder and each cloud's emulator (S3, GCS, Azure): what can
 //! be pushed, what is refused (with Git's own statuses), and `refs.json` kept equal to the refs.
 
 use crate::support::{vid, LakeAt, LakeBuilder, TestEnv, Where};
@@ -44,6 +44,12 @@ macro_rules! on_both {
         }
         mod s3 {
             $( #[test] fn $name() { super::$name(crate::support::Where::S3) } )*
+        }
+        mod gcs {
+            $( #[test] fn $name() { super::$name(crate::support::Where::Gcs) } )*
+        }
+        mod azure {
+            $( #[test] fn $name() { super::$name(crate::support::Where::Azure) } )*
         }
     };
 }

@@ -28,7 +28,7 @@ fn porcelain(out: &str) -> Vec<(char, String, String)> {
         .collect()
 }
 
-fn race(place: Where) {
+pub(crate) fn race(place: Where) {
     let mut l = LakeBuilder::new();
     let versions = (WRITERS * ROUNDS + 2) as u64;
     l.chain(1, versions);
@@ -206,7 +206,7 @@ fn racing_pushes_s3() {
     race(Where::S3)
 }
 
-fn crash(place: Where) {
+pub(crate) fn crash(place: Where) {
     let mut l = LakeBuilder::new();
     l.chain(1, 3);
     l.branch("main", 3);

@@ -2,6 +2,7 @@
 //! needs from it (read with a size limit, list, and later conditional writes), each counted and
 //! optionally traced.
 
+mod delete;
 mod diagnose;
 pub mod local;
 pub mod local_write;
@@ -138,6 +139,8 @@ enum Backend {
 #[derive(Debug, Clone)]
 pub struct Store {
     backend: Backend,
+    /// How a cloud store deletes on condition.
+    deleter: Option<delete::Deleter>,
     url: StoreUrl,
     pub stats: Arc<Stats>,
     trace: bool,
@@ -150,15 +153,16 @@ impl Store {
     /// Opens the store a URL names, with object_store configuration `options` (`key`, `value`)
     /// added to what the environment gives.
     pub fn open(url: &StoreUrl, options: &[(String, String)]) -> Result<Store, StoreError> {
-        let backend = match url {
-            StoreUrl::Local(path) => Backend::Local(LocalDir::open(path)?),
+        let (backend, deleter) = match url {
+            StoreUrl::Local(path) => (Backend::Local(LocalDir::open(path)?), None),
             _ => {
-                let (store, prefix) = url::build_remote(url, options)?;
-                Backend::Remote(store, prefix)
+                let (store, prefix, deleter) = url::build_remote(url, options)?;
+                (Backend::Remote(store, prefix), deleter)
             }
         };
         Ok(Store {
             backend,
+            deleter,
             url: url.clone(),
             stats: Arc::new(Stats::default()),
             trace: crate::trace::enabled(),
@@ -470,9 +474,10 @@ impl Store {
     }
 
     /// Deletes `rel` if it is still at version `expected`. Local folders check and delete under
-    /// a lock. Cloud stores cannot delete on condition: the version is checked just before an
-    /// unconditional delete, which leaves a window of one request in which a racing update can be
-    /// lost (documented in docs/git-remote-fdl.md).
+    /// a lock. Cloud stores check the version first (a cheap conflict), then delete on condition
+    /// (S3 and Azure `If-Match`, GCS generation match); a store that ignores the condition on
+    /// DELETE leaves a window of one request in which a racing update can be lost
+    /// (docs/git-remote-fdl.md says which).
     pub async fn delete(&self, rel: &str, expected: &Token) -> Result<(), WriteError> {
         check_rel(rel).map_err(WriteError::Refused)?;
         self.stats.delete.fetch_add(1, Ordering::Relaxed);
@@ -494,10 +499,7 @@ impl Store {
                     // Nothing was deleted yet.
                     Err(e) => Err(WriteError::Refused(self.request_failed(rel, &e))),
                     Ok(meta) if meta.e_tag != expected.e_tag => Err(WriteError::Conflict),
-                    Ok(_) => store
-                        .delete(&path)
-                        .await
-                        .map_err(|e| WriteError::Store(self.request_failed(rel, &e))),
+                    Ok(_) => self.delete_on_condition(store, &path, rel, expected).await,
                 }
             }
         };
@@ -506,6 +508,57 @@ impl Store {
             Err(e) => self.log(format_args!("DELETE {rel} -> {e}")),
         }
         result
+    }
+
+    /// A test's view of [`Store::delete`] without its first check: the conditional request alone.
+    #[doc(hidden)]
+    pub async fn delete_on_condition_only(
+        &self,
+        rel: &str,
+        expected: &Token,
+    ) -> Result<(), WriteError> {
+        check_rel(rel)?;
+        match &self.backend {
+            Backend::Remote(store, prefix) => {
+                let path = Self::remote_path(prefix, rel)?;
+                self.delete_on_condition(store, &path, rel, expected).await
+            }
+            Backend::Local(_) => self.delete(rel, expected).await,
+        }
+    }
+
+    async fn delete_on_condition(
+        &self,
+        store: &Arc<dyn ObjectStore>,
+        path: &StorePath,
+        rel: &str,
+        expected: &Token,
+    ) -> Result<(), WriteError> {
+        let Some(deleter) = &self.deleter else {
+            return store
+                .delete(path)
+                .await
+                .map_err(|e| WriteError::Store(failed(rel, e)));
+        };
+        match deleter.delete(path, expected).await {
+            delete::Outcome::Deleted => Ok(()),
+            delete::Outcome::Conflict => Err(WriteError::Conflict),
+            delete::Outcome::Failed(message) => Err(WriteError::Store(StoreError::Failed {
+                path: rel.to_string(),
+                message,
+            })),
+            // A request it cannot sign (S3 without signatures): the version was just checked,
+            // so delete as before, with the documented window.
+            delete::Outcome::Unsupported(why) => {
+                self.log(format_args!(
+                    "DELETE {rel}: cannot delete on condition ({why}); deleting after the check"
+                ));
+                store
+                    .delete(path)
+                    .await
+                    .map_err(|e| WriteError::Store(failed(rel, e)))
+            }
+        }
     }
 }
 

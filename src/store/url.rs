@@ -9,6 +9,7 @@ use object_store::path::Path as StorePath;
 use object_store::{ClientConfigKey, ObjectStore};
 use url::Url;
 
+use super::delete::Deleter;
 use super::StoreError;
 use crate::redact::redact;
 
@@ -75,11 +76,15 @@ impl fmt::Display for StoreUrl {
     }
 }
 
-/// Builds a cloud or HTTP store and the path of the lake's root inside it.
+/// A built store, the lake's root inside it, and its conditional deletes.
+pub(super) type Remote = (Arc<dyn ObjectStore>, StorePath, Option<Deleter>);
+
+/// Builds a cloud or HTTP store, the path of the lake's root inside it, and how it deletes on
+/// condition (not over plain HTTP).
 pub(super) fn build_remote(
     url: &StoreUrl,
     options: &[(String, String)],
-) -> Result<(Arc<dyn ObjectStore>, StorePath), StoreError> {
+) -> Result<Remote, StoreError> {
     check_setup(url, options)?;
     let config_err = |e: object_store::Error| build_error(options, &e);
     let unknown = |k: &str| StoreError::Config(format!("unknown store option '{k}' for {url}"));
@@ -98,7 +103,8 @@ pub(super) fn build_remote(
             options.insert(0, ("allow_http".to_string(), "true".to_string()));
         }
     }
-    let (store, u): (Arc<dyn ObjectStore>, &Url) = match url {
+    let client = |env_prefix| super::delete::http_client(env_prefix, &options).map_err(config_err);
+    let (store, u, deleter): (Arc<dyn ObjectStore>, &Url, Option<Deleter>) = match url {
         StoreUrl::S3(u) => {
             let mut b = object_store::aws::AmazonS3Builder::from_env()
                 .with_url(u.as_str())
@@ -107,16 +113,35 @@ pub(super) fn build_remote(
             for (k, v) in &options {
                 b = b.with_config(k.to_ascii_lowercase().parse().map_err(|_| unknown(k))?, v);
             }
-            (Arc::new(b.build().map_err(config_err)?), u)
+            s3_credentials_check(&b, url)?;
+            let s3 = Arc::new(b.build().map_err(config_err)?);
+            let deleter = Deleter::S3(s3.clone(), client("AWS_")?);
+            (s3, u, Some(deleter))
         }
         StoreUrl::Gcs(u) => {
             let mut b = object_store::gcp::GoogleCloudStorageBuilder::from_env()
                 .with_url(u.as_str())
                 .with_retry(super::retry_config());
             for (k, v) in &options {
-                b = b.with_config(k.to_ascii_lowercase().parse().map_err(|_| unknown(k))?, v);
+                // `fdlEndpoint` is the base URL on GCS (an emulator, a private endpoint).
+                let k = match k.to_ascii_lowercase().as_str() {
+                    "endpoint" => "google_base_url".to_string(),
+                    k => k.to_string(),
+                };
+                b = b.with_config(k.parse().map_err(|_| unknown(&k))?, v);
             }
-            (Arc::new(b.build().map_err(config_err)?), u)
+            let bucket_url = format!(
+                "{}/{}",
+                gcs_base_url(&b).trim_end_matches('/'),
+                u.host_str().unwrap_or_default()
+            );
+            let gcs = b.build().map_err(config_err)?;
+            let deleter = Deleter::Gcs {
+                bucket_url,
+                credentials: gcs.credentials().clone(),
+                client: client("GOOGLE_")?,
+            };
+            (Arc::new(gcs), u, Some(deleter))
         }
         StoreUrl::Azure(u) => {
             let mut b = object_store::azure::MicrosoftAzureBuilder::from_env()
@@ -125,7 +150,18 @@ pub(super) fn build_remote(
             for (k, v) in &options {
                 b = b.with_config(k.to_ascii_lowercase().parse().map_err(|_| unknown(k))?, v);
             }
-            (Arc::new(b.build().map_err(config_err)?), u)
+            let container_url = azure_container_url(&b, u);
+            let azure = b.build().map_err(config_err)?;
+            let deleter = match container_url {
+                Some((container_url, account)) => Some(Deleter::Azure {
+                    container_url,
+                    account,
+                    credentials: azure.credentials().clone(),
+                    client: client("AZURE_")?,
+                }),
+                None => None,
+            };
+            (Arc::new(azure), u, deleter)
         }
         StoreUrl::Http(u) => {
             let base = &u[..url::Position::BeforePath];
@@ -135,7 +171,7 @@ pub(super) fn build_remote(
             for (k, v) in &options {
                 b = b.with_config(k.to_ascii_lowercase().parse().map_err(|_| unknown(k))?, v);
             }
-            (Arc::new(b.build().map_err(config_err)?), u)
+            (Arc::new(b.build().map_err(config_err)?), u, None)
         }
         StoreUrl::Local(_) => unreachable!("local folders are not built here"),
     };
@@ -152,7 +188,116 @@ pub(super) fn build_remote(
         StoreUrl::Local(_) => unreachable!(),
     }
     .map_err(|e| StoreError::Config(format!("bad path in {url}: {e}")))?;
-    Ok((store, prefix))
+    Ok((store, prefix, deleter))
+}
+
+/// object_store, finding no AWS credentials, asks the instance-metadata endpoint for them: it
+/// reads no `~/.aws` profile and does not honour `AWS_EC2_METADATA_DISABLED`. When the user
+/// named a profile or disabled instance metadata, say so instead of sending that request.
+fn s3_credentials_check(
+    b: &object_store::aws::AmazonS3Builder,
+    url: &StoreUrl,
+) -> Result<(), StoreError> {
+    use object_store::aws::AmazonS3ConfigKey as K;
+    let set = |k: K| b.get_config_value(&k).is_some_and(|v| !v.is_empty());
+    let truthy = |v: Option<String>| {
+        v.is_some_and(|v| matches!(v.to_ascii_lowercase().as_str(), "true" | "1" | "on" | "yes"))
+    };
+    if truthy(b.get_config_value(&K::SkipSignature))
+        || set(K::AccessKeyId)
+        || set(K::SecretAccessKey)
+        || set(K::WebIdentityTokenFile)
+        || set(K::ContainerCredentialsRelativeUri)
+        || set(K::ContainerCredentialsFullUri)
+    {
+        return Ok(());
+    }
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let profile = env("AWS_PROFILE").or_else(|| env("AWS_DEFAULT_PROFILE"));
+    let why = match (profile, truthy(env("AWS_EC2_METADATA_DISABLED"))) {
+        (Some(p), _) => format!(
+            "AWS_PROFILE={p} names a profile, but this helper reads no ~/.aws files; export the \
+             profile's keys first: eval \"$(aws configure export-credentials --profile {p} --format env)\""
+        ),
+        (None, true) => "none in the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, \
+                         AWS_WEB_IDENTITY_TOKEN_FILE, ...), and instance metadata is disabled \
+                         (AWS_EC2_METADATA_DISABLED)"
+            .to_string(),
+        // On EC2 the instance's role is the usual source: let object_store ask for it.
+        (None, false) => return Ok(()),
+    };
+    Err(StoreError::Config(format!(
+        "no AWS credentials for {url}: {why}"
+    )))
+}
+
+/// The container's URL and the account, as object_store will address them: the emulator's
+/// (`AZURITE_BLOB_STORAGE_URL`), the configured endpoint, or the account's public one. `None`
+/// when they cannot be told (a Fabric address): deletes then go unconditionally after a check.
+fn azure_container_url(
+    b: &object_store::azure::MicrosoftAzureBuilder,
+    u: &Url,
+) -> Option<(Url, String)> {
+    use object_store::azure::AzureConfigKey as K;
+    let host = u.host_str()?;
+    // abfs[s]://<container>@<account>.dfs.core.windows.net/: the rest name the container only.
+    let (container, account_from_url) = match u.username() {
+        "" => (host.to_string(), None),
+        c => {
+            let (account, rest) = host.split_once('.')?;
+            if !rest.ends_with(".core.windows.net") {
+                return None;
+            }
+            (c.to_string(), Some(account.to_string()))
+        }
+    };
+    let truthy = |k: K| {
+        b.get_config_value(&k).is_some_and(|v| {
+            matches!(
+                v.to_ascii_lowercase().as_str(),
+                "true" | "1" | "on" | "yes" | "y"
+            )
+        })
+    };
+    if truthy(K::UseFabricEndpoint) {
+        return None;
+    }
+    let emulator = truthy(K::UseEmulator);
+    let account = b.get_config_value(&K::AccountName).or(account_from_url);
+    let (service, account) = if emulator {
+        let account = account.unwrap_or_else(|| "devstoreaccount1".to_string());
+        let base = std::env::var("AZURITE_BLOB_STORAGE_URL")
+            .unwrap_or_else(|_| "http://127.0.0.1:10000".to_string());
+        (format!("{}/{account}", base.trim_end_matches('/')), account)
+    } else {
+        let account = account?;
+        let service = b
+            .get_config_value(&K::Endpoint)
+            .unwrap_or_else(|| format!("https://{account}.blob.core.windows.net"));
+        (service, account)
+    };
+    let mut url = Url::parse(&service).ok()?;
+    url.path_segments_mut()
+        .ok()?
+        .pop_if_empty()
+        .push(&container);
+    Some((url, account))
+}
+
+/// The GCS base URL object_store will use: the option, else the service account's
+/// `gcs_base_url` (emulators), else Google's.
+fn gcs_base_url(b: &object_store::gcp::GoogleCloudStorageBuilder) -> String {
+    use object_store::gcp::GoogleConfigKey as K;
+    if let Some(u) = b.get_config_value(&K::BaseUrl) {
+        return u;
+    }
+    let key = b.get_config_value(&K::ServiceAccountKey).or_else(|| {
+        b.get_config_value(&K::ServiceAccount)
+            .and_then(|p| std::fs::read_to_string(p).ok())
+    });
+    key.and_then(|k| serde_json::from_str::<serde_json::Value>(&k).ok())
+        .and_then(|v| v.get("gcs_base_url")?.as_str().map(str::to_string))
+        .unwrap_or_else(|| "https://storage.googleapis.com".to_string())
 }
 
 /// Checks, before any client is built, what a client library would otherwise panic on or

@@ -4,7 +4,10 @@
 
 #![allow(dead_code)]
 
+pub mod azurite;
+pub mod clouds;
 pub mod faults;
+pub mod gcs;
 pub mod http;
 pub mod lake;
 pub mod moto;
@@ -140,11 +143,13 @@ impl TestEnv {
     }
 }
 
-/// Where a test lake lives: the same scenarios run against a folder and against S3.
+/// Where a test lake lives: the same scenarios run against a folder and each cloud's emulator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Where {
     Local,
     S3,
+    Gcs,
+    Azure,
 }
 
 /// A lake written for a test, with a way to look at its files directly.
@@ -173,22 +178,22 @@ impl TestEnv {
                     prefix: String::new(),
                 }
             }
-            Where::S3 => {
-                let m = moto::moto();
+            cloud => {
+                let c = clouds::cloud(cloud).unwrap();
                 let n = BUCKETS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 let bucket = format!(
                     "b{}-{n}-{}",
                     std::process::id(),
                     name.replace(['/', '_'], "-")
                 );
-                m.create_bucket(&bucket);
+                c.create_bucket(&bucket);
                 let prefix = format!("{name}/");
-                lake.write_s3(m, &bucket, &prefix);
-                for (k, v) in m.env() {
+                clouds::put_files(&*c.store(&bucket), &prefix, &lake.files);
+                for (k, v) in c.env() {
                     self.set(&k, &v);
                 }
                 LakeAt {
-                    url: format!("fdl::s3://{bucket}/{prefix}"),
+                    url: format!("fdl::{}://{bucket}/{prefix}", c.scheme()),
                     place,
                     dir: PathBuf::new(),
                     bucket,
@@ -203,9 +208,11 @@ impl LakeAt {
     pub fn read(&self, rel: &str) -> Option<String> {
         match self.place {
             Where::Local => std::fs::read_to_string(self.dir.join(rel)).ok(),
-            Where::S3 => moto::moto()
-                .get(&self.bucket, &format!("{}{rel}", self.prefix))
-                .map(|b| String::from_utf8(b).unwrap()),
+            cloud => clouds::get(
+                &*clouds::cloud(cloud).unwrap().store(&self.bucket),
+                &format!("{}{rel}", self.prefix),
+            )
+            .map(|b| String::from_utf8(b).unwrap()),
         }
     }
 
@@ -217,10 +224,11 @@ impl LakeAt {
                 std::fs::create_dir_all(p.parent().unwrap()).unwrap();
                 std::fs::write(p, content).unwrap();
             }
-            Where::S3 => {
+            cloud => {
                 let mut files = std::collections::BTreeMap::new();
                 files.insert(rel.to_string(), content.as_bytes().to_vec());
-                moto::moto().put_files(&self.bucket, &self.prefix, &files);
+                let store = clouds::cloud(cloud).unwrap().store(&self.bucket);
+                clouds::put_files(&*store, &self.prefix, &files);
             }
         }
     }
@@ -248,11 +256,13 @@ impl LakeAt {
                 }
                 out
             }
-            Where::S3 => moto::moto()
-                .list(&self.bucket, &format!("{}refs", self.prefix))
-                .into_iter()
-                .map(|p| p.strip_prefix(&self.prefix).unwrap().to_string())
-                .collect(),
+            cloud => clouds::list(
+                &*clouds::cloud(cloud).unwrap().store(&self.bucket),
+                &format!("{}refs", self.prefix),
+            )
+            .into_iter()
+            .map(|p| p.strip_prefix(&self.prefix).unwrap().to_string())
+            .collect(),
         };
         names
             .into_iter()

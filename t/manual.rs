@@ -1,0 +1,100 @@
+//! The manual as Git shows it: the man page `make install` builds from docs/git-remote-fdl.md
+//! (with docs/md2man.py), found by `git help remote-fdl` from where the binary is installed,
+//! and `git-remote-fdl --help`.
+
+use crate::support::TestEnv;
+
+/// Installs the helper and its page the way `make install` lays them out under a prefix.
+fn install(t: &mut TestEnv) -> std::path::PathBuf {
+    let prefix = t.path("prefix");
+    let man1 = prefix.join("share/man/man1");
+    std::fs::create_dir_all(&man1).unwrap();
+    std::fs::create_dir_all(prefix.join("bin")).unwrap();
+    std::os::unix::fs::symlink(
+        env!("CARGO_BIN_EXE_git-remote-fdl"),
+        prefix.join("bin/git-remote-fdl"),
+    )
+    .unwrap();
+    let root = env!("CARGO_MANIFEST_DIR");
+    let out = std::process::Command::new("python3")
+        .arg(format!("{root}/docs/md2man.py"))
+        .arg(format!("{root}/docs/git-remote-fdl.md"))
+        .output()
+        .expect("python3 runs docs/md2man.py");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::write(man1.join("git-remote-fdl.1"), &out.stdout).unwrap();
+    // Only the prefix's bin on PATH leads man to the page, as after `make install`.
+    let path = format!(
+        "{}:/usr/local/bin:/usr/bin:/bin",
+        prefix.join("bin").display()
+    );
+    t.set("PATH", &path)
+        .set("MANPAGER", "cat")
+        .set("MANWIDTH", "100");
+    prefix
+}
+
+#[test]
+fn git_help_shows_the_manual() {
+    let mut t = TestEnv::new();
+    install(&mut t);
+    let out = t
+        .command("git", ".", &["help", "remote-fdl"])
+        .env_remove("MANPATH")
+        .output()
+        .unwrap();
+    let page = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{page}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for section in [
+        "GIT-REMOTE-FDL(1)",
+        "LAKE ADDRESSES",
+        "CONFIGURATION",
+        "PUSH",
+        "SUBMODULES",
+        "protocol.fdl.allow",
+        "EXIT STATUS",
+    ] {
+        assert!(page.contains(section), "{section} missing from:\n{page}");
+    }
+    // No Markdown left over in the page.
+    assert!(!page.contains("```") && !page.contains("| --- |"), "{page}");
+    let out = t
+        .command("man", ".", &["git-remote-fdl"])
+        .env_remove("MANPATH")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("LAKE ADDRESSES"));
+}
+
+#[test]
+fn help_summarises_addresses_configuration_and_environment() {
+    let t = TestEnv::new();
+    let out = t
+        .command(env!("CARGO_BIN_EXE_git-remote-fdl"), ".", &["--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    for word in [
+        "s3://",
+        "gs://",
+        "az://",
+        "fdlEndpoint",
+        "fdlOption",
+        "AWS_ENDPOINT_URL",
+        "GOOGLE_SERVICE_ACCOUNT",
+        "AZURE_STORAGE_ACCOUNT_KEY",
+        "protocol.fdl.allow",
+        "git help remote-fdl",
+    ] {
+        assert!(help.contains(word), "{word} missing from:\n{help}");
+    }
+}

@@ -1,0 +1,102 @@
+//! An Azure Blob Storage emulator on 127.0.0.1 for the tests: Azurite's blob service, installed
+//! from the npm registry by `make test` and named in `AZURITE_BLOB`. Without it the Azure tests
+//! fail (they never skip).
+
+use std::sync::{Arc, OnceLock};
+
+use object_store::azure::MicrosoftAzureBuilder;
+use object_store::client::HttpConnector;
+use object_store::ObjectStore;
+
+use super::clouds::{block_on, free_port, start_server, Cloud};
+
+/// Azurite's well-known development account and key (public, in Azure's own documentation).
+pub const ACCOUNT: &str = "devstoreaccount1";
+pub const KEY: &str =
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+
+pub struct Azurite {
+    /// The blob service, without the account: `http://127.0.0.1:<port>`.
+    pub endpoint: String,
+}
+
+static AZURITE: OnceLock<Azurite> = OnceLock::new();
+
+pub fn azurite() -> &'static Azurite {
+    AZURITE.get_or_init(|| {
+        let bin = std::env::var("AZURITE_BLOB").unwrap_or_else(|_| {
+            panic!(
+                "AZURITE_BLOB is not set: run the tests with `make test`, which installs \
+                 Azurite in target/azurite"
+            )
+        });
+        assert!(
+            std::path::Path::new(&bin).exists(),
+            "AZURITE_BLOB={bin} does not exist: run `make test`, which installs it"
+        );
+        let port = free_port();
+        start_server(
+            "Azurite",
+            &format!(
+                "'{bin}' --blobHost 127.0.0.1 --blobPort {port} --inMemoryPersistence \
+                 --silent --skipApiVersionCheck --disableProductStyleUrl"
+            ),
+            port,
+        );
+        Azurite {
+            endpoint: format!("http://127.0.0.1:{port}"),
+        }
+    })
+}
+
+impl Cloud for Azurite {
+    fn scheme(&self) -> &'static str {
+        "az"
+    }
+
+    /// What a user sets for Azurite: the emulator switch and where it listens.
+    fn env(&self) -> Vec<(String, String)> {
+        vec![
+            ("AZURE_STORAGE_USE_EMULATOR".into(), "true".into()),
+            ("AZURITE_BLOB_STORAGE_URL".into(), self.endpoint.clone()),
+        ]
+    }
+
+    fn create_bucket(&self, container: &str) {
+        let url = format!("{}/{ACCOUNT}/{container}?restype=container", self.endpoint);
+        // object_store has no container creation: sign the request with its Azure authorizer.
+        let key = object_store::azure::AzureAccessKey::try_new(KEY).unwrap();
+        let cred = object_store::azure::AzureCredential::AccessKey(key);
+        let mut req = http::Request::builder()
+            .method("PUT")
+            .uri(&url)
+            .header("x-ms-version", "2023-11-03")
+            .header("content-length", "0")
+            .body(object_store::client::HttpRequestBody::empty())
+            .unwrap();
+        object_store::azure::AzureAuthorizer::new(&cred, ACCOUNT)
+            .try_authorize(&mut req)
+            .unwrap();
+        let client = object_store::client::ReqwestConnector::default()
+            .connect(&object_store::ClientOptions::new().with_allow_http(true))
+            .unwrap();
+        let status = block_on(async { client.execute(req).await.unwrap().status() });
+        assert!(
+            status.is_success(),
+            "create container {container}: {status}"
+        );
+    }
+
+    fn store(&self, container: &str) -> Arc<dyn ObjectStore> {
+        Arc::new(
+            MicrosoftAzureBuilder::new()
+                .with_account(ACCOUNT)
+                .with_access_key(KEY)
+                .with_endpoint(format!("{}/{ACCOUNT}", self.endpoint))
+                .with_allow_http(true)
+                .with_container_name(container)
+                .build()
+                .unwrap(),
+        )
+    }
+}

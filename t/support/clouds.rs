@@ -1,0 +1,138 @@
+//! The cloud stores the lake-level tests run on (S3 on moto, GCS on fake-gcs-server, Azure Blob
+//! on Azurite), behind one interface: the environment the helper needs to reach each, a fresh
+//! bucket, and direct access to its objects as another writer would have.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use futures::TryStreamExt;
+use object_store::path::Path as StorePath;
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+
+use super::Where;
+
+pub trait Cloud: Sync {
+    /// `s3`, `gs` or `az`: the scheme of a lake address on this store.
+    fn scheme(&self) -> &'static str;
+    /// The environment the helper needs to reach this server (never a real cloud).
+    fn env(&self) -> Vec<(String, String)>;
+    fn create_bucket(&self, bucket: &str);
+    /// A client of `bucket` for the tests' own reads and writes.
+    fn store(&self, bucket: &str) -> Arc<dyn ObjectStore>;
+}
+
+/// The server behind a cloud place, started on first use; `None` for a folder.
+pub fn cloud(place: Where) -> Option<&'static dyn Cloud> {
+    match place {
+        Where::Local => None,
+        Where::S3 => Some(super::moto::moto()),
+        Where::Gcs => Some(super::gcs::gcs()),
+        Where::Azure => Some(super::azurite::azurite()),
+    }
+}
+
+pub fn put_files(store: &dyn ObjectStore, prefix: &str, files: &BTreeMap<String, Vec<u8>>) {
+    block_on(async {
+        for (path, bytes) in files {
+            let p = StorePath::parse(format!("{prefix}{path}")).unwrap();
+            store
+                .put(&p, PutPayload::from(bytes.clone()))
+                .await
+                .unwrap_or_else(|e| panic!("put {p}: {e}"));
+        }
+    });
+}
+
+pub fn get(store: &dyn ObjectStore, path: &str) -> Option<Vec<u8>> {
+    block_on(async {
+        match store.get(&StorePath::parse(path).unwrap()).await {
+            Ok(r) => Some(r.bytes().await.unwrap().to_vec()),
+            Err(object_store::Error::NotFound { .. }) => None,
+            Err(e) => panic!("get {path}: {e}"),
+        }
+    })
+}
+
+pub fn list(store: &dyn ObjectStore, prefix: &str) -> Vec<String> {
+    block_on(async {
+        let metas: Vec<_> = store
+            .list(Some(&StorePath::from(prefix)))
+            .try_collect()
+            .await
+            .unwrap_or_else(|e| panic!("list {prefix}: {e}"));
+        metas.into_iter().map(|m| m.location.to_string()).collect()
+    })
+}
+
+pub fn delete(store: &dyn ObjectStore, path: &str) {
+    block_on(async {
+        store
+            .delete(&StorePath::parse(path).unwrap())
+            .await
+            .unwrap_or_else(|e| panic!("delete {path}: {e}"))
+    });
+}
+
+pub fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(f)
+}
+
+/// Starts `command` (a shell word list) through a watchdog shell that stops it when this test
+/// process ends, and waits until `port` on 127.0.0.1 accepts connections. Its output goes to a
+/// log file, shown if it does not start.
+pub fn start_server(what: &str, command: &str, port: u16) {
+    use std::net::TcpStream;
+    use std::time::{Duration, Instant};
+    let log = std::env::temp_dir().join(format!("fdl-test-{what}-{port}.log"));
+    let watchdog = format!(
+        "{command} >'{log}' 2>&1 & m=$!; \
+         while kill -0 {pid} 2>/dev/null && kill -0 $m 2>/dev/null; do sleep 1; done; \
+         kill $m 2>/dev/null",
+        log = log.display(),
+        pid = std::process::id()
+    );
+    // The watchdog outlives this process by design; nothing waits for it.
+    #[allow(clippy::zombie_processes)]
+    std::process::Command::new("sh")
+        .arg("-c")
+        .arg(watchdog)
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "{what} did not start on 127.0.0.1:{port} within 90 s ({command}); its output:\n{}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl Cloud for super::moto::Moto {
+    fn scheme(&self) -> &'static str {
+        "s3"
+    }
+    fn env(&self) -> Vec<(String, String)> {
+        super::moto::Moto::env(self)
+    }
+    fn create_bucket(&self, bucket: &str) {
+        super::moto::Moto::create_bucket(self, bucket)
+    }
+    fn store(&self, bucket: &str) -> Arc<dyn ObjectStore> {
+        Arc::new(super::moto::Moto::store(self, bucket))
+    }
+}
