@@ -107,80 +107,25 @@ impl Deleter {
 
     async fn send(&self, path: &StorePath, expected: &Token) -> Result<StatusCode, SendError> {
         let (client, req) = match self {
-            Deleter::S3(signer, client) => {
-                let etag = expected
-                    .e_tag
-                    .as_deref()
-                    .ok_or_else(|| Fatal("no ETag to delete on condition".into()))?;
-                let url = signer
-                    .signed_url(Method::DELETE, path, Duration::from_secs(300))
-                    .await
-                    .map_err(|e| Unsigned(redact(&e.to_string())))?;
-                let req = http::Request::builder()
-                    .method(Method::DELETE)
-                    .uri(url.as_str())
-                    .header("if-match", etag)
-                    .body(HttpRequestBody::empty())
-                    .map_err(|e| Fatal(e.to_string()))?;
-                (client, req)
-            }
+            Deleter::S3(signer, client) => (client, s3_request(signer, path, expected).await?),
             Deleter::Azure {
                 container_url,
                 account,
                 credentials,
                 client,
             } => {
-                let etag = expected
-                    .e_tag
-                    .as_deref()
-                    .ok_or_else(|| Fatal("no ETag to delete on condition".into()))?;
-                let mut url = container_url.clone();
-                url.path_segments_mut()
-                    .map_err(|_| Fatal(format!("{container_url} cannot hold a path")))?
-                    .pop_if_empty()
-                    .extend(path.parts());
-                let mut req = http::Request::builder()
-                    .method(Method::DELETE)
-                    .uri(url.as_str())
-                    .header("if-match", etag)
-                    .header("content-length", "0")
-                    .body(HttpRequestBody::empty())
-                    .map_err(|e| Fatal(e.to_string()))?;
-                let credential = credentials
-                    .get_credential()
-                    .await
-                    .map_err(|e| Retry(redact(&e.to_string())))?;
-                object_store::azure::AzureAuthorizer::new(&credential, account)
-                    .try_authorize(&mut req)
-                    .map_err(|e| Unsigned(redact(&e.to_string())))?;
+                let req =
+                    azure_request(container_url, account, credentials, path, expected).await?;
                 (client, req)
             }
             Deleter::Gcs {
                 bucket_url,
                 credentials,
                 client,
-            } => {
-                let generation = expected
-                    .version
-                    .as_deref()
-                    .ok_or_else(|| Fatal("no generation to delete on condition".into()))?;
-                let url = format!("{bucket_url}/{}", encode_path(path));
-                let mut req = http::Request::builder()
-                    .method(Method::DELETE)
-                    .uri(url)
-                    .header("x-goog-if-generation-match", generation);
-                let token = credentials
-                    .get_credential()
-                    .await
-                    .map_err(|e| Retry(redact(&e.to_string())))?;
-                if !token.bearer.is_empty() {
-                    req = req.header("authorization", format!("Bearer {}", token.bearer));
-                }
-                let req = req
-                    .body(HttpRequestBody::empty())
-                    .map_err(|e| Fatal(e.to_string()))?;
-                (client, req)
-            }
+            } => (
+                client,
+                gcs_request(bucket_url, credentials, path, expected).await?,
+            ),
         };
         let resp = client
             .execute(req)
@@ -209,6 +154,94 @@ fn encode_path(path: &StorePath) -> String {
         }
     }
     out
+}
+
+type Request = http::Request<HttpRequestBody>;
+
+/// S3: a presigned DELETE URL with `If-Match`.
+async fn s3_request(
+    signer: &Arc<dyn Signer>,
+    path: &StorePath,
+    expected: &Token,
+) -> Result<Request, SendError> {
+    let etag = expected
+        .e_tag
+        .as_deref()
+        .ok_or_else(|| Fatal("no ETag to delete on condition".into()))?;
+    let url = signer
+        .signed_url(Method::DELETE, path, Duration::from_secs(300))
+        .await
+        .map_err(|e| Unsigned(redact(&e.to_string())))?;
+    let req = http::Request::builder()
+        .method(Method::DELETE)
+        .uri(url.as_str())
+        .header("if-match", etag)
+        .body(HttpRequestBody::empty())
+        .map_err(|e| Fatal(e.to_string()))?;
+    Ok(req)
+}
+
+/// Azure: the blob's URL, signed as object_store signs its own requests, with `If-Match`.
+async fn azure_request(
+    container_url: &url::Url,
+    account: &str,
+    credentials: &object_store::azure::AzureCredentialProvider,
+    path: &StorePath,
+    expected: &Token,
+) -> Result<Request, SendError> {
+    let etag = expected
+        .e_tag
+        .as_deref()
+        .ok_or_else(|| Fatal("no ETag to delete on condition".into()))?;
+    let mut url = container_url.clone();
+    url.path_segments_mut()
+        .map_err(|_| Fatal(format!("{container_url} cannot hold a path")))?
+        .pop_if_empty()
+        .extend(path.parts());
+    let mut req = http::Request::builder()
+        .method(Method::DELETE)
+        .uri(url.as_str())
+        .header("if-match", etag)
+        .header("content-length", "0")
+        .body(HttpRequestBody::empty())
+        .map_err(|e| Fatal(e.to_string()))?;
+    let credential = credentials
+        .get_credential()
+        .await
+        .map_err(|e| Retry(redact(&e.to_string())))?;
+    object_store::azure::AzureAuthorizer::new(&credential, account)
+        .try_authorize(&mut req)
+        .map_err(|e| Unsigned(redact(&e.to_string())))?;
+    Ok(req)
+}
+
+/// GCS: the XML API object URL with the generation to match and the bearer token.
+async fn gcs_request(
+    bucket_url: &str,
+    credentials: &object_store::gcp::GcpCredentialProvider,
+    path: &StorePath,
+    expected: &Token,
+) -> Result<Request, SendError> {
+    let generation = expected
+        .version
+        .as_deref()
+        .ok_or_else(|| Fatal("no generation to delete on condition".into()))?;
+    let url = format!("{bucket_url}/{}", encode_path(path));
+    let mut req = http::Request::builder()
+        .method(Method::DELETE)
+        .uri(url)
+        .header("x-goog-if-generation-match", generation);
+    let token = credentials
+        .get_credential()
+        .await
+        .map_err(|e| Retry(redact(&e.to_string())))?;
+    if !token.bearer.is_empty() {
+        req = req.header("authorization", format!("Bearer {}", token.bearer));
+    }
+    let req = req
+        .body(HttpRequestBody::empty())
+        .map_err(|e| Fatal(e.to_string()))?;
+    Ok(req)
 }
 
 #[cfg(test)]

@@ -86,109 +86,131 @@ pub(super) fn build_remote(
     options: &[(String, String)],
 ) -> Result<Remote, StoreError> {
     check_setup(url, options)?;
-    let config_err = |e: object_store::Error| build_error(options, &e);
-    let unknown = |k: &str| StoreError::Config(format!("unknown store option '{k}' for {url}"));
-    // Bounded waits so a stalled server cannot hang the helper; options may override them.
-    let mut options: Vec<(String, String)> = options.to_vec();
-    options.splice(
-        0..0,
-        [
-            ("timeout".to_string(), "60s".to_string()),
-            ("connect_timeout".to_string(), "10s".to_string()),
-        ],
-    );
+    let options = with_defaults(url, options);
+    let ((store, deleter), u) = match url {
+        StoreUrl::S3(u) => (build_s3(url, u, &options)?, u),
+        StoreUrl::Gcs(u) => (build_gcs(url, u, &options)?, u),
+        StoreUrl::Azure(u) => (build_azure(url, u, &options)?, u),
+        StoreUrl::Http(u) => (build_http(url, u, &options)?, u),
+        StoreUrl::Local(_) => unreachable!("local folders are not built here"),
+    };
+    // Azure's abfs form names the container before '@'; az:// names it as the host: either
+    // way the lake's root is the URL's path.
+    let prefix = StorePath::from_url_path(u.path())
+        .map_err(|e| StoreError::Config(format!("bad path in {url}: {e}")))?;
+    Ok((store, prefix, deleter))
+}
+
+/// A store and how it deletes on condition.
+type Built = (Arc<dyn ObjectStore>, Option<Deleter>);
+
+/// The user's options after the helper's defaults: bounded waits, so a stalled server cannot
+/// hang the helper (options may override them), and `allow_http` for an `http://` lake.
+fn with_defaults(url: &StoreUrl, options: &[(String, String)]) -> Vec<(String, String)> {
+    let mut out = vec![
+        ("timeout".to_string(), "60s".to_string()),
+        ("connect_timeout".to_string(), "10s".to_string()),
+    ];
     if let StoreUrl::Http(u) = url {
         // The user wrote http:// themselves: that is their permission to use it.
         if u.scheme() == "http" {
-            options.insert(0, ("allow_http".to_string(), "true".to_string()));
+            out.insert(0, ("allow_http".to_string(), "true".to_string()));
         }
     }
-    let client = |env_prefix| super::delete::http_client(env_prefix, &options).map_err(config_err);
-    let (store, u, deleter): (Arc<dyn ObjectStore>, &Url, Option<Deleter>) = match url {
-        StoreUrl::S3(u) => {
-            let mut b = object_store::aws::AmazonS3Builder::from_env()
-                .with_url(u.as_str())
-                .with_retry(super::retry_config())
-                .with_conditional_put(object_store::aws::S3ConditionalPut::ETagMatch);
-            for (k, v) in &options {
-                b = b.with_config(k.to_ascii_lowercase().parse().map_err(|_| unknown(k))?, v);
-            }
-            s3_credentials_check(&b, url)?;
-            let s3 = Arc::new(b.build().map_err(config_err)?);
-            let deleter = Deleter::S3(s3.clone(), client("AWS_")?);
-            (s3, u, Some(deleter))
-        }
-        StoreUrl::Gcs(u) => {
-            let mut b = object_store::gcp::GoogleCloudStorageBuilder::from_env()
-                .with_url(u.as_str())
-                .with_retry(super::retry_config());
-            for (k, v) in &options {
-                // `fdlEndpoint` is the base URL on GCS (an emulator, a private endpoint).
-                let k = match k.to_ascii_lowercase().as_str() {
-                    "endpoint" => "google_base_url".to_string(),
-                    k => k.to_string(),
-                };
-                b = b.with_config(k.parse().map_err(|_| unknown(&k))?, v);
-            }
-            let bucket_url = format!(
-                "{}/{}",
-                gcs_base_url(&b).trim_end_matches('/'),
-                u.host_str().unwrap_or_default()
-            );
-            let gcs = b.build().map_err(config_err)?;
-            let deleter = Deleter::Gcs {
-                bucket_url,
-                credentials: gcs.credentials().clone(),
-                client: client("GOOGLE_")?,
-            };
-            (Arc::new(gcs), u, Some(deleter))
-        }
-        StoreUrl::Azure(u) => {
-            let mut b = object_store::azure::MicrosoftAzureBuilder::from_env()
-                .with_url(u.as_str())
-                .with_retry(super::retry_config());
-            for (k, v) in &options {
-                b = b.with_config(k.to_ascii_lowercase().parse().map_err(|_| unknown(k))?, v);
-            }
-            let container_url = azure_container_url(&b, u);
-            let azure = b.build().map_err(config_err)?;
-            let deleter = match container_url {
-                Some((container_url, account)) => Some(Deleter::Azure {
-                    container_url,
-                    account,
-                    credentials: azure.credentials().clone(),
-                    client: client("AZURE_")?,
-                }),
-                None => None,
-            };
-            (Arc::new(azure), u, deleter)
-        }
-        StoreUrl::Http(u) => {
-            let base = &u[..url::Position::BeforePath];
-            let mut b = object_store::http::HttpBuilder::new()
-                .with_url(base)
-                .with_retry(super::retry_config());
-            for (k, v) in &options {
-                b = b.with_config(k.to_ascii_lowercase().parse().map_err(|_| unknown(k))?, v);
-            }
-            (Arc::new(b.build().map_err(config_err)?), u, None)
-        }
-        StoreUrl::Local(_) => unreachable!("local folders are not built here"),
+    out.extend(options.iter().cloned());
+    out
+}
+
+fn unknown_option(url: &StoreUrl, k: &str) -> StoreError {
+    StoreError::Config(format!("unknown store option '{k}' for {url}"))
+}
+
+fn build_s3(url: &StoreUrl, u: &Url, options: &[(String, String)]) -> Result<Built, StoreError> {
+    let config_err = |e: object_store::Error| build_error(options, &e);
+    let mut b = object_store::aws::AmazonS3Builder::from_env()
+        .with_url(u.as_str())
+        .with_retry(super::retry_config())
+        .with_conditional_put(object_store::aws::S3ConditionalPut::ETagMatch);
+    for (k, v) in options {
+        let key = k
+            .to_ascii_lowercase()
+            .parse()
+            .map_err(|_| unknown_option(url, k))?;
+        b = b.with_config(key, v);
+    }
+    s3_credentials_check(&b, url)?;
+    let s3 = Arc::new(b.build().map_err(config_err)?);
+    let client = super::delete::http_client("AWS_", options).map_err(config_err)?;
+    Ok((s3.clone(), Some(Deleter::S3(s3, client))))
+}
+
+fn build_gcs(url: &StoreUrl, u: &Url, options: &[(String, String)]) -> Result<Built, StoreError> {
+    let config_err = |e: object_store::Error| build_error(options, &e);
+    let mut b = object_store::gcp::GoogleCloudStorageBuilder::from_env()
+        .with_url(u.as_str())
+        .with_retry(super::retry_config());
+    for (k, v) in options {
+        // `fdlEndpoint` is the base URL on GCS (an emulator, a private endpoint).
+        let k = match k.to_ascii_lowercase().as_str() {
+            "endpoint" => "google_base_url".to_string(),
+            k => k.to_string(),
+        };
+        b = b.with_config(k.parse().map_err(|_| unknown_option(url, &k))?, v);
+    }
+    let bucket_url = format!(
+        "{}/{}",
+        gcs_base_url(&b).trim_end_matches('/'),
+        u.host_str().unwrap_or_default()
+    );
+    let gcs = b.build().map_err(config_err)?;
+    let deleter = Deleter::Gcs {
+        bucket_url,
+        credentials: gcs.credentials().clone(),
+        client: super::delete::http_client("GOOGLE_", options).map_err(config_err)?,
     };
-    let prefix = match url {
-        // Azure's abfs form names the container before '@'; az:// names it as the host.
-        StoreUrl::Azure(_)
-            if u.username().is_empty() && u.scheme() != "az" && u.scheme() != "azure" =>
-        {
-            StorePath::from_url_path(u.path())
-        }
-        StoreUrl::Azure(_) | StoreUrl::S3(_) | StoreUrl::Gcs(_) | StoreUrl::Http(_) => {
-            StorePath::from_url_path(u.path())
-        }
-        StoreUrl::Local(_) => unreachable!(),
+    Ok((Arc::new(gcs), Some(deleter)))
+}
+
+fn build_azure(url: &StoreUrl, u: &Url, options: &[(String, String)]) -> Result<Built, StoreError> {
+    let config_err = |e: object_store::Error| build_error(options, &e);
+    let mut b = object_store::azure::MicrosoftAzureBuilder::from_env()
+        .with_url(u.as_str())
+        .with_retry(super::retry_config());
+    for (k, v) in options {
+        let key = k
+            .to_ascii_lowercase()
+            .parse()
+            .map_err(|_| unknown_option(url, k))?;
+        b = b.with_config(key, v);
     }
-    .map_err(|e| StoreError::Config(format!("bad path in {url}: {e}")))?;
-    Ok((store, prefix, deleter))
+    let container_url = azure_container_url(&b, u);
+    let azure = b.build().map_err(config_err)?;
+    let deleter = match container_url {
+        Some((container_url, account)) => Some(Deleter::Azure {
+            container_url,
+            account,
+            credentials: azure.credentials().clone(),
+            client: super::delete::http_client("AZURE_", options).map_err(config_err)?,
+        }),
+        None => None,
+    };
+    Ok((Arc::new(azure), deleter))
+}
+
+fn build_http(url: &StoreUrl, u: &Url, options: &[(String, String)]) -> Result<Built, StoreError> {
+    let base = &u[..url::Position::BeforePath];
+    let mut b = object_store::http::HttpBuilder::new()
+        .with_url(base)
+        .with_retry(super::retry_config());
+    for (k, v) in options {
+        let key = k
+            .to_ascii_lowercase()
+            .parse()
+            .map_err(|_| unknown_option(url, k))?;
+        b = b.with_config(key, v);
+    }
+    let http = b.build().map_err(|e| build_error(options, &e))?;
+    Ok((Arc::new(http), None))
 }
 
 /// object_store, finding no AWS credentials, asks the instance-metadata endpoint for them: it
