@@ -267,7 +267,8 @@ fn s3_without_credentials_says_what_to_do() {
     t.set("AWS_EC2_METADATA_DISABLED", "true");
     let err = t.fails(".", &["ls-remote", &url]);
     assert!(
-        err.starts_with("fatal: ") && err.contains("instance metadata is disabled"),
+        err.starts_with("fatal: ")
+            && err.contains("no AWS credentials: none are set, and the instance metadata service is turned off (AWS_EC2_METADATA_DISABLED)"),
         "{err}"
     );
 }
