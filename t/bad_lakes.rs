@@ -339,7 +339,9 @@ fn refs_json_values_that_are_not_version_ids() {
     assert_eq!(
         ls_remote_fails_at(&t, &url),
         format!(
-            "fatal: lake '{}': ref refs.json: refs.json is not a JSON object\n{BROKEN_FILE}",
+            "fatal: lake '{}': refs.json: refs.json is not a JSON object\nhint: over plain HTTP the \
+             refs are read from refs.json, which any push to the lake rewrites; or read the lake \
+             through its store address (s3://, gs://, az:// or a folder), which lists refs/\n",
             server.url
         )
     );
@@ -495,7 +497,9 @@ fn symlinks_out_of_the_root_are_neither_listed_nor_written_through() {
         (
             Some(1),
             format!(
-                "To fdl::{lake}\n ! [remote rejected] origin/main -> team/a/b \
+                "warning: lake '{lake}': ignoring refs/heads/team: a symlink that leads outside \
+                 the lake's root\n\
+                 To fdl::{lake}\n ! [remote rejected] origin/main -> team/a/b \
                  (refs/heads/team/a/b: leads outside the lake's root (a symlink?))\n\
                  error: failed to push some refs to 'fdl::{lake}'\n"
             )

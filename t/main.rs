@@ -9,6 +9,7 @@ mod bad_lakes;
 mod golden;
 mod hardening_edges;
 mod hardening_push;
+mod hardening_read;
 mod integrity;
 mod manual;
 mod push;
