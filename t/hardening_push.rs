@@ -532,7 +532,7 @@ fn a_fetch_killed_while_writing_its_pack_leaves_nothing_behind() {
     );
 }
 
-// ---- 11. A ref too deep for a folder ------------------------------------------------------
+// ---- 11. A ref too deep for a folder or a key --------------------------------------------
 
 fn folders_below(dir: &std::path::Path) -> usize {
     let mut n = 0;
@@ -589,5 +589,23 @@ fn a_push_of_a_ref_3000_levels_deep_leaves_no_folder_and_later_conflicts_are_pla
     assert!(
         err.contains("cannot create refs/heads/a/x: refs/heads/a exists in the lake"),
         "{err}"
+    );
+}
+
+#[test]
+fn a_push_of_a_ref_3000_levels_deep_to_s3_is_a_plain_refusal() {
+    let mut t = TestEnv::new();
+    let lake = t.lake_at(Where::S3, "deep", &lake());
+    t.ok(".", &["clone", "-q", &lake.url, "work"]);
+    let deep = format!("refs/heads/{}b", "a/".repeat(3000));
+    let err = t.fails("work", &["push", "origin", &format!("origin/main:{deep}")]);
+    assert!(
+        err.contains("too long: its key is") && !err.contains("unknown"),
+        "{err}"
+    );
+    assert_eq!(lake.ref_files().len(), 2, "{:?}", lake.ref_files().keys());
+    t.ok(
+        "work",
+        &["push", "-q", "origin", "origin/main:refs/heads/a"],
     );
 }

@@ -124,8 +124,10 @@ async fn create(remote: &Remote, p: &Planned, version: &VersionId) -> Written {
         Ok(token) => (token, true),
         Err(e @ WriteError::Refused(_)) => {
             // A folder lake refuses a ref in the way itself: name that ref.
-            if let Ok(Some(other)) = lake.conflicting_ref(&p.dst).await {
-                return Err(taken(&p.dst, &other));
+            if lake.store.paths_are_folders() {
+                if let Ok(Some(other)) = lake.conflicting_ref(&p.dst).await {
+                    return Err(taken(&p.dst, &other));
+                }
             }
             return Err(failed(p, &e));
         }
@@ -140,62 +142,36 @@ async fn create(remote: &Remote, p: &Planned, version: &VersionId) -> Written {
 
 /// After a create on an object store: is a ref in the way (`a` for `a/b`, or `a/b` for `a`)?
 /// Every writer looks after its own write, so of two racing creates the later one sees the
-/// other's ref: never both win. The writer of `a/b` yields at once; the writer of `a` yields
-/// only if `a/b` is still there after a short wait, so both lose only when that wait is too
-/// short. A branch this push created is taken back on
-/// condition; a tag never is (a reader may have seen it), nor a value this push cannot prove
-/// it wrote.
+/// other's ref: never both win. A branch this push created is taken back on condition; a tag
+/// never is (a reader may have seen it), nor a value this push cannot prove it wrote.
 async fn settle_create(remote: &Remote, p: &Planned, token: Token, ours: bool) -> Written {
     let lake = &remote.lake;
     if lake.store.paths_are_folders() {
         return done(token, ours);
     }
-    let mut in_the_way = match lake.conflicting_ref(&p.dst).await {
-        Ok(None) => return done(token, ours),
-        Ok(Some(other)) => Ok(other),
-        Err(e) => Err(store_reason(&e)),
-    };
     let dst = &p.dst;
-    // Ties: the writer of the ref below always yields; this one, the ref above it, gives that
-    // writer a moment to take its ref back before yielding too.
-    let below =
-        |o: &Result<String, String>| o.as_ref().is_ok_and(|o| o.starts_with(&format!("{dst}/")));
-    if below(&in_the_way) && ours && !dst.starts_with("refs/tags/") {
-        let mut backoff = Backoff::new(Duration::from_millis(50), Duration::from_millis(400));
-        let deadline = std::time::Instant::now() + TIE_WAIT;
-        while below(&in_the_way) && std::time::Instant::now() < deadline {
-            backoff.wait().await;
-            in_the_way = match lake.conflicting_ref(dst).await {
-                Ok(None) => return done(token, ours),
-                Ok(Some(other)) => Ok(other),
-                Err(e) => Err(store_reason(&e)),
-            };
-        }
-    }
-    if dst.starts_with("refs/tags/") || !ours {
-        return Err(Rejection::Left(match in_the_way {
-            Ok(other) => format!(
-                "{other} was made at the same time, and Git cannot hold both; {dst} stays in the \
-                 lake (tags are never deleted), and readers show only {}: remove one of them from \
-                 the lake",
-                if other.len() < dst.len() { &other } else { dst }
-            ),
-            Err(why) => format!(
-                "{dst} was written, but checking that no ref is in its way failed ({why}); \
-                 see 'git ls-remote'"
-            ),
-        }));
+    let is_tag = dst.starts_with("refs/tags/");
+    let Some(in_the_way) = ref_in_the_way(remote, dst, ours && !is_tag).await else {
+        return done(token, ours);
+    };
+    if is_tag || !ours {
+        let why_kept = if is_tag {
+            "tags are never deleted"
+        } else {
+            "the value there may be another push's"
+        };
+        return Err(left_in_lake(dst, in_the_way, why_kept));
     }
     match lake.delete_ref(dst, &token).await {
-        Ok(()) => Err(match in_the_way {
-            Ok(other) => Rejection::Refused(format!(
+        Ok(()) => Err(Rejection::Refused(match in_the_way {
+            Ok(other) => format!(
                 "cannot create {dst}: {other} exists in the lake (another push made it meanwhile)"
-            )),
-            Err(why) => Rejection::Refused(format!(
+            ),
+            Err(why) => format!(
                 "checking that no ref is in the way failed ({why}), so this push took its \
                  write back; push again"
-            )),
-        }),
+            ),
+        })),
         Err(undo) => Err(Rejection::Left(format!(
             "{}, and taking this write back failed ({undo}); remove one of them from the lake",
             match in_the_way {
@@ -206,8 +182,48 @@ async fn settle_create(remote: &Remote, p: &Planned, token: Token, ours: bool) -
     }
 }
 
+/// The ref in the way of `dst` (`Err`: the look failed), if any. On a tie the writer of the
+/// ref below yields at once; the writer of the ref above, when it `may_wait`, gives that
+/// writer a moment to take its ref back, so both lose only when the wait is too short.
+async fn ref_in_the_way(
+    remote: &Remote,
+    dst: &str,
+    may_wait: bool,
+) -> Option<Result<String, String>> {
+    let look = || async {
+        match remote.lake.conflicting_ref(dst).await {
+            Ok(found) => found.map(Ok),
+            Err(e) => Some(Err(store_reason(&e))),
+        }
+    };
+    let below = |o: &Option<Result<String, String>>| matches!(o, Some(Ok(other)) if other.starts_with(&format!("{dst}/")));
+    let mut found = look().await;
+    let mut backoff = Backoff::new(Duration::from_millis(50), Duration::from_millis(400));
+    let deadline = std::time::Instant::now() + TIE_WAIT;
+    while may_wait && below(&found) && std::time::Instant::now() < deadline {
+        backoff.wait().await;
+        found = look().await;
+    }
+    found
+}
+
+/// A ref this push wrote and leaves in the lake, though it is refused.
+fn left_in_lake(dst: &str, in_the_way: Result<String, String>, why_kept: &str) -> Rejection {
+    Rejection::Left(match in_the_way {
+        Ok(other) => format!(
+            "{other} was made at the same time, and Git cannot hold both; {dst} stays in the \
+             lake ({why_kept}), and readers show only {}: remove one of them from the lake",
+            if other.len() < dst.len() { &other } else { dst }
+        ),
+        Err(why) => format!(
+            "{dst} was written, but checking that no ref is in its way failed ({why}); it stays \
+             ({why_kept}): see 'git ls-remote'"
+        ),
+    })
+}
+
 /// A ref that cannot be created because `other` is in its way.
-pub(super) fn taken(dst: &str, other: &str) -> Rejection {
+fn taken(dst: &str, other: &str) -> Rejection {
     Rejection::Refused(format!("cannot create {dst}: {other} exists in the lake"))
 }
 

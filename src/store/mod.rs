@@ -147,6 +147,10 @@ pub struct Store {
     trace: bool,
 }
 
+/// The longest key S3, GCS and Azure all accept, in bytes: a longer write is refused before
+/// it is sent, so that its refusal is definite.
+const MAX_KEY: usize = 1024;
+
 /// How many objects a listing page holds on the cloud stores (S3, GCS and Azure alike).
 const LIST_PAGE: u64 = 1000;
 
@@ -432,6 +436,7 @@ impl Store {
             }
             Backend::Remote(store, prefix) => {
                 let path = Self::remote_path(prefix, rel).map_err(WriteError::Refused)?;
+                check_key_length(rel, &path).map_err(WriteError::Refused)?;
                 let put_mode = match mode {
                     WriteMode::Create => object_store::PutMode::Create,
                     WriteMode::Update(t) => {
@@ -626,6 +631,17 @@ fn local_write_error(e: LocalWriteError) -> WriteError {
         LocalWriteError::Mismatch => WriteError::Conflict,
         LocalWriteError::Store(s) => WriteError::Refused(s),
     }
+}
+
+fn check_key_length(rel: &str, path: &StorePath) -> Result<(), StoreError> {
+    let len = path.as_ref().len();
+    if len <= MAX_KEY {
+        return Ok(());
+    }
+    Err(StoreError::Failed {
+        path: rel.chars().take(60).chain("…".chars()).collect(),
+        message: format!("too long: its key is {len} bytes, and object stores allow {MAX_KEY}"),
+    })
 }
 
 fn strip_root(root: &StorePath, location: &StorePath) -> Option<String> {
