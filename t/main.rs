@@ -5,6 +5,7 @@ mod support;
 
 mod bad_lakes;
 mod golden;
+mod hardening_read;
 mod push;
 mod read;
 mod reliability;

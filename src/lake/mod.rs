@@ -43,6 +43,15 @@ pub enum LakeError {
     },
     #[error("lake '{lake}': {why}")]
     BadHead { lake: String, why: String },
+    /// A store that cannot list (plain HTTP) shows its refs only through `refs.json`: without
+    /// it, the refs are unknown, which is not the same as none (a `fetch --prune` would delete
+    /// every remote-tracking branch).
+    #[error(
+        "lake '{lake}' has no refs.json, and this store cannot list refs/: its refs are unknown"
+    )]
+    NoRefsJson { lake: String },
+    #[error("lake '{lake}': refs.json: {why}")]
+    BadRefsJson { lake: String, why: String },
     #[error("lake '{lake}': version {version}: {why}")]
     BadVersion {
         lake: String,
@@ -72,6 +81,11 @@ impl LakeError {
             LakeError::BadRef { .. } | LakeError::BadHead { .. } => {
                 Some("a writer left this file broken; fix or remove it in the lake")
             }
+            LakeError::NoRefsJson { .. } | LakeError::BadRefsJson { .. } => Some(
+                "over plain HTTP the refs are read from refs.json, which any push to the lake \
+                 rewrites; or read the lake through its store address (s3://, gs://, az:// or a \
+                 folder), which lists refs/",
+            ),
             LakeError::MissingVersion { .. }
             | LakeError::BadVersion { .. }
             | LakeError::Cycle { .. } => {
@@ -179,7 +193,7 @@ impl Lake {
 
     /// Every branch and tag from the ref files, with each file's version token (for pushes).
     pub async fn refs_versioned(&self) -> Result<Vec<(String, VersionId, Token)>, LakeError> {
-        let files = match self.store.list("refs/").await {
+        let listed = match self.store.list("refs/").await {
             Ok(f) => f,
             // A stray key elsewhere under refs/ (the host's requests, say) must not hide the
             // branches and tags: list those two folders on their own.
@@ -189,19 +203,31 @@ impl Lake {
                     self.store.list("refs/tags/")
                 );
                 let mut all = heads.map_err(|e| self.store_err(e))?;
-                all.extend(tags.map_err(|e| self.store_err(e))?);
+                let tags = tags.map_err(|e| self.store_err(e))?;
+                all.files.extend(tags.files);
+                all.skipped.extend(tags.skipped);
                 all
             }
             Err(e) => return Err(self.store_err(e)),
         };
-        let mut names = Vec::new();
-        for f in files {
-            if !(f.starts_with("refs/heads/") || f.starts_with("refs/tags/")) {
-                continue;
-            }
-            // A writer's lock or temporary file: never a ref, not worth a warning.
+        let is_ref = |f: &str| f.starts_with("refs/heads/") || f.starts_with("refs/tags/");
+        // A writer's lock or temporary file: never a ref, not worth a warning.
+        let is_scratch = |f: &str| {
             let last = f.rsplit('/').next().unwrap_or("");
-            if last.ends_with(".lock") || last.starts_with('.') {
+            last.ends_with(".lock") || last.starts_with('.')
+        };
+        for (path, why) in &listed.skipped {
+            if is_ref(path) && !is_scratch(path) {
+                self.warn(format!(
+                    "lake '{}': ignoring {}: {why}",
+                    self.name(),
+                    printable(path)
+                ));
+            }
+        }
+        let mut names = Vec::new();
+        for f in listed.files {
+            if !is_ref(&f) || is_scratch(&f) {
                 continue;
             }
             match check_ref_name(&f) {
@@ -242,17 +268,18 @@ impl Lake {
             .store
             .get("refs.json", REFS_JSON_LIMIT)
             .await
-            .map_err(|e| self.store_err(e))?;
+            .map_err(|e| LakeError::BadRefsJson {
+                lake: self.name(),
+                why: match e {
+                    StoreError::Failed { message, .. } => format!("cannot be read: {message}"),
+                    other => format!("cannot be read: {other}"),
+                },
+            })?;
         let Some(raw) = raw else {
-            self.warn(format!(
-                "lake '{}' has no refs.json, and this store cannot list refs/: no refs to show",
-                self.name()
-            ));
-            return Ok(Vec::new());
+            return Err(LakeError::NoRefsJson { lake: self.name() });
         };
-        let pairs = files::parse_refs_json(&raw).map_err(|why| LakeError::BadRef {
+        let pairs = files::parse_refs_json(&raw).map_err(|why| LakeError::BadRefsJson {
             lake: self.name(),
-            name: "refs.json".into(),
             why,
         })?;
         let mut out = Vec::new();

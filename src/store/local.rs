@@ -174,10 +174,11 @@ impl LocalDir {
         Ok(Some((buf, meta)))
     }
 
-    /// Every file below `prefix` (a folder path ending in `/`), as paths relative to the root.
-    /// Symlinked folders are not followed; symlinked files are listed if they stay inside.
-    pub fn list(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
-        let mut out = Vec::new();
+    /// Every file below `prefix` (a folder path ending in `/`), as paths relative to the root,
+    /// and what was passed over, with why. Symlinked folders are not followed; symlinked files
+    /// are listed if they stay inside.
+    pub fn list(&self, prefix: &str) -> Result<Listed, StoreError> {
+        let mut out = Listed::default();
         let start = prefix.trim_end_matches('/').to_string();
         // The prefix itself may be a symlink: follow it only if it stays inside the root.
         let Some(start_dir) = self.resolve(&start)? else {
@@ -191,31 +192,47 @@ impl LocalDir {
                 Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => continue,
                 Err(e) => return Err(io_error(&dir_rel, e)),
             };
+            let join = |name: &str| match dir_rel.as_str() {
+                "" => name.to_string(),
+                d => format!("{d}/{name}"),
+            };
             for entry in entries {
                 let entry = entry.map_err(|e| io_error(&dir_rel, e))?;
                 let Some(name) = entry.file_name().to_str().map(str::to_string) else {
-                    continue; // not UTF-8: no lake path can name it
+                    let shown = entry.file_name().to_string_lossy().into_owned();
+                    out.skip(
+                        join(&shown),
+                        "its name is not UTF-8, so no lake path can name it",
+                    );
+                    continue;
                 };
-                let rel = if dir_rel.is_empty() {
-                    name
-                } else {
-                    format!("{dir_rel}/{name}")
-                };
+                let rel = join(&name);
                 let ft = entry.file_type().map_err(|e| io_error(&rel, e))?;
                 if ft.is_dir() {
                     stack.push((entry.path(), rel));
                 } else if ft.is_file() {
-                    out.push(rel);
+                    out.files.push(rel);
                 } else if ft.is_symlink() {
-                    if let Ok(Some(real)) = self.resolve(&rel) {
-                        if real.is_file() {
-                            out.push(rel);
+                    match self.resolve_symlinked(&rel) {
+                        Ok(Some(real)) if real.is_file() => out.files.push(rel),
+                        Ok(Some(real)) if real.is_dir() => out.skip(
+                            format!("{rel}/"),
+                            "a symlink to a folder, which is not followed: refs under it are not read",
+                        ),
+                        Ok(Some(_)) => out.skip(rel, NOT_A_FILE),
+                        Ok(None) => out.skip(rel, "a symlink to nothing"),
+                        Err(StoreError::OutsideRoot { .. }) => {
+                            out.skip(rel, "a symlink that leads outside the lake's root")
                         }
+                        Err(e) => return Err(e),
                     }
+                } else {
+                    out.skip(rel, NOT_A_FILE);
                 }
             }
         }
-        out.sort();
+        out.files.sort();
+        out.skipped.sort();
         Ok(out)
     }
 
@@ -243,6 +260,22 @@ impl LocalDir {
         Ok(out)
     }
 }
+
+/// What a listing found and did not list.
+#[derive(Debug, Default)]
+pub struct Listed {
+    pub files: Vec<String>,
+    /// Entries passed over (printable path, why), for the caller to warn about.
+    pub skipped: Vec<(String, &'static str)>,
+}
+
+impl Listed {
+    fn skip(&mut self, path: String, why: &'static str) {
+        self.skipped.push((path, why));
+    }
+}
+
+const NOT_A_FILE: &str = "not a regular file (a FIFO, socket or device)";
 
 fn not_a_file(rel: &str, meta: &std::fs::Metadata) -> StoreError {
     let what = if meta.is_dir() {

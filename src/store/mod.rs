@@ -16,6 +16,7 @@ use object_store::{ObjectStore, ObjectStoreExt};
 
 pub use self::url::StoreUrl;
 use crate::redact::redact;
+pub use local::Listed;
 use local::{Expect, LocalDir, LocalWriteError};
 
 /// What went wrong talking to a store. Messages name the path at fault (relative to the lake).
@@ -206,8 +207,9 @@ impl Store {
         result
     }
 
-    /// Every file below the folder `prefix` (ending in `/`), relative to the root.
-    pub async fn list(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
+    /// Every file below the folder `prefix` (ending in `/`), relative to the root, and the
+    /// entries a local folder passed over (FIFOs, symlinks leading out, names not UTF-8).
+    pub async fn list(&self, prefix: &str) -> Result<Listed, StoreError> {
         check_rel(prefix)?;
         let out = match &self.backend {
             Backend::Local(dir) => {
@@ -238,13 +240,16 @@ impl Store {
                 }
                 let pages = (metas.len() as u64).div_ceil(LIST_PAGE).max(1);
                 self.stats.list.fetch_add(pages, Ordering::Relaxed);
-                metas
-                    .into_iter()
-                    .filter_map(|m| strip_root(root, &m.location))
-                    .collect()
+                Listed {
+                    files: metas
+                        .into_iter()
+                        .filter_map(|m| strip_root(root, &m.location))
+                        .collect(),
+                    skipped: Vec::new(),
+                }
             }
         };
-        self.log(format_args!("LIST {prefix} -> {} files", out.len()));
+        self.log(format_args!("LIST {prefix} -> {} files", out.files.len()));
         Ok(out)
     }
 
