@@ -10,18 +10,10 @@ use std::collections::{HashMap, HashSet};
 use futures::StreamExt;
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use crate::lake::{Lake, LakeError, VersionData, VersionId, CONCURRENCY};
-use crate::mapping::{self, ObjectId, VersionObjects};
+use crate::lake::{LakeError, VersionId, CONCURRENCY};
+use crate::mapping::ObjectId;
 use crate::progress::Progress;
-
-/// A version read and mapped: its parents and its Git objects.
-pub struct Built {
-    pub parents: Vec<VersionId>,
-    pub objects: VersionObjects,
-    /// The author's email and the version's time: what a signature is checked against.
-    pub author_email: String,
-    pub time: u64,
-}
+pub use crate::reading::{Built, Reading, Summary};
 
 /// Results a reading task hands over at once.
 const SEND_BATCH: usize = 64;
@@ -29,20 +21,8 @@ const SEND_BATCH: usize = 64;
 /// Tasks that read versions side by side.
 const WORKERS: usize = 4;
 
-impl Built {
-    /// The exact bytes of the version's `version.json` (the tree's last blob).
-    pub fn record(&self) -> &[u8] {
-        &self
-            .objects
-            .blobs
-            .last()
-            .expect("every version has a version.json blob")
-            .data
-    }
-}
-
-/// The outcome of resolving: commit IDs for every version reached, and the objects of those
-/// that had to be read (the others are known from the cache).
+/// The outcome of resolving: commit IDs for every version reached, and those that had to be
+/// read (the others are known from the cache), whose objects went to the reading's pack.
 #[derive(Default)]
 pub struct Resolved {
     pub commits: HashMap<VersionId, ObjectId>,
@@ -52,26 +32,26 @@ pub struct Resolved {
 /// Reads what is missing and computes commit IDs for `tips` and everything they reach.
 /// `known` holds commit IDs from the cache; `tips` name who points at each tip (for errors).
 pub async fn resolve(
-    lake: &Lake,
+    reading: &Reading,
     tips: &[(VersionId, String)],
     known: &HashMap<VersionId, ObjectId>,
     progress: &dyn Progress,
 ) -> Result<Resolved, LakeError> {
     let walk = Walk {
-        lake,
+        reading,
         stop: &|v: &VersionId| known.contains_key(v),
         walked: &HashMap::new(),
         known: known.len(),
         progress,
     };
     let read = walk.read(tips).await?;
-    compute_commits(lake, tips, known, read.data, &read.named_by)
+    compute_commits(reading, tips, known, read.data, &read.named_by)
 }
 
 /// A walk down history from some tips, reading the versions it meets: a generation at a time
 /// while that is cheap, then, where the store can list, every version at once.
 pub struct Walk<'a> {
-    pub lake: &'a Lake,
+    pub reading: &'a Reading,
     /// Versions the walk neither reads nor goes past (known to the cache, or already in the
     /// repository).
     pub stop: &'a dyn Fn(&VersionId) -> bool,
@@ -84,14 +64,14 @@ pub struct Walk<'a> {
 
 /// What a walk read: each version's data (or why it could not be read), and who named it.
 pub struct WalkRead {
-    pub data: HashMap<VersionId, Result<VersionData, LakeError>>,
+    pub data: HashMap<VersionId, Result<Summary, LakeError>>,
     pub named_by: HashMap<VersionId, String>,
 }
 
 impl Walk<'_> {
     /// Reads every version the tips reach that is neither stopped at nor walked before.
     pub async fn read(&self, tips: &[(VersionId, String)]) -> Result<WalkRead, LakeError> {
-        let mut data: HashMap<VersionId, Result<VersionData, LakeError>> = HashMap::new();
+        let mut data: HashMap<VersionId, Result<Summary, LakeError>> = HashMap::new();
         let mut named_by: HashMap<VersionId, String> = HashMap::new();
         let mut through: HashSet<VersionId> = HashSet::new();
         for (id, by) in tips {
@@ -103,13 +83,13 @@ impl Walk<'_> {
         let mut rounds = 0;
         let mut read = 0u64;
         while !frontier.is_empty() {
-            if rounds >= walk_limit && self.lake.store.can_list() {
+            if rounds >= walk_limit && self.reading.lake.store.can_list() {
                 self.read_listed(&mut data, &mut read).await?;
                 let frontier = self.next_frontier(&data, &mut named_by, &mut through);
                 // Everything that exists has been read: what is still missing does not exist.
                 if let Some(missing) = frontier.first() {
                     return Err(LakeError::MissingVersion {
-                        lake: self.lake.name(),
+                        lake: self.reading.lake.name(),
                         version: missing.clone(),
                         by: named_by.get(missing).cloned().unwrap_or_default(),
                     });
@@ -121,7 +101,7 @@ impl Walk<'_> {
             }
             let batch = std::mem::take(&mut frontier);
             read_batch(
-                self.lake,
+                self.reading,
                 batch,
                 &mut data,
                 &mut read,
@@ -170,14 +150,14 @@ impl Walk<'_> {
     /// Parents of what has been read that are neither stopped at, walked, nor read yet.
     fn next_frontier(
         &self,
-        data: &HashMap<VersionId, Result<VersionData, LakeError>>,
+        data: &HashMap<VersionId, Result<Summary, LakeError>>,
         named_by: &mut HashMap<VersionId, String>,
         through: &mut HashSet<VersionId>,
     ) -> Vec<VersionId> {
         let mut parents = Vec::new();
         for (id, d) in data {
             let Ok(d) = d else { continue };
-            for p in &d.record.parents {
+            for p in &d.parents {
                 if !data.contains_key(p) && !through.contains(p) && !(self.stop)(p) {
                     named_by
                         .entry(p.clone())
@@ -195,17 +175,17 @@ impl Walk<'_> {
     /// Lists `versions/` and reads every record not read, walked or stopped at.
     async fn read_listed(
         &self,
-        data: &mut HashMap<VersionId, Result<VersionData, LakeError>>,
+        data: &mut HashMap<VersionId, Result<Summary, LakeError>>,
         read: &mut u64,
     ) -> Result<(), LakeError> {
-        let all = self.lake.version_ids().await?;
+        let all = self.reading.lake.version_ids().await?;
         let rest: Vec<VersionId> = all
             .into_iter()
             .filter(|v| !(self.stop)(v) && !data.contains_key(v) && !self.walked.contains_key(v))
             .collect();
         let total = *read + rest.len() as u64;
         read_batch(
-            self.lake,
+            self.reading,
             rest,
             data,
             read,
@@ -221,7 +201,7 @@ impl Walk<'_> {
     async fn read_reachable_datasets(
         &self,
         tips: &[(VersionId, String)],
-        data: &mut HashMap<VersionId, Result<VersionData, LakeError>>,
+        data: &mut HashMap<VersionId, Result<Summary, LakeError>>,
         through: &HashSet<VersionId>,
     ) -> Result<(), LakeError> {
         let mut reachable: HashSet<VersionId> = HashSet::new();
@@ -231,53 +211,56 @@ impl Walk<'_> {
                 continue;
             }
             if let Some(Ok(d)) = data.get(&v) {
-                stack.extend(d.record.parents.iter().cloned());
+                stack.extend(d.parents.iter().cloned());
             } else if let Some(parents) = self.walked.get(&v).filter(|_| through.contains(&v)) {
                 stack.extend(parents.iter().cloned());
             }
         }
-        let missing: Vec<VersionId> = reachable
-            .into_iter()
-            .filter(|v| matches!(data.get(v), Some(Ok(d)) if !d.dataset_read))
-            .collect();
-        let mut reads = spread_reads(self.lake, missing, |lake, id| async move {
-            lake.read_dataset(&id).await
+        let mut missing: Vec<(VersionId, Summary)> = Vec::new();
+        for v in reachable {
+            if matches!(data.get(&v), Some(Ok(d)) if !d.dataset_read()) {
+                if let Some(Ok(d)) = data.remove(&v) {
+                    missing.push((v, d));
+                }
+            }
+        }
+        let mut reads = spread_reads(self.reading, missing, |reading, (id, mut d)| async move {
+            let r = reading.add_dataset(&id, &mut d).await;
+            (id, r.map(|()| d))
         });
         while let Some(batch) = reads.recv().await {
             for (v, r) in batch {
-                if let Some(Ok(d)) = data.get_mut(&v) {
-                    d.dataset = r?;
-                    d.dataset_read = true;
-                }
+                data.insert(v, Ok(r?));
             }
         }
         Ok(())
     }
 }
 
-/// Runs `read` for every ID with [`CONCURRENCY`] reads in flight, spread over a few tasks so
-/// that parsing and hashing (and local reads, which are synchronous) use every core. Results
-/// arrive in completion order.
-fn spread_reads<T, F, Fut>(
-    lake: &Lake,
-    ids: Vec<VersionId>,
+/// Runs `read` for every item with [`CONCURRENCY`] reads in flight, spread over a few tasks
+/// so that parsing and hashing (and local reads, which are synchronous) use every core.
+/// Results arrive in completion order.
+fn spread_reads<I, T, F, Fut>(
+    reading: &Reading,
+    items: Vec<I>,
     read: F,
-) -> UnboundedReceiver<Vec<(VersionId, T)>>
+) -> UnboundedReceiver<Vec<T>>
 where
+    I: Send + 'static,
     T: Send + 'static,
-    F: Fn(Lake, VersionId) -> Fut + Clone + Send + Sync + 'static,
+    F: Fn(Reading, I) -> Fut + Clone + Send + Sync + 'static,
     Fut: std::future::Future<Output = T> + Send,
 {
-    let workers = WORKERS.min(ids.len()).max(1);
+    let workers = WORKERS.min(items.len()).max(1);
+    let per_worker = items.len().div_ceil(workers).max(1);
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    for part in ids.chunks(ids.len().div_ceil(workers).max(1)) {
-        let (lake, part, tx, read) = (lake.clone(), part.to_vec(), tx.clone(), read.clone());
+    let mut items = items.into_iter();
+    for _ in 0..workers {
+        let part: Vec<I> = items.by_ref().take(per_worker).collect();
+        let (reading, tx, read) = (reading.clone(), tx.clone(), read.clone());
         tokio::spawn(async move {
             let mut reads = futures::stream::iter(part)
-                .map(|id| {
-                    let (lake, read) = (lake.clone(), read.clone());
-                    async move { (id.clone(), read(lake, id).await) }
-                })
+                .map(|item| read(reading.clone(), item))
                 .buffer_unordered(CONCURRENCY / workers);
             // Results go out in small batches: one wake-up of the receiver per result would
             // cost more than a local read.
@@ -297,9 +280,9 @@ where
 /// Reads `ids` concurrently into `data`. In a walk, a missing record is an error (something
 /// names it); in a listing it is an incomplete version, being written, and is skipped.
 async fn read_batch(
-    lake: &Lake,
+    reading: &Reading,
     ids: Vec<VersionId>,
-    data: &mut HashMap<VersionId, Result<VersionData, LakeError>>,
+    data: &mut HashMap<VersionId, Result<Summary, LakeError>>,
     read: &mut u64,
     total: Option<u64>,
     progress: &dyn Progress,
@@ -308,8 +291,9 @@ async fn read_batch(
     // A listing reads every version, reachable or not: the records first, and dataset.json
     // later, only for those the tips reach.
     let with_dataset = !from_listing;
-    let mut results = spread_reads(lake, ids, move |lake, id| async move {
-        lake.read_version_with(&id, with_dataset).await
+    let mut results = spread_reads(reading, ids, move |reading, id| async move {
+        let r = reading.version(&id, with_dataset).await;
+        (id, r)
     });
     while let Some(batch) = results.recv().await {
         for (id, r) in batch {
@@ -322,7 +306,7 @@ async fn read_batch(
                 Ok(None) if from_listing => {}
                 Ok(None) => {
                     let missing = LakeError::MissingVersion {
-                        lake: lake.name(),
+                        lake: reading.lake.name(),
                         version: id.clone(),
                         by: String::new(),
                     };
@@ -338,87 +322,78 @@ async fn read_batch(
 
 /// Commit IDs in dependency order (parents first), without recursion; reports cycles and
 /// missing parents among the versions the tips reach. Unreachable broken versions are ignored.
-fn compute_commits(
-    lake: &Lake,
+pub fn compute_commits(
+    reading: &Reading,
     tips: &[(VersionId, String)],
     known: &HashMap<VersionId, ObjectId>,
-    mut data: HashMap<VersionId, Result<VersionData, LakeError>>,
+    mut data: HashMap<VersionId, Result<Summary, LakeError>>,
     named_by: &HashMap<VersionId, String>,
 ) -> Result<Resolved, LakeError> {
-    let mut commits: HashMap<VersionId, ObjectId> = HashMap::new();
+    let mut out = Resolved::default();
     let mut visiting: HashSet<VersionId> = HashSet::new();
-    let mut built: HashMap<VersionId, Built> = HashMap::new();
+    let commit_of = |out: &Resolved, v: &VersionId| known.get(v).or(out.commits.get(v)).copied();
     for (tip, _) in tips {
         let mut stack: Vec<(VersionId, bool)> = vec![(tip.clone(), false)];
         while let Some((id, expanded)) = stack.pop() {
-            if known.contains_key(&id) || commits.contains_key(&id) {
+            if commit_of(&out, &id).is_some() {
+                continue;
+            }
+            if expanded {
+                visiting.remove(&id);
+                let Some(Ok(d)) = data.remove(&id) else {
+                    return Err(unreadable(reading, &mut data, id, named_by));
+                };
+                let parents: Vec<ObjectId> = d
+                    .parents
+                    .iter()
+                    .map(|p| commit_of(&out, p).expect("parents first"))
+                    .collect();
+                let (commit, built) = reading.build(&id, d, &parents)?;
+                out.commits.insert(id.clone(), commit);
+                out.built.insert(id, built);
                 continue;
             }
             let d = match data.get(&id) {
                 Some(Ok(d)) => d,
-                Some(Err(_)) => {
-                    let Some(Err(e)) = data.remove(&id) else {
-                        unreachable!()
-                    };
-                    return Err(match e {
-                        LakeError::MissingVersion { lake, version, .. } => {
-                            LakeError::MissingVersion {
-                                by: named_by.get(&version).cloned().unwrap_or_default(),
-                                lake,
-                                version,
-                            }
-                        }
-                        other => other,
-                    });
-                }
-                None => {
-                    return Err(LakeError::MissingVersion {
-                        lake: lake.name(),
-                        by: named_by.get(&id).cloned().unwrap_or_default(),
-                        version: id,
-                    })
-                }
+                Some(Err(_)) | None => return Err(unreadable(reading, &mut data, id, named_by)),
             };
-            if expanded {
-                visiting.remove(&id);
-                let parents: Vec<ObjectId> = d
-                    .record
-                    .parents
-                    .iter()
-                    .map(|p| {
-                        known
-                            .get(p)
-                            .or_else(|| commits.get(p))
-                            .copied()
-                            .expect("parents first")
-                    })
-                    .collect();
-                let objects = mapping::version_objects(&id, &d.record, d.dataset.clone(), &parents);
-                commits.insert(id.clone(), objects.commit.id);
-                let built_version = Built {
-                    parents: d.record.parents.clone(),
-                    objects,
-                    author_email: d.record.author.email.clone(),
-                    time: mapping::commit_time(&id, &d.record),
-                };
-                built.insert(id, built_version);
-                continue;
-            }
             // Everything above a marker on the stack descends from it: meeting a version that
             // is still being expanded means its parents lead back to it.
             if !visiting.insert(id.clone()) {
                 return Err(LakeError::Cycle {
-                    lake: lake.name(),
+                    lake: reading.lake.name(),
                     version: id,
                 });
             }
-            stack.push((id.clone(), true));
-            for p in d.record.parents.iter().rev() {
-                if !known.contains_key(p) && !commits.contains_key(p) {
-                    stack.push((p.clone(), false));
+            let parents: Vec<VersionId> = d.parents.iter().rev().cloned().collect();
+            stack.push((id, true));
+            for p in parents {
+                if commit_of(&out, &p).is_none() {
+                    stack.push((p, false));
                 }
             }
         }
     }
-    Ok(Resolved { commits, built })
+    Ok(out)
+}
+
+/// Why `id` could not be read, naming who named it.
+fn unreadable(
+    reading: &Reading,
+    data: &mut HashMap<VersionId, Result<Summary, LakeError>>,
+    id: VersionId,
+    named_by: &HashMap<VersionId, String>,
+) -> LakeError {
+    let by = named_by.get(&id).cloned().unwrap_or_default();
+    match data.remove(&id) {
+        Some(Err(LakeError::MissingVersion { lake, version, .. })) => {
+            LakeError::MissingVersion { lake, version, by }
+        }
+        Some(Err(other)) => other,
+        _ => LakeError::MissingVersion {
+            lake: reading.lake.name(),
+            version: id,
+            by,
+        },
+    }
 }

@@ -3,13 +3,16 @@
 
 use std::collections::{HashMap, HashSet};
 
+use std::sync::Arc;
+
 use crate::cache::Cache;
-use crate::history::{self, Built};
-use crate::lake::{Lake, LakeError, VersionData, VersionId};
-use crate::mapping::{self, Object, ObjectId};
+use crate::history::{self, Built, Reading, Summary};
+use crate::lake::{Lake, LakeError, VersionId};
+use crate::mapping::ObjectId;
+use crate::pack::PackSink;
 use crate::progress::Progress;
 use crate::repo::{Repo, RepoError};
-use crate::signatures::{self, Policy, Subject, Verdict};
+use crate::signatures::{Policy, Verdict};
 use crate::store::{Token, Versioned};
 
 #[derive(Debug, thiserror::Error)]
@@ -109,6 +112,8 @@ pub struct Remote {
     warnings: std::sync::Mutex<Vec<String>>,
     /// When set, a fetch brings only versions signed by a trusted key.
     pub require_signatures: Option<Policy>,
+    /// The pack this session's reads write objects into, installed by `fetch`.
+    sink: Option<Arc<PackSink>>,
 }
 
 /// What a fetch wrote.
@@ -132,7 +137,22 @@ impl Remote {
             cache,
             warnings: Default::default(),
             require_signatures: None,
+            sink: None,
         }
+    }
+
+    /// How this remote reads versions: into the session's pack when `into_pack` (and there is
+    /// a repository), checking signatures when the remote requires them.
+    fn reading(&mut self, into_pack: bool) -> Result<Reading, RemoteError> {
+        if into_pack && self.sink.is_none() {
+            if let Some(repo) = &self.repo {
+                self.sink = Some(Arc::new(PackSink::new(repo.pack_writer()?)));
+            }
+        }
+        let check = self.require_signatures.clone().map(Arc::new);
+        Ok(Reading::new(self.lake.clone())
+            .with_sink(self.sink.clone().filter(|_| into_pack))
+            .with_check(check))
     }
 
     fn known(&self) -> HashMap<VersionId, ObjectId> {
@@ -164,8 +184,9 @@ impl Remote {
             return Ok(*c);
         }
         let known = self.known();
+        let reading = self.reading(false)?;
         let resolved = history::resolve(
-            &self.lake,
+            &reading,
             &[(version.clone(), named_by.to_string())],
             &known,
             &crate::progress::Silent,
@@ -211,7 +232,9 @@ impl Remote {
             .map(|(n, v)| (v.clone(), format!("ref {n}")))
             .collect();
         let known = self.known();
-        let resolved = history::resolve(&self.lake, &tips, &known, progress).await?;
+        // A push's listing writes no objects: no fetch follows it.
+        let reading = self.reading(!for_push)?;
+        let resolved = history::resolve(&reading, &tips, &known, progress).await?;
         let mut commits = resolved.commits;
         for (v, _) in &tips {
             if let Some(c) = known.get(v) {
@@ -226,7 +249,11 @@ impl Remote {
             head: Some(head),
             refs,
             commits,
-            built: resolved.built,
+            built: if for_push {
+                HashMap::new()
+            } else {
+                resolved.built
+            },
             tokens,
             refs_json,
         })
@@ -254,6 +281,10 @@ impl Remote {
             return Ok(FetchOutcome::default());
         };
         repo.check_sha1()?;
+        let reading = self.reading(true)?;
+        let Some(repo) = &self.repo else {
+            return Ok(FetchOutcome::default());
+        };
         let known = self.known();
         let commit_of = |v: &VersionId| listing.commits.get(v).or_else(|| known.get(v)).copied();
         let tips = self.wanted_versions(listing, wants, &known)?;
@@ -266,7 +297,7 @@ impl Remote {
             .map(|(v, b)| (v.clone(), b.parents.clone()))
             .collect();
         let walk = history::Walk {
-            lake: &self.lake,
+            reading: &reading,
             stop: &in_repo,
             walked: &walked,
             known: known.len(),
@@ -276,17 +307,14 @@ impl Remote {
         let parents_of = |v: &VersionId| -> &[VersionId] {
             match (walked.get(v), read.data.get(v)) {
                 (Some(p), _) => p,
-                (None, Some(Ok(d))) => &d.record.parents,
+                (None, Some(Ok(d))) => &d.parents,
                 _ => &[],
             }
         };
         let (order, reached_existing) = needed_in_order(&tips, &in_repo, parents_of);
         trace_step(&format!("fetch: {} versions need objects", order.len()));
-        let mut read_data = HashMap::with_capacity(order.len());
-        for v in &order {
-            if walked.contains_key(v) {
-                continue;
-            }
+        let mut fresh = HashMap::new();
+        for v in order.iter().filter(|v| !walked.contains_key(*v)) {
             let d = match read.data.remove(v) {
                 Some(Ok(d)) => d,
                 Some(Err(e)) => return Err(e.into()),
@@ -298,23 +326,28 @@ impl Remote {
                     }))
                 }
             };
-            read_data.insert(v.clone(), d);
+            fresh.insert(v.clone(), d);
         }
         drop(read);
-        if let Some(policy) = &self.require_signatures {
-            self.check_signatures(policy, &order, listing, &read_data)
-                .await?;
+        let computed = self.build_fresh(&reading, &order, listing, fresh, &known, repo)?;
+        if self.require_signatures.is_some() {
+            self.check_signatures(&order, listing, &computed)?;
         }
-        let (objects, computed) = self.build_objects(&order, listing, &read_data, &known, repo)?;
-        let n_objects = objects.len();
-        trace_step(&format!("fetch: writing {n_objects} objects as a pack"));
-        repo.write_pack(&objects)?;
+        drop(reading);
+        let writer = self.sink.take().and_then(|s| s.take());
+        let n_objects = match writer {
+            Some(w) if !order.is_empty() => {
+                trace_step(&format!("fetch: completing a pack of {} objects", w.len()));
+                repo.install_pack(w)?
+            }
+            _ => 0,
+        };
         trace_step("fetch: pack written");
         if n_objects > 0 {
             progress.finish("Writing objects", n_objects as u64, Some(n_objects as u64));
         }
         if let Some(cache) = &mut self.cache {
-            cache.extend(computed);
+            cache.extend(computed.into_iter().map(|(v, (c, _))| (v, c)));
             cache.save();
         }
         Ok(FetchOutcome {
@@ -352,61 +385,49 @@ impl Remote {
         Ok(tips)
     }
 
-    /// The Git objects of `order` (parents first): built by `list` or from what was read, and
-    /// each checked against the commit the listing or the cache expects. Also returns the
-    /// commits computed here.
-    fn build_objects(
+    /// Makes the objects (into the session's pack) of the versions of `order` (parents first)
+    /// that `list` did not build, each checked against the commit the listing or the cache
+    /// expects. Returns their commits.
+    fn build_fresh(
         &self,
+        reading: &Reading,
         order: &[VersionId],
-        listing: &mut Listing,
-        read_data: &HashMap<VersionId, VersionData>,
+        listing: &Listing,
+        mut fresh: HashMap<VersionId, Summary>,
         known: &HashMap<VersionId, ObjectId>,
         repo: &Repo,
-    ) -> Result<(Vec<Object>, HashMap<VersionId, ObjectId>), RemoteError> {
-        let mut objects: Vec<Object> = Vec::new();
-        let mut emitted: HashSet<ObjectId> = HashSet::new();
-        let mut computed: HashMap<VersionId, ObjectId> = HashMap::new();
+    ) -> Result<HashMap<VersionId, (ObjectId, Built)>, RemoteError> {
+        let mut computed: HashMap<VersionId, (ObjectId, Built)> = HashMap::new();
         for v in order {
-            let expected = listing.commits.get(v).or_else(|| known.get(v)).copied();
-            // Once written, a version's objects are in the repository: no need to keep them.
-            let vo = match listing.built.remove(v) {
-                Some(b) => b.objects,
-                None => {
-                    let d = &read_data[v];
-                    let mut parents = Vec::with_capacity(d.record.parents.len());
-                    for p in &d.record.parents {
-                        let c = computed
-                            .get(p)
-                            .or_else(|| listing.commits.get(p))
-                            .or_else(|| known.get(p))
-                            .copied();
-                        parents.push(c.ok_or_else(|| LakeError::MissingVersion {
-                            lake: self.lake.name(),
-                            version: p.clone(),
-                            by: format!("version {v}"),
-                        })?);
-                    }
-                    let vo = mapping::version_objects(v, &d.record, d.dataset.clone(), &parents);
-                    if let Some(expected) = expected.filter(|e| *e != vo.commit.id) {
-                        return Err(RemoteError::CacheMismatch {
-                            lake: self.lake.name(),
-                            version: v.clone(),
-                            computed: vo.commit.id,
-                            cached: expected,
-                            cache: repo.git_dir().join("fdl").display().to_string(),
-                        });
-                    }
-                    computed.insert(v.clone(), vo.commit.id);
-                    vo
-                }
-            };
-            for o in vo.blobs.into_iter().chain([vo.tree, vo.commit]) {
-                if emitted.insert(o.id) {
-                    objects.push(o);
-                }
+            let Some(d) = fresh.remove(v) else { continue };
+            let mut parents = Vec::with_capacity(d.parents.len());
+            for p in &d.parents {
+                let c = computed
+                    .get(p)
+                    .map(|(c, _)| c)
+                    .or_else(|| listing.commits.get(p))
+                    .or_else(|| known.get(p))
+                    .copied();
+                parents.push(c.ok_or_else(|| LakeError::MissingVersion {
+                    lake: self.lake.name(),
+                    version: p.clone(),
+                    by: format!("version {v}"),
+                })?);
             }
+            let (commit, built) = reading.build(v, d, &parents)?;
+            let expected = listing.commits.get(v).or_else(|| known.get(v)).copied();
+            if let Some(expected) = expected.filter(|e| *e != commit) {
+                return Err(RemoteError::CacheMismatch {
+                    lake: self.lake.name(),
+                    version: v.clone(),
+                    computed: commit,
+                    cached: expected,
+                    cache: repo.git_dir().join("fdl").display().to_string(),
+                });
+            }
+            computed.insert(v.clone(), (commit, built));
         }
-        Ok((objects, computed))
+        Ok(computed)
     }
 }
 
@@ -457,45 +478,24 @@ fn trace_step(what: &str) {
 }
 
 impl Remote {
-    /// Fails unless every version in `versions` is signed by a trusted key. Reads each
-    /// `version.json.sig` concurrently; reports the first failure (in history order) and a count.
-    async fn check_signatures(
+    /// Fails unless every version in `versions` is signed by a trusted key (the verdicts were
+    /// reached as the versions were read); reports the first failure (in history order) and a
+    /// count.
+    fn check_signatures(
         &self,
-        policy: &Policy,
         versions: &[VersionId],
         listing: &Listing,
-        read_data: &HashMap<VersionId, VersionData>,
+        computed: &HashMap<VersionId, (ObjectId, Built)>,
     ) -> Result<(), RemoteError> {
-        let lake = &self.lake;
-        let sigs = lake.read_signatures(versions.iter().cloned()).await?;
+        let not_checked = Verdict::Unreadable("not checked (a bug in git-remote-fdl)".into());
         let mut failures = Vec::new();
         for v in versions {
-            let sig = sigs[v].as_deref();
-            let (record, email, time): (&[u8], &str, u64) = match listing.built.get(v) {
-                Some(b) => (b.record(), &b.author_email, b.time),
-                None => {
-                    let d = &read_data[v];
-                    (
-                        &d.record.raw,
-                        &d.record.author.email,
-                        mapping::commit_time(v, &d.record),
-                    )
-                }
-            };
-            let subject = Subject {
-                record,
-                signature: sig,
-                principal: email,
-                time,
-            };
-            let verdict = signatures::verify(
-                &subject,
-                &policy.trusted,
-                &policy.namespace,
-                &lake.config.signers,
-            );
+            let built = listing.built.get(v).or(computed.get(v).map(|(_, b)| b));
+            let verdict = built
+                .and_then(|b| b.verdict.as_ref())
+                .unwrap_or(&not_checked);
             if !verdict.is_good() {
-                failures.push((v.clone(), verdict));
+                failures.push((v.clone(), verdict.clone()));
             }
         }
         let Some((version, verdict)) = failures.first().cloned() else {
@@ -510,7 +510,7 @@ impl Remote {
             ),
         };
         Err(RemoteError::Unsigned {
-            lake: lake.name(),
+            lake: self.lake.name(),
             version,
             verdict: Box::new(verdict),
             more,

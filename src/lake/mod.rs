@@ -96,16 +96,6 @@ impl LakeError {
     }
 }
 
-/// A version's two mapped files.
-#[derive(Clone, Debug)]
-pub struct VersionData {
-    pub record: VersionRecord,
-    pub dataset: Option<Bytes>,
-    /// Whether `dataset.json` was read (`dataset` is `None` both when it is absent and when it
-    /// was not read yet).
-    pub dataset_read: bool,
-}
-
 /// An opened lake; clones share the store and the warnings.
 #[derive(Debug, Clone)]
 pub struct Lake {
@@ -347,72 +337,6 @@ impl Lake {
         mode: &WriteMode,
     ) -> Result<Token, WriteError> {
         self.store.put("refs.json", bytes, mode).await
-    }
-
-    /// A version's `version.json.sig`, if it has one.
-    pub async fn read_signature(&self, id: &VersionId) -> Result<Option<Bytes>, LakeError> {
-        self.store
-            .get(&format!("versions/{id}/version.json.sig"), SIGNATURE_LIMIT)
-            .await
-            .map_err(|e| self.store_err(e))
-    }
-
-    /// The `version.json.sig` of each version, read concurrently.
-    pub async fn read_signatures(
-        &self,
-        ids: impl Iterator<Item = VersionId>,
-    ) -> Result<std::collections::HashMap<VersionId, Option<Bytes>>, LakeError> {
-        futures::stream::iter(ids)
-            .map(|v| async move {
-                let sig = self.read_signature(&v).await?;
-                Ok((v, sig))
-            })
-            .buffer_unordered(CONCURRENCY)
-            .try_collect()
-            .await
-    }
-
-    /// Reads a version's record and `dataset.json` concurrently. `None` if it has no record.
-    pub async fn read_version(&self, id: &VersionId) -> Result<Option<VersionData>, LakeError> {
-        self.read_version_with(id, true).await
-    }
-
-    /// Reads a version's record, and its `dataset.json` too if `with_dataset`.
-    pub async fn read_version_with(
-        &self,
-        id: &VersionId,
-        with_dataset: bool,
-    ) -> Result<Option<VersionData>, LakeError> {
-        let record_path = format!("versions/{id}/version.json");
-        let (record, dataset) =
-            futures::join!(self.store.get(&record_path, VERSION_JSON_LIMIT), async {
-                match with_dataset {
-                    true => self.read_dataset(id).await,
-                    false => Ok(None),
-                }
-            });
-        let Some(raw) = record.map_err(|e| self.store_err(e))? else {
-            return Ok(None);
-        };
-        let dataset = dataset?;
-        let record = VersionRecord::parse(raw).map_err(|why| LakeError::BadVersion {
-            lake: self.name(),
-            version: id.clone(),
-            why,
-        })?;
-        Ok(Some(VersionData {
-            record,
-            dataset,
-            dataset_read: with_dataset,
-        }))
-    }
-
-    /// A version's `dataset.json`, if it has one.
-    pub async fn read_dataset(&self, id: &VersionId) -> Result<Option<Bytes>, LakeError> {
-        self.store
-            .get(&format!("versions/{id}/dataset.json"), DATASET_JSON_LIMIT)
-            .await
-            .map_err(|e| self.store_err(e))
     }
 
     /// The IDs of every folder under `versions/` (complete or not). Folders whose names are not

@@ -136,6 +136,14 @@ impl LocalDir {
         }))
     }
 
+    /// Opens the regular file at `rel` for [`OpenFile::read_all`], its size known first.
+    pub fn open_for_read(&self, rel: &str) -> Result<Option<OpenFile>, StoreError> {
+        Ok(self.open_file(rel)?.map(|(file, meta)| OpenFile {
+            file,
+            len: meta.len(),
+        }))
+    }
+
     fn read(
         &self,
         rel: &str,
@@ -258,6 +266,41 @@ impl LocalDir {
         }
         out.sort();
         Ok(out)
+    }
+}
+
+/// A file opened for reading, with its size as `fstat` gave it.
+pub struct OpenFile {
+    file: std::fs::File,
+    len: u64,
+}
+
+impl OpenFile {
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Reads the whole file in as few reads as it takes. Lake files are written whole and
+    /// renamed into place, so an open file does not grow; more than `limit` bytes is refused.
+    pub fn read_all(mut self, rel: &str, limit: u64) -> Result<Vec<u8>, StoreError> {
+        let mut buf = vec![0u8; self.len.min(limit) as usize];
+        let mut filled = 0;
+        while filled < buf.len() {
+            match self
+                .file
+                .read(&mut buf[filled..])
+                .map_err(|e| io_error(rel, e))?
+            {
+                0 => break,
+                n => filled += n,
+            }
+        }
+        buf.truncate(filled);
+        Ok(buf)
     }
 }
 

@@ -120,6 +120,43 @@ pub struct Store {
     url: StoreUrl,
     pub stats: Arc<Stats>,
     trace: bool,
+    budget: Budget,
+}
+
+/// The bytes of files read and not yet let go, across every read of a store: a fixed budget,
+/// whatever the number and size of the files (docs/git-remote-fdl.md, LIMITS).
+pub const MEMORY_BUDGET: u32 = 128 << 20;
+
+/// A semaphore counting bytes: a read waits until its file's size fits in what is left.
+#[derive(Debug, Clone)]
+pub struct Budget {
+    bytes: Arc<tokio::sync::Semaphore>,
+    total: u32,
+}
+
+impl Budget {
+    pub fn new(total: u32) -> Budget {
+        Budget {
+            bytes: Arc::new(tokio::sync::Semaphore::new(total as usize)),
+            total,
+        }
+    }
+
+    /// Waits for room for `size` bytes (a file larger than the whole budget takes all of it).
+    pub async fn reserve(&self, size: u64) -> tokio::sync::OwnedSemaphorePermit {
+        let n = size.min(u64::from(self.total)) as u32;
+        self.bytes
+            .clone()
+            .acquire_many_owned(n)
+            .await
+            .expect("the budget's semaphore is never closed")
+    }
+}
+
+/// A file's bytes with their share of the budget, given back when this is dropped.
+pub struct Held {
+    pub bytes: Bytes,
+    _room: tokio::sync::OwnedSemaphorePermit,
 }
 
 /// How many objects a listing page holds on the cloud stores (S3, GCS and Azure alike).
@@ -141,6 +178,7 @@ impl Store {
             url: url.clone(),
             stats: Arc::new(Stats::default()),
             trace: crate::trace::enabled(),
+            budget: Budget::new(MEMORY_BUDGET),
         })
     }
 
@@ -176,31 +214,51 @@ impl Store {
 
     /// Reads a whole file, `None` when there is none; refuses files over `limit` bytes.
     pub async fn get(&self, rel: &str, limit: u64) -> Result<Option<Bytes>, StoreError> {
+        Ok(self.get_held(rel, limit).await?.map(|h| h.bytes))
+    }
+
+    /// Like [`Store::get`], holding the file's size in the memory budget until the result is
+    /// dropped: the read waits for room before it reads the file's content.
+    pub async fn get_held(&self, rel: &str, limit: u64) -> Result<Option<Held>, StoreError> {
         check_rel(rel)?;
         self.stats.get.fetch_add(1, Ordering::Relaxed);
+        let too_large = || StoreError::TooLarge {
+            path: rel.to_string(),
+            limit,
+        };
         let result = match &self.backend {
             // A local read takes microseconds: handing it to a blocking thread would cost more.
-            Backend::Local(dir) => dir.get(rel, limit).map(|o| o.map(Bytes::from)),
+            Backend::Local(dir) => match dir.open_for_read(rel)? {
+                None => Ok(None),
+                Some(f) if f.len() > limit => Err(too_large()),
+                Some(f) => {
+                    let room = self.budget.reserve(f.len()).await;
+                    f.read_all(rel, limit).map(|bytes| {
+                        Some(Held {
+                            bytes: Bytes::from(bytes),
+                            _room: room,
+                        })
+                    })
+                }
+            },
             Backend::Remote(store, prefix) => {
                 let path = Self::remote_path(prefix, rel)?;
                 match store.get(&path).await {
                     Err(object_store::Error::NotFound { .. }) => Ok(None),
                     Err(e) => Err(failed(rel, e)),
+                    Ok(res) if res.meta.size > limit => Err(too_large()),
                     Ok(res) => {
-                        if res.meta.size > limit {
-                            Err(StoreError::TooLarge {
-                                path: rel.to_string(),
-                                limit,
-                            })
-                        } else {
-                            read_limited(rel, res.into_stream(), limit).await.map(Some)
-                        }
+                        let room = self.budget.reserve(res.meta.size).await;
+                        let size = res.meta.size;
+                        read_limited(rel, res.into_stream(), size, limit)
+                            .await
+                            .map(|bytes| Some(Held { bytes, _room: room }))
                     }
                 }
             }
         };
         match &result {
-            Ok(Some(b)) => self.log(format_args!("GET {rel} -> {} bytes", b.len())),
+            Ok(Some(h)) => self.log(format_args!("GET {rel} -> {} bytes", h.bytes.len())),
             Ok(None) => self.log(format_args!("GET {rel} -> not found")),
             Err(e) => self.log(format_args!("GET {rel} -> error: {e}")),
         }
@@ -325,7 +383,8 @@ impl Store {
                             e_tag: res.meta.e_tag.clone(),
                             version: res.meta.version.clone(),
                         };
-                        let bytes = read_limited(rel, res.into_stream(), limit).await?;
+                        let size = res.meta.size;
+                        let bytes = read_limited(rel, res.into_stream(), size, limit).await?;
                         Ok(Some(Versioned { bytes, token }))
                     }
                 };
@@ -495,12 +554,15 @@ fn failed(rel: &str, e: impl std::fmt::Display) -> StoreError {
     }
 }
 
+/// Reads a response body of `size` bytes (as the store announced it) into one buffer.
 async fn read_limited(
     rel: &str,
     mut stream: futures::stream::BoxStream<'static, object_store::Result<Bytes>>,
+    size: u64,
     limit: u64,
 ) -> Result<Bytes, StoreError> {
-    let mut buf = Vec::new();
+    // Sized once: growing by doubling would hold up to twice the file for a moment.
+    let mut buf = Vec::with_capacity(size.min(limit) as usize);
     while let Some(chunk) = stream.try_next().await.map_err(|e| failed(rel, e))? {
         if (buf.len() + chunk.len()) as u64 > limit {
             return Err(StoreError::TooLarge {
