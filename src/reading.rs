@@ -48,6 +48,11 @@ impl Summary {
     pub fn dataset_read(&self) -> bool {
         self.dataset_blob.is_some()
     }
+
+    /// Records that the version has no `dataset.json` (a listing showed none).
+    pub fn set_no_dataset(&mut self) {
+        self.dataset_blob = Some(None);
+    }
 }
 
 /// A version whose tree and commit are made (and in the pack, if one is written).

@@ -116,6 +116,9 @@ pub struct Remote {
     sink: Option<Arc<PackSink>>,
 }
 
+/// Versions a fetch built, with their commits.
+type Computed = HashMap<VersionId, (ObjectId, Built)>;
+
 /// What a fetch wrote.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct FetchOutcome {
@@ -155,13 +158,6 @@ impl Remote {
             .with_check(check))
     }
 
-    fn known(&self) -> HashMap<VersionId, ObjectId> {
-        self.cache
-            .as_ref()
-            .map(|c| c.entries.clone())
-            .unwrap_or_default()
-    }
-
     /// Reads HEAD and the refs, and computes the commit of every ref.
     pub async fn list(&mut self, progress: &dyn Progress) -> Result<Listing, RemoteError> {
         self.list_with(progress, false).await
@@ -179,24 +175,36 @@ impl Remote {
         version: &VersionId,
         named_by: &str,
     ) -> Result<ObjectId, RemoteError> {
-        // A push asks this once per ref: look the version up before copying the cache.
         if let Some(c) = self.cache.as_ref().and_then(|c| c.entries.get(version)) {
             return Ok(*c);
         }
-        let known = self.known();
         let reading = self.reading(false)?;
-        let resolved = history::resolve(
-            &reading,
-            &[(version.clone(), named_by.to_string())],
-            &known,
-            &crate::progress::Silent,
-        )
-        .await?;
+        let tips = [(version.clone(), named_by.to_string())];
+        // The cache is lent to the walk (not copied), and put back whatever happens.
+        let cache = self.cache.take();
+        let empty = HashMap::new();
+        let known = cache.as_ref().map_or(&empty, |c| &c.entries);
+        let resolved = history::resolve(&reading, &tips, known, &crate::progress::Silent).await;
+        self.cache = cache;
+        let resolved = resolved?;
+        self.remember(&resolved.commits, &resolved.built);
+        Ok(resolved.commits[version])
+    }
+
+    /// Adds versions read to the cache, and saves it.
+    fn remember(
+        &mut self,
+        commits: &HashMap<VersionId, ObjectId>,
+        built: &HashMap<VersionId, Built>,
+    ) {
         if let Some(cache) = &mut self.cache {
-            cache.extend(resolved.commits.iter().map(|(v, c)| (v.clone(), *c)));
+            cache.extend(
+                built
+                    .iter()
+                    .filter_map(|(v, b)| Some((v.clone(), *commits.get(v)?, b.parents.clone()))),
+            );
             cache.save();
         }
-        Ok(resolved.commits[version])
     }
 
     async fn list_with(
@@ -218,8 +226,15 @@ impl Remote {
                 .collect();
             (head?, refs)
         } else {
-            let (head, refs) = futures::join!(self.lake.head(), self.lake.refs());
-            (head?, refs?)
+            // Ref files whose ETag has not changed since the last listing are not read again.
+            let empty = HashMap::new();
+            let seen = self.cache.as_ref().map_or(&empty, |c| &c.refs);
+            let (head, refs) = futures::join!(self.lake.head(), self.lake.refs_remembered(seen));
+            let (refs, remember) = refs?;
+            if let Some(cache) = &mut self.cache {
+                cache.set_refs(remember);
+            }
+            (head?, refs)
         };
         if !refs.iter().any(|(n, _)| *n == head) && !refs.is_empty() {
             self.lake_warn(format!(
@@ -231,20 +246,22 @@ impl Remote {
             .iter()
             .map(|(n, v)| (v.clone(), format!("ref {n}")))
             .collect();
-        let known = self.known();
         // A push's listing writes no objects: no fetch follows it.
         let reading = self.reading(!for_push)?;
-        let resolved = history::resolve(&reading, &tips, &known, progress).await?;
-        let mut commits = resolved.commits;
+        let cache = self.cache.take();
+        let empty = HashMap::new();
+        let known = cache.as_ref().map_or(&empty, |c| &c.entries);
+        let resolved = history::resolve(&reading, &tips, known, progress).await;
+        let mut commits = HashMap::new();
         for (v, _) in &tips {
             if let Some(c) = known.get(v) {
                 commits.insert(v.clone(), *c);
             }
         }
-        if let Some(cache) = &mut self.cache {
-            cache.extend(commits.iter().map(|(v, c)| (v.clone(), *c)));
-            cache.save();
-        }
+        self.cache = cache;
+        let resolved = resolved?;
+        self.remember(&resolved.commits, &resolved.built);
+        commits.extend(resolved.commits);
         Ok(Listing {
             head: Some(head),
             refs,
@@ -277,35 +294,74 @@ impl Remote {
         wants: &[Want],
         progress: &dyn Progress,
     ) -> Result<FetchOutcome, RemoteError> {
-        let Some(repo) = &self.repo else {
-            return Ok(FetchOutcome::default());
-        };
-        repo.check_sha1()?;
+        match &self.repo {
+            Some(repo) => repo.check_sha1()?,
+            None => return Ok(FetchOutcome::default()),
+        }
         let reading = self.reading(true)?;
-        let Some(repo) = &self.repo else {
-            return Ok(FetchOutcome::default());
+        let cache = self.cache.take();
+        let fetched = self
+            .fetch_with(&reading, cache.as_ref(), listing, wants, progress)
+            .await;
+        self.cache = cache;
+        let (outcome, computed) = fetched?;
+        drop(reading);
+        let writer = self.sink.take().and_then(|s| s.take());
+        let repo = self.repo.as_ref().expect("checked above");
+        let n_objects = match writer {
+            Some(w) if outcome.versions > 0 => {
+                trace_step(&format!("fetch: completing a pack of {} objects", w.len()));
+                repo.install_pack(w)?
+            }
+            _ => 0,
         };
-        let known = self.known();
+        trace_step("fetch: pack written");
+        if n_objects > 0 {
+            progress.finish("Writing objects", n_objects as u64, Some(n_objects as u64));
+        }
+        let commits = computed.iter().map(|(v, (c, _))| (v.clone(), *c)).collect();
+        let built = computed.into_iter().map(|(v, (_, b))| (v, b)).collect();
+        self.remember(&commits, &built);
+        Ok(FetchOutcome {
+            objects: n_objects,
+            ..outcome
+        })
+    }
+
+    /// What a fetch reads and builds: the versions the wants need, into the session's pack.
+    async fn fetch_with(
+        &self,
+        reading: &Reading,
+        cache: Option<&Cache>,
+        listing: &Listing,
+        wants: &[Want],
+        progress: &dyn Progress,
+    ) -> Result<(FetchOutcome, Computed), RemoteError> {
+        let repo = self.repo.as_ref().expect("a fetch has a repository");
+        let (empty, no_parents) = (HashMap::new(), HashMap::new());
+        let known = cache.map_or(&empty, |c| &c.entries);
+        let cached_parents = cache.map_or(&no_parents, |c| &c.parents);
         let commit_of = |v: &VersionId| listing.commits.get(v).or_else(|| known.get(v)).copied();
-        let tips = self.wanted_versions(listing, wants, &known)?;
-        // Walk down from the wants, stopping at commits the repository already has; versions
-        // `list` built are gone through without reading them again.
+        let tips = self.wanted_versions(listing, wants, known)?;
+        // Walk down from the wants, stopping at commits the repository already has; parents
+        // known from `list` or the cache are walked through without a request.
         let in_repo = |v: &VersionId| commit_of(v).is_some_and(|c| repo.has(&c));
-        let walked: HashMap<VersionId, Vec<VersionId>> = listing
-            .built
-            .iter()
-            .map(|(v, b)| (v.clone(), b.parents.clone()))
-            .collect();
+        let walked = |v: &VersionId| -> Option<&[VersionId]> {
+            match listing.built.get(v) {
+                Some(b) => Some(&b.parents),
+                None => cached_parents.get(v).map(|p| &p[..]),
+            }
+        };
         let walk = history::Walk {
-            reading: &reading,
+            reading,
             stop: &in_repo,
             walked: &walked,
-            known: known.len(),
+            newest_known: known.keys().max(),
             progress,
         };
         let mut read = walk.read(&tips).await?;
         let parents_of = |v: &VersionId| -> &[VersionId] {
-            match (walked.get(v), read.data.get(v)) {
+            match (walked(v), read.data.get(v)) {
                 (Some(p), _) => p,
                 (None, Some(Ok(d))) => &d.parents,
                 _ => &[],
@@ -313,12 +369,19 @@ impl Remote {
         };
         let (order, reached_existing) = needed_in_order(&tips, &in_repo, parents_of);
         trace_step(&format!("fetch: {} versions need objects", order.len()));
+        // Versions whose parents the cache knew were walked, not read: read them all now.
+        let unread: Vec<VersionId> = order
+            .iter()
+            .filter(|v| !listing.built.contains_key(*v) && !read.data.contains_key(*v))
+            .cloned()
+            .collect();
+        let mut unread = history::read_versions(reading, unread, progress).await?;
         let mut fresh = HashMap::new();
-        for v in order.iter().filter(|v| !walked.contains_key(*v)) {
-            let d = match read.data.remove(v) {
-                Some(Ok(d)) => d,
-                Some(Err(e)) => return Err(e.into()),
-                None => {
+        for v in order.iter().filter(|v| !listing.built.contains_key(*v)) {
+            let d = match (read.data.remove(v), unread.remove(v)) {
+                (Some(Ok(d)), _) | (None, Some(d)) => d,
+                (Some(Err(e)), _) => return Err(e.into()),
+                (None, None) => {
                     return Err(RemoteError::Lake(LakeError::MissingVersion {
                         lake: self.lake.name(),
                         version: v.clone(),
@@ -329,32 +392,16 @@ impl Remote {
             fresh.insert(v.clone(), d);
         }
         drop(read);
-        let computed = self.build_fresh(&reading, &order, listing, fresh, &known, repo)?;
+        let computed = self.build_fresh(reading, &order, listing, fresh, known, repo)?;
         if self.require_signatures.is_some() {
             self.check_signatures(&order, listing, &computed)?;
         }
-        drop(reading);
-        let writer = self.sink.take().and_then(|s| s.take());
-        let n_objects = match writer {
-            Some(w) if !order.is_empty() => {
-                trace_step(&format!("fetch: completing a pack of {} objects", w.len()));
-                repo.install_pack(w)?
-            }
-            _ => 0,
-        };
-        trace_step("fetch: pack written");
-        if n_objects > 0 {
-            progress.finish("Writing objects", n_objects as u64, Some(n_objects as u64));
-        }
-        if let Some(cache) = &mut self.cache {
-            cache.extend(computed.into_iter().map(|(v, (c, _))| (v, c)));
-            cache.save();
-        }
-        Ok(FetchOutcome {
+        let outcome = FetchOutcome {
             versions: order.len(),
-            objects: n_objects,
+            objects: 0,
             self_contained: !reached_existing,
-        })
+        };
+        Ok((outcome, computed))
     }
 
     /// The version each wanted commit stands for.

@@ -11,3 +11,4 @@ mod read;
 mod reliability;
 mod signatures;
 mod stores;
+mod waves;

@@ -53,7 +53,15 @@ impl LocalDir {
                 continue;
             }
             match std::fs::symlink_metadata(&path) {
-                Ok(m) if m.file_type().is_symlink() => return self.resolve_symlinked(rel),
+                Ok(m) if m.file_type().is_symlink() => {
+                    // An error names the symlink, not the path asked for below it.
+                    return self.resolve_symlinked(rel).map_err(|e| match e {
+                        StoreError::OutsideRoot { .. } => StoreError::OutsideRoot {
+                            path: parts[..=i].join("/"),
+                        },
+                        other => other,
+                    });
+                }
                 Ok(m) if m.is_dir() && !is_last => {
                     self.checked.lock().expect("lock").insert(path.clone());
                 }
@@ -310,6 +318,10 @@ pub struct Listed {
     pub files: Vec<String>,
     /// Entries passed over (printable path, why), for the caller to warn about.
     pub skipped: Vec<(String, &'static str)>,
+    /// Each file's ETag, where the store's listing gives one (cloud stores).
+    pub e_tags: std::collections::HashMap<String, String>,
+    /// The listing stopped at the most files asked for: there may be more after the last.
+    pub more: bool,
 }
 
 impl Listed {

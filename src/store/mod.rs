@@ -121,7 +121,22 @@ pub struct Store {
     pub stats: Arc<Stats>,
     trace: bool,
     budget: Budget,
+    concurrency: usize,
 }
+
+/// The store option (`remote.<name>.fdlConcurrency` in Git's configuration) that sets how many
+/// requests are in flight at once.
+pub const CONCURRENCY_OPTION: &str = "fdl_concurrency";
+
+/// Requests in flight at once on a cloud store unless configured: a round trip there costs
+/// tens of milliseconds, so only many at once make reading thousands of files quick.
+pub const DEFAULT_CONCURRENCY: usize = 256;
+
+/// Reads in flight at once in a local folder (they are synchronous: this only spreads them).
+const LOCAL_CONCURRENCY: usize = 48;
+
+/// The most requests a configuration may put in flight.
+const MAX_CONCURRENCY: usize = 4096;
 
 /// The bytes of files read and not yet let go, across every read of a store: a fixed budget,
 /// whatever the number and size of the files (docs/git-remote-fdl.md, LIMITS).
@@ -166,10 +181,31 @@ impl Store {
     /// Opens the store a URL names, with object_store configuration `options` (`key`, `value`)
     /// added to what the environment gives.
     pub fn open(url: &StoreUrl, options: &[(String, String)]) -> Result<Store, StoreError> {
+        let (own, options): (Vec<_>, Vec<_>) = options
+            .iter()
+            .cloned()
+            .partition(|(k, _)| k == CONCURRENCY_OPTION);
+        let mut concurrency = match url {
+            StoreUrl::Local(_) => LOCAL_CONCURRENCY,
+            _ => DEFAULT_CONCURRENCY,
+        };
+        for (_, v) in own {
+            concurrency = v
+                .trim()
+                .parse()
+                .ok()
+                .filter(|n| (1..=MAX_CONCURRENCY).contains(n))
+                .ok_or_else(|| {
+                    StoreError::Config(format!(
+                        "fdlConcurrency: '{}' is not a number from 1 to {MAX_CONCURRENCY}",
+                        crate::lake::printable(&v)
+                    ))
+                })?;
+        }
         let backend = match url {
             StoreUrl::Local(path) => Backend::Local(LocalDir::open(path)?),
             _ => {
-                let (store, prefix) = url::build_remote(url, options)?;
+                let (store, prefix) = url::build_remote(url, &options)?;
                 Backend::Remote(store, prefix)
             }
         };
@@ -179,11 +215,22 @@ impl Store {
             stats: Arc::new(Stats::default()),
             trace: crate::trace::enabled(),
             budget: Budget::new(MEMORY_BUDGET),
+            concurrency,
         })
+    }
+
+    /// How many requests to keep in flight at once.
+    pub fn concurrency(&self) -> usize {
+        self.concurrency
     }
 
     pub fn url(&self) -> &StoreUrl {
         &self.url
+    }
+
+    /// A folder on this machine: requests cost microseconds, not round trips.
+    pub fn is_local(&self) -> bool {
+        matches!(self.backend, Backend::Local(_))
     }
 
     /// Plain HTTP cannot list: readers use `refs.json` there.
@@ -268,46 +315,94 @@ impl Store {
     /// Every file below the folder `prefix` (ending in `/`), relative to the root, and the
     /// entries a local folder passed over (FIFOs, symlinks leading out, names not UTF-8).
     pub async fn list(&self, prefix: &str) -> Result<Listed, StoreError> {
+        self.list_range(prefix, None, None, None).await
+    }
+
+    /// The files below `prefix` whose paths are after `after` and up to `until` included
+    /// (relative paths, compared as strings), in order, at most `max` of them (then `more` is set: the
+    /// rest is to be listed after the last one). A cloud store lists a page of 1000 files a
+    /// request, so ranges listed side by side cost one round trip for many pages.
+    pub async fn list_range(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        until: Option<&str>,
+        max: Option<usize>,
+    ) -> Result<Listed, StoreError> {
         check_rel(prefix)?;
+        let in_range = |f: &str| after.is_none_or(|a| f > a) && until.is_none_or(|u| f <= u);
         let out = match &self.backend {
             Backend::Local(dir) => {
                 self.stats.list.fetch_add(1, Ordering::Relaxed);
                 let dir = dir.clone();
                 let p = prefix.to_string();
-                tokio::task::spawn_blocking(move || dir.list(&p))
+                let mut listed = tokio::task::spawn_blocking(move || dir.list(&p))
                     .await
-                    .map_err(|e| failed(prefix, e))??
+                    .map_err(|e| failed(prefix, e))??;
+                listed.files.retain(|f| in_range(f));
+                listed
             }
             Backend::Remote(store, root) => {
-                let path = Self::remote_path(root, prefix)?;
-                let mut metas = Vec::new();
-                let mut listing = store.list(Some(&path));
-                while let Some(item) = listing.next().await {
-                    match item {
-                        Ok(m) => metas.push(m),
-                        // A key no lake path can be (an empty segment, a control character)
-                        // spoils the whole page it is on: say so, never drop a page silently.
-                        Err(e @ object_store::Error::InvalidPath { .. }) => {
-                            return Err(StoreError::InvalidKey {
-                                path: prefix.to_string(),
-                                message: redact(&e.to_string()),
-                            })
-                        }
-                        Err(e) => return Err(failed(prefix, e)),
-                    }
-                }
-                let pages = (metas.len() as u64).div_ceil(LIST_PAGE).max(1);
-                self.stats.list.fetch_add(pages, Ordering::Relaxed);
-                Listed {
-                    files: metas
-                        .into_iter()
-                        .filter_map(|m| strip_root(root, &m.location))
-                        .collect(),
-                    skipped: Vec::new(),
-                }
+                self.list_remote(store, root, prefix, after, until, max)
+                    .await?
             }
         };
-        self.log(format_args!("LIST {prefix} -> {} files", out.files.len()));
+        self.log(format_args!(
+            "LIST {prefix} ({after:?}..={until:?}) -> {} files{}",
+            out.files.len(),
+            if out.more { ", more" } else { "" }
+        ));
+        Ok(out)
+    }
+
+    async fn list_remote(
+        &self,
+        store: &Arc<dyn ObjectStore>,
+        root: &StorePath,
+        prefix: &str,
+        after: Option<&str>,
+        until: Option<&str>,
+        max: Option<usize>,
+    ) -> Result<Listed, StoreError> {
+        let path = Self::remote_path(root, prefix)?;
+        let mut listing = match after {
+            Some(a) => store.list_with_offset(Some(&path), &Self::remote_path(root, a)?),
+            None => store.list(Some(&path)),
+        };
+        let mut out = Listed::default();
+        let mut seen = 0u64;
+        while let Some(item) = listing.next().await {
+            let m = match item {
+                Ok(m) => m,
+                // A key no lake path can be (an empty segment, a control character) spoils
+                // the whole page it is on: say so, never drop a page silently.
+                Err(e @ object_store::Error::InvalidPath { .. }) => {
+                    return Err(StoreError::InvalidKey {
+                        path: prefix.to_string(),
+                        message: redact(&e.to_string()),
+                    })
+                }
+                Err(e) => return Err(failed(prefix, e)),
+            };
+            seen += 1;
+            let Some(rel) = strip_root(root, &m.location) else {
+                continue;
+            };
+            if until.is_some_and(|u| rel.as_str() > u) {
+                break;
+            }
+            if let Some(tag) = m.e_tag {
+                out.e_tags.insert(rel.clone(), tag);
+            }
+            out.files.push(rel);
+            if max.is_some_and(|m| out.files.len() >= m) {
+                out.more = true;
+                break;
+            }
+        }
+        self.stats
+            .list
+            .fetch_add(seen.div_ceil(LIST_PAGE).max(1), Ordering::Relaxed);
         Ok(out)
     }
 

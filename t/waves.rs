@@ -1,0 +1,119 @@
+//! Round trips in sequence, counted rather than timed (issue 8): the S3-compatible test server
+//! answers in waves (all waiting requests at once, after a quiet period), so the number of
+//! waves is the number of requests the helper made one after the other. Deterministic on a
+//! loaded machine, unlike wall time.
+
+use std::time::Duration;
+
+use crate::support::s3lite::{self, Counts, S3Lite};
+use crate::support::{LakeBuilder, TestEnv};
+
+const VERSIONS: u64 = 2_000;
+
+/// Long enough that a wave's requests, issued together, never straddle two waves.
+const QUIET: Duration = Duration::from_millis(500);
+
+fn chain(n: u64, tags: u64) -> LakeBuilder {
+    let mut l = LakeBuilder::new();
+    l.chain(1, n);
+    l.branch("main", n);
+    for k in 1..=tags {
+        l.tag(&format!("t{k:04}"), k);
+    }
+    l.refs_json();
+    l
+}
+
+fn env(server: &S3Lite) -> TestEnv {
+    let mut t = TestEnv::new();
+    for (k, v) in server.env() {
+        t.set(&k, &v);
+    }
+    t
+}
+
+/// Runs git with the server in waves mode; returns what the server counted.
+fn waves(server: &S3Lite, t: &TestEnv, cwd: &str, args: &[&str]) -> Counts {
+    server.reset();
+    server.set_waves(Some(QUIET));
+    let out = t.git(cwd, args);
+    server.set_waves(None);
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    server.counts()
+}
+
+/// Waves that held a listing request: each listing page in sequence is one round trip.
+fn listing_waves(c: &Counts) -> u64 {
+    let mut w = c.list_waves.clone();
+    w.sort();
+    w.dedup();
+    w.len() as u64
+}
+
+fn configure(t: &TestEnv, repo: &str) {
+    t.ok(repo, &["config", "remote.origin.fdlConcurrency", "1024"]);
+}
+
+#[test]
+fn a_cold_clone_and_a_fetch_after_ls_remote_take_a_few_waves() {
+    let server = s3lite::start();
+    server.put_files("waves", "lake/", &chain(VERSIONS, 0).files);
+    let t = env(&server);
+    let url = "fdl::s3://waves/lake/";
+    t.ok(".", &["init", "-q", "--bare", "clone.git"]);
+    t.ok("clone.git", &["remote", "add", "origin", url]);
+    configure(&t, "clone.git");
+    let cold = waves(&server, &t, "clone.git", &["fetch", "-q", "origin"]);
+    eprintln!("cold clone: {cold:?}");
+    assert!(
+        cold.waves <= 10 + listing_waves(&cold),
+        "cold clone: {} waves ({} of them listings), {} requests",
+        cold.waves,
+        listing_waves(&cold),
+        cold.requests
+    );
+
+    t.ok(".", &["init", "-q", "--bare", "after-ls.git"]);
+    t.ok("after-ls.git", &["remote", "add", "origin", url]);
+    configure(&t, "after-ls.git");
+    waves(&server, &t, "after-ls.git", &["ls-remote", "origin"]);
+    let fetch = waves(&server, &t, "after-ls.git", &["fetch", "-q", "origin"]);
+    eprintln!("fetch after ls-remote: {fetch:?}");
+    assert!(
+        fetch.waves <= 10 + listing_waves(&fetch),
+        "fetch after ls-remote: {} waves ({} of them listings), {} requests",
+        fetch.waves,
+        listing_waves(&fetch),
+        fetch.requests
+    );
+    assert_eq!(
+        t.ok("after-ls.git", &["rev-parse", "refs/remotes/origin/main"]),
+        t.ok("clone.git", &["rev-parse", "refs/remotes/origin/main"])
+    );
+}
+
+#[test]
+fn a_no_op_fetch_of_a_thousand_refs_takes_a_constant_number_of_waves() {
+    let server = s3lite::start();
+    server.put_files("noop", "lake/", &chain(VERSIONS, 1_000).files);
+    let t = env(&server);
+    t.ok(".", &["init", "-q", "--bare", "r.git"]);
+    t.ok(
+        "r.git",
+        &["remote", "add", "origin", "fdl::s3://noop/lake/"],
+    );
+    configure(&t, "r.git");
+    t.ok("r.git", &["fetch", "-q", "origin"]);
+    let noop = waves(&server, &t, "r.git", &["fetch", "-q", "origin"]);
+    eprintln!("no-op fetch: {noop:?}");
+    assert!(
+        noop.waves <= 4,
+        "no-op fetch: {} waves, {} requests",
+        noop.waves,
+        noop.requests
+    );
+}
