@@ -117,3 +117,26 @@ fn a_no_op_fetch_of_a_thousand_refs_takes_a_constant_number_of_waves() {
         noop.requests
     );
 }
+
+#[test]
+fn a_store_that_throttles_slows_a_clone_down_but_does_not_fail_it() {
+    let server = s3lite::start();
+    server.put_files("slow", "lake/", &chain(300, 0).files);
+    server.set_delay(Duration::from_millis(20));
+    server.set_throttle(Some(4));
+    let t = env(&server);
+    t.ok(".", &["init", "-q", "--bare", "r.git"]);
+    t.ok(
+        "r.git",
+        &["remote", "add", "origin", "fdl::s3://slow/lake/"],
+    );
+    configure(&t, "r.git");
+    t.ok("r.git", &["fetch", "-q", "origin"]);
+    let c = server.counts();
+    eprintln!("throttled: {c:?}");
+    assert!(c.throttled > 0, "the store never throttled: {c:?}");
+    assert_eq!(
+        t.ok("r.git", &["rev-list", "--count", "origin/main"]),
+        "300\n"
+    );
+}

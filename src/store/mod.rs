@@ -3,6 +3,7 @@
 //! optionally traced.
 
 pub mod local;
+pub mod throttle;
 pub mod url;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -122,6 +123,7 @@ pub struct Store {
     trace: bool,
     budget: Budget,
     concurrency: usize,
+    gate: Arc<throttle::Gate>,
 }
 
 /// The store option (`remote.<name>.fdlConcurrency` in Git's configuration) that sets how many
@@ -216,6 +218,7 @@ impl Store {
             trace: crate::trace::enabled(),
             budget: Budget::new(MEMORY_BUDGET),
             concurrency,
+            gate: Arc::new(throttle::Gate::new(concurrency)),
         })
     }
 
@@ -290,18 +293,9 @@ impl Store {
             },
             Backend::Remote(store, prefix) => {
                 let path = Self::remote_path(prefix, rel)?;
-                match store.get(&path).await {
-                    Err(object_store::Error::NotFound { .. }) => Ok(None),
-                    Err(e) => Err(failed(rel, e)),
-                    Ok(res) if res.meta.size > limit => Err(too_large()),
-                    Ok(res) => {
-                        let room = self.budget.reserve(res.meta.size).await;
-                        let size = res.meta.size;
-                        read_limited(rel, res.into_stream(), size, limit)
-                            .await
-                            .map(|bytes| Some(Held { bytes, _room: room }))
-                    }
-                }
+                self.remote_get(store, &path, rel, limit)
+                    .await
+                    .map(|got| got.map(|(bytes, _, room)| Held { bytes, _room: room }))
             }
         };
         match &result {
@@ -310,6 +304,49 @@ impl Store {
             Err(e) => self.log(format_args!("GET {rel} -> error: {e}")),
         }
         result
+    }
+
+    /// A GET on a cloud store: within the requests in flight the store allows (tried again,
+    /// after a pause, when it throttles) and the memory budget; the content, its token, and
+    /// its share of the budget.
+    async fn remote_get(
+        &self,
+        store: &Arc<dyn ObjectStore>,
+        path: &StorePath,
+        rel: &str,
+        limit: u64,
+    ) -> Result<Option<(Bytes, Token, tokio::sync::OwnedSemaphorePermit)>, StoreError> {
+        let mut attempt = 0;
+        loop {
+            let pass = self.gate.enter().await;
+            let res = match store.get(path).await {
+                Err(object_store::Error::NotFound { .. }) => return Ok(None),
+                Err(e) if throttle::is_throttling(&e) && attempt < throttle::THROTTLE_RETRIES => {
+                    pass.throttled();
+                    self.log(format_args!("GET {rel} -> throttled, trying again"));
+                    tokio::time::sleep(throttle::pause(attempt)).await;
+                    attempt += 1;
+                    continue;
+                }
+                Err(e) => return Err(failed(rel, e)),
+                Ok(res) => res,
+            };
+            if res.meta.size > limit {
+                return Err(StoreError::TooLarge {
+                    path: rel.to_string(),
+                    limit,
+                });
+            }
+            let token = Token {
+                e_tag: res.meta.e_tag.clone(),
+                version: res.meta.version.clone(),
+            };
+            let room = self.budget.reserve(res.meta.size).await;
+            let size = res.meta.size;
+            let bytes = read_limited(rel, res.into_stream(), size, limit).await?;
+            pass.succeeded();
+            return Ok(Some((bytes, token, room)));
+        }
     }
 
     /// Every file below the folder `prefix` (ending in `/`), relative to the root, and the
@@ -466,23 +503,10 @@ impl Store {
             Backend::Remote(store, prefix) => {
                 self.stats.get.fetch_add(1, Ordering::Relaxed);
                 let path = Self::remote_path(prefix, rel)?;
-                let result = match store.get(&path).await {
-                    Err(object_store::Error::NotFound { .. }) => Ok(None),
-                    Err(e) => Err(failed(rel, e)),
-                    Ok(res) if res.meta.size > limit => Err(StoreError::TooLarge {
-                        path: rel.to_string(),
-                        limit,
-                    }),
-                    Ok(res) => {
-                        let token = Token {
-                            e_tag: res.meta.e_tag.clone(),
-                            version: res.meta.version.clone(),
-                        };
-                        let size = res.meta.size;
-                        let bytes = read_limited(rel, res.into_stream(), size, limit).await?;
-                        Ok(Some(Versioned { bytes, token }))
-                    }
-                };
+                let result = self
+                    .remote_get(store, &path, rel, limit)
+                    .await
+                    .map(|got| got.map(|(bytes, token, _)| Versioned { bytes, token }));
                 match &result {
                     Ok(Some(v)) => self.log(format_args!(
                         "GET {rel} -> {} bytes, version {:?}",

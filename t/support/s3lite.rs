@@ -38,6 +38,8 @@ pub struct Counts {
     pub list_waves: Vec<u64>,
     /// In waves mode: how many requests each wave held.
     pub per_wave: BTreeMap<u64, u64>,
+    /// Requests answered "503 SlowDown" (throttling mode).
+    pub throttled: u64,
 }
 
 #[derive(Default)]
@@ -52,6 +54,8 @@ struct Waves {
 struct State {
     objects: Mutex<BTreeMap<String, Arc<Vec<u8>>>>,
     delay_us: AtomicU64,
+    /// Above this many requests in flight, answer 503 SlowDown (0: never).
+    throttle_above: AtomicU64,
     counts: Mutex<Counts>,
     in_flight: AtomicU64,
     waves: Mutex<Waves>,
@@ -117,6 +121,14 @@ impl S3Lite {
         self.state
             .delay_us
             .store(delay.as_micros() as u64, Ordering::SeqCst);
+    }
+
+    /// Answers "503 SlowDown" to requests beyond `max` in flight, as S3 does when a client
+    /// asks too much too fast (`None`: never).
+    pub fn set_throttle(&self, max: Option<u64>) {
+        self.state
+            .throttle_above
+            .store(max.unwrap_or(0), Ordering::SeqCst);
     }
 
     /// Answers in waves, each once no request has come for `quiet` (`None`: at once).
@@ -262,8 +274,14 @@ fn serve(stream: TcpStream, state: &State) -> std::io::Result<()> {
     while let Some(req) = read_request(&mut reader)? {
         let start = Instant::now();
         let now = state.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
-        let wave = hold(state);
-        let (status, headers, body) = answer(state, &req);
+        let above = state.throttle_above.load(Ordering::SeqCst);
+        let throttled = above > 0 && now > above;
+        let wave = if throttled { 0 } else { hold(state) };
+        let (status, headers, body) = if throttled {
+            ("503 Slow Down", vec![], error_xml("SlowDown"))
+        } else {
+            answer(state, &req)
+        };
         let mut reply = format!("HTTP/1.1 {status}\r\nContent-Length: {}\r\n", body.len());
         for (k, v) in headers {
             reply.push_str(&format!("{k}: {v}\r\n"));
@@ -278,6 +296,7 @@ fn serve(stream: TcpStream, state: &State) -> std::io::Result<()> {
             c.requests += 1;
             c.max_in_flight = c.max_in_flight.max(now);
             c.busy += start.elapsed();
+            c.throttled += u64::from(throttled);
             if wave > 0 {
                 *c.per_wave.entry(wave).or_default() += 1;
             }
