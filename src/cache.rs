@@ -100,6 +100,28 @@ impl Cache {
         }
     }
 
+    /// Where packs of objects read but not fetched wait for the next fetch.
+    pub fn kept_packs_dir(&self) -> PathBuf {
+        self.dir.join("packs")
+    }
+
+    /// The indexes of the packs waiting there.
+    pub fn kept_packs(&self) -> Vec<PathBuf> {
+        let Ok(entries) = std::fs::read_dir(self.kept_packs_dir()) else {
+            return Vec::new();
+        };
+        let mut out: Vec<PathBuf> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                name.starts_with("pack-") && name.ends_with(".idx")
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
     /// Remembers the refs of a listing: `(name, etag, version)`.
     pub fn set_refs(&mut self, refs: HashMap<String, (String, VersionId)>) {
         if refs != self.refs {

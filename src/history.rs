@@ -191,10 +191,15 @@ impl Walk<'_> {
                 }
             }
         }
-        let mut reads = spread_reads(self.reading, missing, |reading, (id, mut d)| async move {
-            let r = reading.add_dataset(&id, &mut d).await;
-            (id, r.map(|()| d))
-        });
+        let mut reads = spread_reads(
+            self.reading,
+            missing,
+            1,
+            |reading, (id, mut d)| async move {
+                let r = reading.add_dataset(&id, &mut d).await;
+                (id, r.map(|()| d))
+            },
+        );
         while let Some(batch) = reads.recv().await {
             for (v, r) in batch {
                 st.data.insert(v, Ok(r?));
@@ -257,10 +262,16 @@ impl Walk<'_> {
     /// deleted meanwhile, and is skipped.
     async fn read_batch(&self, st: &mut State, ids: Vec<(VersionId, bool)>, from_listing: bool) {
         let reading = self.reading;
-        let mut results = spread_reads(reading, ids, |reading, (id, with_dataset)| async move {
-            let r = reading.version(&id, with_dataset).await;
-            (id, r)
-        });
+        let per_item = if ids.iter().any(|(_, d)| *d) { 2 } else { 1 };
+        let mut results = spread_reads(
+            reading,
+            ids,
+            per_item,
+            |reading, (id, with_dataset)| async move {
+                let r = reading.version(&id, with_dataset).await;
+                (id, r)
+            },
+        );
         while let Some(batch) = results.recv().await {
             for (id, r) in batch {
                 st.read += 1;
@@ -299,7 +310,7 @@ pub async fn read_versions(
     progress: &dyn Progress,
 ) -> Result<HashMap<VersionId, Summary>, LakeError> {
     let mut out = HashMap::with_capacity(ids.len());
-    let mut results = spread_reads(reading, ids, |reading, id| async move {
+    let mut results = spread_reads(reading, ids, 2, |reading, id| async move {
         let r = reading.version(&id, true).await;
         (id, r)
     });
@@ -326,12 +337,14 @@ pub async fn read_versions(
     Ok(out)
 }
 
-/// Runs `read` for every item with the store's concurrency of reads in flight, spread over a few tasks
-/// so that parsing and hashing (and local reads, which are synchronous) use every core.
+/// Runs `read` for every item (each `requests_per_item` requests at once) with the store's
+/// concurrency of requests in flight, spread over a few tasks so that parsing and hashing (and
+/// local reads, which are synchronous) use every core.
 /// Results arrive in completion order.
 fn spread_reads<I, T, F, Fut>(
     reading: &Reading,
     items: Vec<I>,
+    requests_per_item: usize,
     read: F,
 ) -> UnboundedReceiver<Vec<T>>
 where
@@ -341,8 +354,7 @@ where
     Fut: std::future::Future<Output = T> + Send,
 {
     let workers = WORKERS.min(items.len()).max(1);
-    // Reading a version takes two requests at once (record and dataset.json).
-    let in_flight = (reading.lake.store.concurrency() / 2)
+    let in_flight = (reading.lake.store.concurrency() / requests_per_item.max(1))
         .div_ceil(workers)
         .max(1);
     let per_worker = items.len().div_ceil(workers).max(1);

@@ -268,6 +268,20 @@ fn deflate_with(
     }
 }
 
+/// The object IDs a version-2 pack index lists; `None` if it is not one.
+pub fn index_ids(idx: &[u8]) -> Option<Vec<ObjectId>> {
+    if idx.get(..8)? != [0xff, b't', b'O', b'c', 0, 0, 0, 2] {
+        return None;
+    }
+    let count = u32::from_be_bytes(idx.get(8 + 255 * 4..8 + 256 * 4)?.try_into().ok()?) as usize;
+    let ids = idx.get(8 + 1024..8 + 1024 + count.checked_mul(20)?)?;
+    Some(
+        ids.chunks(20)
+            .map(|c| ObjectId(c.try_into().expect("chunks of 20")))
+            .collect(),
+    )
+}
+
 /// The version-2 pack index (gitformat-pack(5)): fan-out, sorted IDs, CRC-32s, offsets, then
 /// the pack's checksum and the index's own.
 fn index(entries: &mut [(ObjectId, u64, u32)], checksum: &[u8; 20]) -> Vec<u8> {
@@ -337,6 +351,11 @@ mod tests {
         std::fs::rename(&pack.path, &pack_path).unwrap();
         let index = gix::odb::pack::index::File::at(&idx_path, gix::hash::Kind::Sha1).unwrap();
         assert_eq!(index.num_objects(), objects.len() as u32);
+        let mut listed = index_ids(&pack.index).unwrap();
+        let mut ids: Vec<ObjectId> = objects.iter().map(|o| o.id).collect();
+        listed.sort();
+        ids.sort();
+        assert_eq!(listed, ids);
         let data = gix::odb::pack::data::File::at(&pack_path, gix::hash::Kind::Sha1).unwrap();
         assert_eq!(data.num_objects(), objects.len() as u32);
         data.verify_checksum(&mut gix::progress::Discard, &Default::default())

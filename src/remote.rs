@@ -116,6 +116,40 @@ pub struct Remote {
     sink: Option<Arc<PackSink>>,
 }
 
+/// Packs of objects an earlier session read but did not fetch (`git ls-remote` in this
+/// repository), and the objects they hold.
+#[derive(Default)]
+struct Kept {
+    packs: Vec<std::path::PathBuf>,
+    ids: HashSet<ObjectId>,
+}
+
+impl Kept {
+    fn read(cache: Option<&Cache>) -> Kept {
+        let mut kept = Kept::default();
+        for idx in cache.map(Cache::kept_packs).unwrap_or_default() {
+            let ids = std::fs::read(&idx)
+                .ok()
+                .and_then(|bytes| crate::pack::index_ids(&bytes));
+            if let Some(ids) = ids {
+                kept.ids.extend(ids);
+                kept.packs.push(idx);
+            }
+        }
+        kept
+    }
+}
+
+impl Drop for Remote {
+    /// Objects read for a listing that no fetch took are kept for the next fetch.
+    fn drop(&mut self) {
+        let writer = self.sink.take().and_then(|s| s.take());
+        if let (Some(w), Some(repo), Some(cache)) = (writer, &self.repo, &self.cache) {
+            let _ = repo.keep_pack(w, &cache.kept_packs_dir());
+        }
+    }
+}
+
 /// Versions a fetch built, with their commits.
 type Computed = HashMap<VersionId, (ObjectId, Built)>;
 
@@ -300,14 +334,17 @@ impl Remote {
         }
         let reading = self.reading(true)?;
         let cache = self.cache.take();
+        let kept = Kept::read(cache.as_ref());
         let fetched = self
-            .fetch_with(&reading, cache.as_ref(), listing, wants, progress)
+            .fetch_with(&reading, cache.as_ref(), &kept, listing, wants, progress)
             .await;
         self.cache = cache;
         let (outcome, computed) = fetched?;
         drop(reading);
         let writer = self.sink.take().and_then(|s| s.take());
         let repo = self.repo.as_ref().expect("checked above");
+        // What an earlier `ls-remote` read is in the repository from now on.
+        repo.install_kept(&kept.packs)?;
         let n_objects = match writer {
             Some(w) if outcome.versions > 0 => {
                 trace_step(&format!("fetch: completing a pack of {} objects", w.len()));
@@ -333,6 +370,7 @@ impl Remote {
         &self,
         reading: &Reading,
         cache: Option<&Cache>,
+        kept: &Kept,
         listing: &Listing,
         wants: &[Want],
         progress: &dyn Progress,
@@ -345,7 +383,8 @@ impl Remote {
         let tips = self.wanted_versions(listing, wants, known)?;
         // Walk down from the wants, stopping at commits the repository already has; parents
         // known from `list` or the cache are walked through without a request.
-        let in_repo = |v: &VersionId| commit_of(v).is_some_and(|c| repo.has(&c));
+        let in_repo =
+            |v: &VersionId| commit_of(v).is_some_and(|c| kept.ids.contains(&c) || repo.has(&c));
         let walked = |v: &VersionId| -> Option<&[VersionId]> {
             match listing.built.get(v) {
                 Some(b) => Some(&b.parents),
@@ -399,7 +438,8 @@ impl Remote {
         let outcome = FetchOutcome {
             versions: order.len(),
             objects: 0,
-            self_contained: !reached_existing,
+            // Objects kept from an earlier session are not vouched for: Git checks them.
+            self_contained: !reached_existing && kept.packs.is_empty(),
         };
         Ok((outcome, computed))
     }

@@ -186,6 +186,47 @@ impl Repo {
         Ok(pack.objects)
     }
 
+    /// Completes a pack of objects no fetch took, and keeps it in `dir` (pack and index) for
+    /// the next fetch ([`Repo::install_kept`]): `git ls-remote` reads the versions a fetch
+    /// would, and need not make the fetch read them again.
+    pub fn keep_pack(&self, writer: PackWriter, dir: &Path) -> Result<(), RepoError> {
+        if writer.is_empty() {
+            return Ok(());
+        }
+        let pack = writer.finish().map_err(|e| self.write_error(e))?;
+        let name = format!("pack-{}", crate::pack::hex(&pack.checksum));
+        let kept = (|| -> std::io::Result<()> {
+            std::fs::create_dir_all(dir)?;
+            let tmp = dir.join(format!("tmp_{name}.idx"));
+            std::fs::write(&tmp, &pack.index)?;
+            std::fs::rename(&pack.path, dir.join(format!("{name}.pack")))?;
+            std::fs::rename(&tmp, dir.join(format!("{name}.idx")))
+        })();
+        if kept.is_err() {
+            let _ = std::fs::remove_file(&pack.path);
+        }
+        kept.map_err(|e| self.write_error(e))
+    }
+
+    /// Moves packs kept by [`Repo::keep_pack`] into the object store (each pack, then its
+    /// index). Returns how many objects they hold.
+    pub fn install_kept(&self, packs: &[PathBuf]) -> Result<(), RepoError> {
+        let pack_dir = self.pack_dir();
+        for idx in packs {
+            let (Some(name), Some(from)) = (idx.file_stem(), idx.parent()) else {
+                continue;
+            };
+            let name = name.to_string_lossy();
+            let moved = std::fs::rename(
+                from.join(format!("{name}.pack")),
+                pack_dir.join(format!("{name}.pack")),
+            )
+            .and_then(|()| std::fs::rename(idx, pack_dir.join(format!("{name}.idx"))));
+            moved.map_err(|e| self.write_error(e))?;
+        }
+        Ok(())
+    }
+
     fn pack_dir(&self) -> PathBuf {
         self.repo.objects.store_ref().path().join("pack")
     }

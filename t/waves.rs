@@ -94,6 +94,18 @@ fn a_cold_clone_and_a_fetch_after_ls_remote_take_a_few_waves() {
         t.ok("after-ls.git", &["rev-parse", "refs/remotes/origin/main"]),
         t.ok("clone.git", &["rev-parse", "refs/remotes/origin/main"])
     );
+    // What ls-remote read went into the repository with the fetch, whole.
+    t.ok(
+        "after-ls.git",
+        &["fsck", "--no-dangling", "--connectivity-only"],
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(t.path("after-ls.git/objects/pack"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
 #[test]
