@@ -48,6 +48,16 @@ fn run(server: &S3Lite, t: &TestEnv, cwd: &str, args: &[&[&str]]) -> (f64, Count
     (start.elapsed().as_secs_f64(), server.counts())
 }
 
+/// Runs of each operation: the median wall time is shown (the machine may be busy).
+const RUNS: usize = 3;
+
+/// The median wall time of `runs` (and the counts of the last).
+fn median(mut runs: Vec<(f64, Counts)>) -> (f64, Counts) {
+    let counts = runs.last().expect("at least one run").1.clone();
+    runs.sort_by(|a, b| a.0.partial_cmp(&b.0).expect("times compare"));
+    (runs[runs.len() / 2].0, counts)
+}
+
 fn measure(versions: u64, delay_ms: u64, rows: &mut Vec<Row>) {
     let server = s3lite::start();
     let mut l = lake(versions);
@@ -71,34 +81,45 @@ fn measure(versions: u64, delay_ms: u64, rows: &mut Vec<Row>) {
             met,
         });
     };
-    let cold = run(
-        &server,
-        &t,
-        ".",
-        &[&["clone", "-q", "--bare", url, "c.git"]],
+    let clones: Vec<String> = (0..RUNS).map(|i| format!("c{i}.git")).collect();
+    let cold = median(
+        clones
+            .iter()
+            .map(|c| run(&server, &t, ".", &[&["clone", "-q", "--bare", url, c]]))
+            .collect(),
     );
     let cold_wall = cold.0;
     push("cold clone", cold, Goal::RoundTrips(40.0));
-    t.ok(".", &["init", "-q", "--bare", "l.git"]);
-    t.ok("l.git", &["remote", "add", "origin", url]);
-    let lf = run(
-        &server,
-        &t,
-        "l.git",
-        &[&["ls-remote", "origin"], &["fetch", "-q", "origin"]],
+    let lf = median(
+        (0..RUNS)
+            .map(|i| {
+                let repo = format!("l{i}.git");
+                t.ok(".", &["init", "-q", "--bare", &repo]);
+                t.ok(&repo, &["remote", "add", "origin", url]);
+                let cmds: [&[&str]; 2] = [&["ls-remote", "origin"], &["fetch", "-q", "origin"]];
+                run(&server, &t, &repo, &cmds)
+            })
+            .collect(),
     );
     push("ls-remote, then fetch", lf, Goal::Times(1.3, cold_wall));
     l.chain(versions + 1, versions + 20);
     l.branch("main", versions + 20);
     server.put_files("bench", "lake/", &l.files);
-    let plus20 = run(&server, &t, "c.git", &[&["fetch", "-q", "origin"]]);
+    let fetch = |c: &String| run(&server, &t, c, &[&["fetch", "-q", "origin"]]);
+    let plus20 = median(clones.iter().map(fetch).collect());
     push("fetch of 20 new versions", plus20, Goal::RoundTrips(15.0));
-    let noop = run(&server, &t, "c.git", &[&["fetch", "-q", "origin"]]);
+    let noop = median(clones.iter().map(fetch).collect());
     push("no-op fetch, 1,002 refs", noop, Goal::RoundTrips(10.0));
-    let tip = t.ok("c.git", &["rev-parse", "main"]).trim().to_string();
-    let spec = format!("{tip}:refs/tags/bench-one");
-    let tag = run(&server, &t, "c.git", &[&["push", "-q", "origin", &spec]]);
-    push("push of one tag", tag, Goal::RoundTrips(4.0));
+    let tip = t.ok("c0.git", &["rev-parse", "main"]).trim().to_string();
+    let tags = median(
+        (0..RUNS)
+            .map(|i| {
+                let spec = format!("{tip}:refs/tags/bench-{i}");
+                run(&server, &t, "c0.git", &[&["push", "-q", "origin", &spec]])
+            })
+            .collect(),
+    );
+    push("push of one tag", tags, Goal::RoundTrips(4.0));
 }
 
 enum Goal {
@@ -133,13 +154,26 @@ fn main() {
         "S3-compatible server on 127.0.0.1 with a fixed delay per request (t/support/s3lite.rs)"
     );
     println!(
-        "{:>8} {:>6}  {:<26} {:>8} {:>9} {:>12} {:>11}  goal",
+        "wall: median of {RUNS} runs; round trips: wall / delay, and (in brackets) the time over"
+    );
+    println!("the same operation at 0 ms, / delay: without the helper's and Git's own work");
+    println!(
+        "{:>8} {:>6}  {:<26} {:>8} {:>9} {:>16} {:>11}  goal",
         "versions", "delay", "operation", "wall", "requests", "round trips", "concurrency"
     );
     for r in &rows {
-        let rt = match r.delay_ms {
-            0 => "-".to_string(),
-            d => format!("{:.1}", r.wall * 1000.0 / d as f64),
+        let at_zero = rows
+            .iter()
+            .find(|z| z.delay_ms == 0 && z.versions == r.versions && z.op == r.op)
+            .map(|z| z.wall);
+        let rt = match (r.delay_ms, at_zero) {
+            (0, _) => "-".to_string(),
+            (d, Some(z)) => format!(
+                "{:.1} ({:.1})",
+                r.wall * 1000.0 / d as f64,
+                (r.wall - z).max(0.0) * 1000.0 / d as f64
+            ),
+            (d, None) => format!("{:.1}", r.wall * 1000.0 / d as f64),
         };
         let verdict = match r.met {
             Some(true) => "met",
@@ -147,7 +181,7 @@ fn main() {
             None => "",
         };
         println!(
-            "{:>8} {:>4}ms  {:<26} {:>7.2}s {:>9} {:>12} {:>11.1}  {} {}",
+            "{:>8} {:>4}ms  {:<26} {:>7.2}s {:>9} {:>16} {:>11.1}  {} {}",
             r.versions,
             r.delay_ms,
             r.op,

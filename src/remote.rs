@@ -248,10 +248,11 @@ impl Remote {
     ) -> Result<Listing, RemoteError> {
         let mut tokens = HashMap::new();
         let mut refs_json = None;
-        let (head, refs) = if for_push {
+        let empty = HashMap::new();
+        let (head, refs) = if for_push && !self.lake.store.etag_conditions() {
             refs_json = Some(self.lake.refs_json_versioned().await?);
             let (head, refs) = futures::join!(self.lake.head(), self.lake.refs_versioned());
-            let refs = refs?
+            let refs: Vec<(String, VersionId)> = refs?
                 .into_iter()
                 .map(|(n, v, t)| {
                     tokens.insert(n.clone(), t);
@@ -260,14 +261,28 @@ impl Remote {
                 .collect();
             (head?, refs)
         } else {
-            // Ref files whose ETag has not changed since the last listing are not read again.
-            let empty = HashMap::new();
+            if for_push {
+                refs_json = Some(self.lake.refs_json_versioned().await?);
+            } else {
+                self.lake.forget_read_ahead();
+            }
+            // Ref files whose ETag has not changed since the last listing are not read again
+            // (for a push, the listing's ETag is the token its writes are conditional on).
             let seen = self.cache.as_ref().map_or(&empty, |c| &c.refs);
             let (head, refs) = futures::join!(self.lake.head(), self.lake.refs_remembered(seen));
             let (refs, remember) = refs?;
             if let Some(cache) = &mut self.cache {
                 cache.set_refs(remember);
             }
+            let refs = refs
+                .into_iter()
+                .map(|(n, v, t)| {
+                    if for_push {
+                        tokens.insert(n.clone(), t);
+                    }
+                    (n, v)
+                })
+                .collect();
             (head?, refs)
         };
         if !refs.iter().any(|(n, _)| *n == head) && !refs.is_empty() {

@@ -152,3 +152,29 @@ fn a_store_that_throttles_slows_a_clone_down_but_does_not_fail_it() {
         "300\n"
     );
 }
+
+#[test]
+fn a_tag_push_takes_four_waves() {
+    let server = s3lite::start();
+    server.put_files("push", "lake/", &chain(200, 100).files);
+    let t = env(&server);
+    t.ok(
+        ".",
+        &["clone", "-q", "--bare", "fdl::s3://push/lake/", "r.git"],
+    );
+    let tip = t.ok("r.git", &["rev-parse", "main"]).trim().to_string();
+    let spec = format!("{tip}:refs/tags/pushed");
+    let push = waves(&server, &t, "r.git", &["push", "-q", "origin", &spec]);
+    eprintln!("tag push: {push:?}");
+    // fdl.json, HEAD and refs.json; the ref listings; the tag; refs.json.
+    assert!(
+        push.waves <= 4,
+        "tag push: {} waves, {} requests",
+        push.waves,
+        push.requests
+    );
+    assert_eq!(
+        t.ok("r.git", &["ls-remote", "origin", "refs/tags/pushed"]),
+        format!("{tip}\trefs/tags/pushed\n")
+    );
+}

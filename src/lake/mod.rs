@@ -27,10 +27,10 @@ pub const DATASET_JSON_LIMIT: u64 = 64 << 20;
 /// page holds (1000), so that each range takes one request even after some refs are added.
 const LIST_SPLIT: usize = 900;
 
-/// Refs (name and version, sorted) and what to remember of their files: `name -> (etag,
-/// version)`.
+/// Refs (name, version and file token, sorted by name) and what to remember of their files:
+/// `name -> (etag, version)`.
 pub type RefsSeen = (
-    Vec<(String, VersionId)>,
+    Vec<(String, VersionId, Token)>,
     HashMap<String, (String, VersionId)>,
 );
 
@@ -113,15 +113,29 @@ pub struct Lake {
     pub store: Store,
     pub config: FdlConfig,
     warnings: Arc<Mutex<Vec<String>>>,
+    read_ahead: Arc<Mutex<ReadAhead>>,
+}
+
+/// Files read with `fdl.json`, each handed out once (a later read asks the store again).
+#[derive(Debug, Default)]
+struct ReadAhead {
+    head: Option<Result<Option<Bytes>, StoreError>>,
+    refs_json: Option<Result<Option<Versioned>, StoreError>>,
 }
 
 impl Lake {
     /// Opens a lake: reads and checks `fdl.json`.
+    ///
+    /// `HEAD` and `refs.json` are read alongside it: every listing needs `HEAD`, and a push (or
+    /// a store that cannot list) `refs.json`, so neither costs a round trip of its own later.
     pub async fn open(store: Store) -> Result<Lake, LakeError> {
         let lake = store.url().to_string();
-        let raw = store
-            .get("fdl.json", SMALL_FILE_LIMIT)
-            .await
+        let (raw, head, refs_json) = futures::join!(
+            store.get("fdl.json", SMALL_FILE_LIMIT),
+            store.get("HEAD", SMALL_FILE_LIMIT),
+            store.get_versioned("refs.json", REFS_JSON_LIMIT)
+        );
+        let raw = raw
             .map_err(|source| LakeError::Store {
                 lake: lake.clone(),
                 source,
@@ -132,6 +146,10 @@ impl Lake {
             store,
             config,
             warnings: Default::default(),
+            read_ahead: Arc::new(Mutex::new(ReadAhead {
+                head: Some(head),
+                refs_json: Some(refs_json),
+            })),
         })
     }
 
@@ -157,12 +175,12 @@ impl Lake {
 
     /// The branch `HEAD` names. A lake without `HEAD` is read as if it said `refs/heads/main`.
     pub async fn head(&self) -> Result<String, LakeError> {
-        match self
-            .store
-            .get("HEAD", SMALL_FILE_LIMIT)
-            .await
-            .map_err(|e| self.store_err(e))?
-        {
+        let ahead = self.read_ahead.lock().expect("read-ahead lock").head.take();
+        let raw = match ahead {
+            Some(r) => r,
+            None => self.store.get("HEAD", SMALL_FILE_LIMIT).await,
+        };
+        match raw.map_err(|e| self.store_err(e))? {
             None => Ok("refs/heads/main".to_string()),
             Some(raw) => files::parse_head(&raw).map_err(|why| LakeError::BadHead {
                 lake: self.name(),
@@ -227,14 +245,20 @@ impl Lake {
         known: &HashMap<String, (String, VersionId)>,
     ) -> Result<RefsSeen, LakeError> {
         if !self.store.can_list() {
-            return Ok((self.refs().await?, HashMap::new()));
+            let refs = self.refs().await?;
+            let refs = refs.into_iter().map(|(n, v)| (n, v, Token::default()));
+            return Ok((refs.collect(), HashMap::new()));
         }
         let (names, e_tags) = self.ref_names(known).await?;
         let e_tags = &e_tags;
         let reads = names.into_iter().map(|name| async move {
             let listed = e_tags.get(&name);
             if let Some((tag, v)) = known.get(&name).filter(|(t, _)| Some(t) == listed) {
-                return Ok(Some((name, v.clone(), Some(tag.clone()))));
+                let token = Token {
+                    e_tag: Some(tag.clone()),
+                    version: None,
+                };
+                return Ok(Some((name, v.clone(), token)));
             }
             let got = self
                 .store
@@ -247,7 +271,7 @@ impl Lake {
                 name: name.clone(),
                 why,
             })?;
-            Ok(Some((name, id, got.token.e_tag)))
+            Ok(Some((name, id, got.token)))
         });
         let got: Vec<_> = futures::stream::iter(reads)
             .buffer_unordered(self.store.concurrency())
@@ -256,13 +280,13 @@ impl Lake {
             .await?;
         let mut refs = Vec::with_capacity(got.len());
         let mut remember = HashMap::new();
-        for (name, v, tag) in got {
-            if let Some(tag) = tag {
-                remember.insert(name.clone(), (tag, v.clone()));
+        for (name, v, token) in got {
+            if let Some(tag) = &token.e_tag {
+                remember.insert(name.clone(), (tag.clone(), v.clone()));
             }
-            refs.push((name, v));
+            refs.push((name, v, token));
         }
-        refs.sort();
+        refs.sort_by(|a, b| a.0.cmp(&b.0));
         Ok((refs, remember))
     }
 
@@ -346,9 +370,9 @@ impl Lake {
 
     async fn refs_from_json(&self) -> Result<Vec<(String, VersionId)>, LakeError> {
         let raw = self
-            .store
-            .get("refs.json", REFS_JSON_LIMIT)
+            .refs_json_raw()
             .await
+            .map(|v| v.map(|v| v.bytes))
             .map_err(|e| LakeError::BadRefsJson {
                 lake: self.name(),
                 why: match e {
@@ -388,10 +412,26 @@ impl Lake {
 
     /// `refs.json` as it is now, with its version token; `None` if there is none.
     pub async fn refs_json_versioned(&self) -> Result<Option<Versioned>, LakeError> {
-        self.store
-            .get_versioned("refs.json", REFS_JSON_LIMIT)
-            .await
-            .map_err(|e| self.store_err(e))
+        self.refs_json_raw().await.map_err(|e| self.store_err(e))
+    }
+
+    /// Lets go of `refs.json` read with `fdl.json`, when no push will use it.
+    pub fn forget_read_ahead(&self) {
+        self.read_ahead.lock().expect("read-ahead lock").refs_json = None;
+    }
+
+    /// `refs.json` as read with `fdl.json` the first time, from the store afterwards.
+    async fn refs_json_raw(&self) -> Result<Option<Versioned>, StoreError> {
+        let ahead = self
+            .read_ahead
+            .lock()
+            .expect("read-ahead lock")
+            .refs_json
+            .take();
+        match ahead {
+            Some(r) => r,
+            None => self.store.get_versioned("refs.json", REFS_JSON_LIMIT).await,
+        }
     }
 
     /// Writes the ref file `name` (a full ref name, which is its path) to hold `version`, on

@@ -236,6 +236,12 @@ impl Store {
         matches!(self.backend, Backend::Local(_))
     }
 
+    /// Whether a write on condition can name an object's version by the ETag a listing gives
+    /// (S3 and Azure compare ETags; GCS compares generations, which listings do not give).
+    pub fn etag_conditions(&self) -> bool {
+        matches!(self.url, StoreUrl::S3(_) | StoreUrl::Azure(_))
+    }
+
     /// Plain HTTP cannot list: readers use `refs.json` there.
     pub fn can_list(&self) -> bool {
         !matches!(self.url, StoreUrl::Http(_))

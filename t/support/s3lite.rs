@@ -71,11 +71,12 @@ pub fn start() -> S3Lite {
     // Thousands of connections may come at once: a short queue would drop some for a second.
     unsafe { libc::listen(std::os::fd::AsRawFd::as_raw_fd(&listener), 4096) };
     let port = listener.local_addr().unwrap().port();
+    let listener = Arc::new(listener);
     let state = Arc::new(State::default());
     // Threads wait for connections beforehand: spawning one per connection as thousands come
     // at once would make the last ones wait, and split a wave in two.
     for _ in 0..ACCEPTORS {
-        let (s, l) = (state.clone(), listener.try_clone().unwrap());
+        let (s, l) = (state.clone(), listener.clone());
         std::thread::Builder::new()
             .stack_size(256 << 10)
             .spawn(move || {
