@@ -164,10 +164,7 @@ async fn s3_request(
     path: &StorePath,
     expected: &Token,
 ) -> Result<Request, SendError> {
-    let etag = expected
-        .e_tag
-        .as_deref()
-        .ok_or_else(|| Fatal("no ETag to delete on condition".into()))?;
+    let etag = etag_of(expected)?;
     let url = signer
         .signed_url(Method::DELETE, path, Duration::from_secs(300))
         .await
@@ -181,6 +178,14 @@ async fn s3_request(
     Ok(req)
 }
 
+/// The ETag a delete must match (S3 and Azure).
+fn etag_of(expected: &Token) -> Result<&str, SendError> {
+    expected
+        .e_tag
+        .as_deref()
+        .ok_or_else(|| Fatal("no ETag to delete on condition".into()))
+}
+
 /// Azure: the blob's URL, signed as object_store signs its own requests, with `If-Match`.
 async fn azure_request(
     container_url: &url::Url,
@@ -189,10 +194,7 @@ async fn azure_request(
     path: &StorePath,
     expected: &Token,
 ) -> Result<Request, SendError> {
-    let etag = expected
-        .e_tag
-        .as_deref()
-        .ok_or_else(|| Fatal("no ETag to delete on condition".into()))?;
+    let etag = etag_of(expected)?;
     let mut url = container_url.clone();
     url.path_segments_mut()
         .map_err(|_| Fatal(format!("{container_url} cannot hold a path")))?
