@@ -466,15 +466,19 @@ impl Remote {
         wants: &[Want],
         known: &HashMap<VersionId, ObjectId>,
     ) -> Result<Vec<(VersionId, String)>, RemoteError> {
+        // Git may ask for any commit it saw (`git fetch <lake> <commit>`), not only tips.
+        let mut by_commit: HashMap<ObjectId, &VersionId> = HashMap::new();
+        for (v, c) in known.iter().chain(listing.commits.iter()) {
+            by_commit.insert(*c, v);
+        }
+        for (_, v) in &listing.refs {
+            if let Some(c) = listing.commits.get(v) {
+                by_commit.insert(*c, v);
+            }
+        }
         let mut tips = Vec::with_capacity(wants.len());
         for w in wants {
-            let oid = ObjectId::from_hex(&w.oid);
-            let v = oid.and_then(|o| {
-                listing
-                    .version_of(&o)
-                    .or_else(|| known.iter().find(|(_, c)| **c == o).map(|(v, _)| v))
-                    .cloned()
-            });
+            let v = ObjectId::from_hex(&w.oid).and_then(|o| by_commit.get(&o).copied());
             let Some(v) = v else {
                 return Err(RemoteError::UnknownWant {
                     lake: self.lake.name(),
@@ -482,7 +486,7 @@ impl Remote {
                     name: w.name.clone(),
                 });
             };
-            tips.push((v, format!("ref {}", w.name)));
+            tips.push((v.clone(), format!("ref {}", w.name)));
         }
         Ok(tips)
     }
