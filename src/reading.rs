@@ -37,6 +37,9 @@ pub struct Summary {
     record_blob: ObjectId,
     /// `dataset.json`'s blob: `None` until read, `Some(None)` when the version has none.
     dataset_blob: Option<Option<ObjectId>>,
+    /// The version's tree, made (and packed) as soon as both blobs are known, by the task
+    /// that read them: only commits wait for their parents.
+    tree: Option<ObjectId>,
     tail: Tail,
     pub author_email: String,
     pub time: u64,
@@ -116,6 +119,7 @@ impl Reading {
             return Ok(None);
         };
         summary.dataset_blob = dataset?;
+        self.make_tree(&mut summary);
         Ok(Some(summary))
     }
 
@@ -126,6 +130,7 @@ impl Reading {
         summary: &mut Summary,
     ) -> Result<(), LakeError> {
         summary.dataset_blob = Some(self.dataset(id).await?);
+        self.make_tree(summary);
         Ok(())
     }
 
@@ -177,6 +182,7 @@ impl Reading {
             parents: record.parents,
             record_blob,
             dataset_blob: None,
+            tree: None,
             tail,
             author_email: record.author.email,
             time,
@@ -194,6 +200,15 @@ impl Reading {
         Ok(held.map(|h| self.keep(Kind::Blob, &h.bytes)))
     }
 
+    /// Makes the tree of a version whose blobs are known (into the pack, if one is written).
+    fn make_tree(&self, s: &mut Summary) {
+        if let (Some(dataset), None) = (s.dataset_blob, s.tree) {
+            let tree = mapping::tree_object(dataset, s.record_blob);
+            self.keep(Kind::Tree, &tree.data);
+            s.tree = Some(tree.id);
+        }
+    }
+
     /// Makes a version's tree and commit (into the pack, if one is written) from its summary
     /// and its parents' commits, in the record's order.
     pub fn build(
@@ -207,21 +222,21 @@ impl Reading {
             version: id.clone(),
             why,
         };
-        let Some(dataset) = s.dataset_blob else {
+        let mut s = s;
+        self.make_tree(&mut s);
+        let Some(tree) = s.tree else {
             return Err(bad(
                 "dataset.json was not read (a bug in git-remote-fdl)".into()
             ));
         };
-        let tree = mapping::tree_object(dataset, s.record_blob);
-        self.keep(Kind::Tree, &tree.data);
         let commit = match &s.tail {
-            Tail::Kept(tail) => mapping::commit_object(&tree.id, parents, tail),
+            Tail::Kept(tail) => mapping::commit_object(&tree, parents, tail),
             Tail::Spilled(at) => {
                 let tail = self
                     .spill
                     .get(*at)
                     .map_err(|e| bad(format!("cannot read back its commit message: {e}")))?;
-                mapping::commit_object(&tree.id, parents, &tail)
+                mapping::commit_object(&tree, parents, &tail)
             }
         };
         self.keep(Kind::Commit, &commit.data);

@@ -398,8 +398,10 @@ impl Remote {
         let tips = self.wanted_versions(listing, wants, known)?;
         // Walk down from the wants, stopping at commits the repository already has; parents
         // known from `list` or the cache are walked through without a request.
-        let in_repo =
-            |v: &VersionId| commit_of(v).is_some_and(|c| kept.ids.contains(&c) || repo.has(&c));
+        let empty = repo.is_empty();
+        let in_repo = |v: &VersionId| {
+            commit_of(v).is_some_and(|c| kept.ids.contains(&c) || (!empty && repo.has(&c)))
+        };
         let walked = |v: &VersionId| -> Option<&[VersionId]> {
             match listing.built.get(v) {
                 Some(b) => Some(&b.parents),

@@ -70,6 +70,31 @@ impl Repo {
         }
     }
 
+    /// Whether the repository holds no object at all (a fresh clone): then no object needs
+    /// looking up, which on a large history spares a probe of the loose objects per version.
+    pub fn is_empty(&self) -> bool {
+        let objects = self.repo.objects.store_ref().path().to_path_buf();
+        if objects.join("info/alternates").exists() {
+            return false;
+        }
+        let any = |dir: &Path, keep: &dyn Fn(&str) -> bool| {
+            std::fs::read_dir(dir).is_ok_and(|entries| {
+                entries
+                    .flatten()
+                    .any(|e| keep(&e.file_name().to_string_lossy()))
+            })
+        };
+        let is_pack_index = |n: &str| n.ends_with(".idx");
+        let is_loose_dir = |n: &str| n.len() == 2 && n.bytes().all(|b| b.is_ascii_hexdigit());
+        !any(&objects.join("pack"), &is_pack_index)
+            && !std::fs::read_dir(&objects).is_ok_and(|entries| {
+                entries.flatten().any(|e| {
+                    is_loose_dir(&e.file_name().to_string_lossy())
+                        && any(&e.path(), &|_: &str| true)
+                })
+            })
+    }
+
     pub fn has(&self, id: &ObjectId) -> bool {
         gix::ObjectId::try_from(&id.0[..])
             .map(|oid| self.repo.has_object(oid))
