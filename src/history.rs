@@ -116,7 +116,11 @@ impl Walk<'_> {
             } else {
                 listing.await?
             };
-            self.read_listed(&mut st, listed).await;
+            // What is new since the last fetch is almost all reachable: its datasets are read
+            // with it. A listing of everything reads records first, datasets of what the
+            // tips reach after.
+            let with_datasets = self.newest_known.is_some();
+            self.read_listed(&mut st, listed, with_datasets).await;
             frontier = self.next_frontier(&mut st);
         }
         let mut rounds = 0;
@@ -124,7 +128,7 @@ impl Walk<'_> {
             if rounds == WALK_ROUNDS && !listed_all && self.reading.lake.store.can_list() {
                 listed_all = true;
                 let listed = self.reading.lake.list_versions(None, newest).await?;
-                self.read_listed(&mut st, listed).await;
+                self.read_listed(&mut st, listed, false).await;
                 frontier = self.next_frontier(&mut st);
             }
             let batch = with_datasets(std::mem::take(&mut frontier));
@@ -142,9 +146,14 @@ impl Walk<'_> {
         })
     }
 
-    /// Reads the listed versions not read, walked or stopped at, each with its `dataset.json`
-    /// unless the listing showed it has none.
-    async fn read_listed(&self, st: &mut State, listed: Vec<(VersionId, Option<bool>)>) {
+    /// Reads the listed versions not read, walked or stopped at; with `with_datasets`, each
+    /// with its `dataset.json` unless the listing showed it has none.
+    async fn read_listed(
+        &self,
+        st: &mut State,
+        listed: Vec<(VersionId, Option<bool>)>,
+        with_datasets: bool,
+    ) {
         let mut rest = Vec::new();
         for (v, dataset) in listed {
             if (self.stop)(&v) || st.data.contains_key(&v) || (self.walked)(&v).is_some() {
@@ -153,7 +162,7 @@ impl Walk<'_> {
             if dataset == Some(false) {
                 st.no_dataset.insert(v.clone());
             }
-            rest.push((v, false));
+            rest.push((v, with_datasets && dataset != Some(false)));
         }
         self.read_batch(st, rest, true).await;
     }

@@ -77,6 +77,21 @@ fn a_cold_clone_and_a_fetch_after_ls_remote_take_a_few_waves() {
         cold.requests
     );
 
+    // 20 new versions: what is new is listed from the newest known version while the new tip
+    // is read, then read at once: a few waves whatever the history's length.
+    let mut more = chain(VERSIONS, 0);
+    more.chain(VERSIONS + 1, VERSIONS + 20);
+    more.branch("main", VERSIONS + 20);
+    server.put_files("waves", "lake/", &more.files);
+    let plus20 = waves(&server, &t, "clone.git", &["fetch", "-q", "origin"]);
+    eprintln!("fetch of 20 new versions: {plus20:?}");
+    assert!(
+        plus20.waves <= 6,
+        "fetch of 20 new versions: {} waves, {} requests",
+        plus20.waves,
+        plus20.requests
+    );
+
     t.ok(".", &["init", "-q", "--bare", "after-ls.git"]);
     t.ok("after-ls.git", &["remote", "add", "origin", url]);
     configure(&t, "after-ls.git");
