@@ -14,11 +14,13 @@ pub struct ConfigError {
     pub hint: Option<String>,
 }
 
-/// Git's configuration keys for a remote, mapped to object_store option names.
-pub const CONFIG_KEYS: [(&str, &str); 3] = [
+/// Git's configuration keys for a remote, mapped to object_store option names (and the
+/// helper's own, `fdl_*`, which the store takes for itself).
+pub const CONFIG_KEYS: [(&str, &str); 4] = [
     ("fdlEndpoint", "endpoint"),
     ("fdlRegion", "region"),
     ("fdlAllowHttp", "allow_http"),
+    ("fdlConcurrency", crate::store::CONCURRENCY_OPTION),
 ];
 
 /// Without a configured remote (a bare URL), Git passes the URL as the remote's name.

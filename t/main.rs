@@ -5,8 +5,10 @@ mod support;
 
 mod bad_lakes;
 mod golden;
+mod hardening_read;
 mod push;
 mod read;
 mod reliability;
 mod signatures;
 mod stores;
+mod waves;

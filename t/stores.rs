@@ -136,22 +136,6 @@ fn http_reads_through_refs_json() {
 }
 
 #[test]
-fn http_without_refs_json_shows_no_refs_and_says_why() {
-    let t = TestEnv::new();
-    let mut l = lake();
-    l.remove("refs.json");
-    t.local_lake("lake", &l);
-    let server = serve(&t.path("lake"));
-    let out = t.git(".", &["ls-remote", &format!("fdl::{}", server.url)]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("has no refs.json, and this store cannot list refs/"),
-        "{err}"
-    );
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "");
-}
-
-#[test]
 fn s3_keys_no_lake_path_can_name_do_not_break_a_listing() {
     let t = s3_env("odd-keys");
     let l = lake();

@@ -96,25 +96,27 @@ pub fn render_ref_value(version: &VersionId) -> Vec<u8> {
     format!("{version}\n").into_bytes()
 }
 
-/// Every `(ref name, version)` of a `refs.json`. Accepted shapes, all with unknown keys ignored:
-/// `{"refs/heads/main": "<id>", ...}`, the same map under a `"refs"` key, `"refs"` as a list of
-/// `{"name"|"ref": ..., "version"|"id": ...}`, and `{"heads": {...}, "tags": {...}}` with short
-/// names. A value may also be an object with a `"version"` or `"id"` key.
+/// Every `(ref name, version)` of a `refs.json`, each name once. Accepted shapes, all with
+/// unknown keys ignored: `{"refs/heads/main": "<id>", ...}`, the same map under a `"refs"` key,
+/// `"refs"` as a list of `{"name"|"ref": ..., "version"|"id": ...}`, and
+/// `{"heads": {...}, "tags": {...}}` with short names. A value may also be an object with a
+/// `"version"` or `"id"` key. A name given twice with different versions (a repeated JSON key
+/// included) is an error: a reader cannot tell which one the writers meant.
 pub fn parse_refs_json(raw: &[u8]) -> Result<Vec<(String, String)>, String> {
-    let value: Value =
+    let value: Json =
         serde_json::from_slice(raw).map_err(|e| format!("refs.json is not valid JSON: {e}"))?;
-    let obj = value
-        .as_object()
-        .ok_or_else(|| "refs.json is not a JSON object".to_string())?;
+    let Json::Object(obj) = &value else {
+        return Err("refs.json is not a JSON object".to_string());
+    };
     let mut out = Vec::new();
-    match obj.get("refs") {
-        Some(Value::Object(map)) => collect_map(map, "", &mut out)?,
-        Some(Value::Array(list)) => {
+    match value.get("refs") {
+        Some(Json::Object(map)) => collect_map(map, "", &mut out)?,
+        Some(Json::Array(list)) => {
             for item in list {
                 let name = item
                     .get("name")
                     .or_else(|| item.get("ref"))
-                    .and_then(Value::as_str)
+                    .and_then(Json::as_str)
                     .ok_or_else(|| "refs.json lists a ref without a name".to_string())?;
                 out.push((name.to_string(), value_version(item, name)?));
             }
@@ -122,9 +124,34 @@ pub fn parse_refs_json(raw: &[u8]) -> Result<Vec<(String, String)>, String> {
         _ => {
             collect_map(obj, "", &mut out)?;
             for (key, prefix) in [("heads", "refs/heads/"), ("tags", "refs/tags/")] {
-                if let Some(Value::Object(map)) = obj.get(key) {
+                if let Some(Json::Object(map)) = value.get(key) {
                     collect_map(map, prefix, &mut out)?;
                 }
+            }
+        }
+    }
+    once_each(out)
+}
+
+/// Drops repeats of a name with the same version; refuses a name with two versions.
+fn once_each(pairs: Vec<(String, String)>) -> Result<Vec<(String, String)>, String> {
+    let mut seen: std::collections::HashMap<String, String> = Default::default();
+    let mut out = Vec::with_capacity(pairs.len());
+    for (name, version) in pairs {
+        let key = version.trim().to_ascii_lowercase();
+        match seen.get(&name) {
+            Some(first) if *first == key => {}
+            Some(first) => {
+                return Err(format!(
+                    "refs.json names {} twice, with different versions ({} and {})",
+                    printable(&name),
+                    printable(first),
+                    printable(&key)
+                ))
+            }
+            None => {
+                seen.insert(name.clone(), key);
+                out.push((name, version));
             }
         }
     }
@@ -132,7 +159,7 @@ pub fn parse_refs_json(raw: &[u8]) -> Result<Vec<(String, String)>, String> {
 }
 
 fn collect_map(
-    map: &Map<String, Value>,
+    map: &[(String, Json)],
     prefix: &str,
     out: &mut Vec<(String, String)>,
 ) -> Result<(), String> {
@@ -146,17 +173,96 @@ fn collect_map(
     Ok(())
 }
 
-fn value_version(v: &Value, name: &str) -> Result<String, String> {
+fn value_version(v: &Json, name: &str) -> Result<String, String> {
     let s = match v {
-        Value::String(s) => Some(s.as_str()),
-        Value::Object(o) => o
+        Json::String(s) => Some(s.as_str()),
+        Json::Object(_) => v
             .get("version")
-            .or_else(|| o.get("id"))
-            .and_then(Value::as_str),
+            .or_else(|| v.get("id"))
+            .and_then(Json::as_str),
         _ => None,
     };
     s.map(str::to_string)
         .ok_or_else(|| format!("refs.json gives {} no version", printable(name)))
+}
+
+/// JSON as written, repeated keys kept (`serde_json::Value` keeps only the last of them).
+/// Numbers and booleans are not needed here and are not kept.
+enum Json {
+    Object(Vec<(String, Json)>),
+    Array(Vec<Json>),
+    String(String),
+    Other,
+}
+
+impl Json {
+    /// The first value under `key` of an object.
+    fn get(&self, key: &str) -> Option<&Json> {
+        match self {
+            Json::Object(entries) => entries.iter().find(|(k, _)| k == key).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    fn as_str(&self) -> Option<&str> {
+        match self {
+            Json::String(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Json {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Json, D::Error> {
+        d.deserialize_any(JsonVisitor)
+    }
+}
+
+struct JsonVisitor;
+
+impl<'de> serde::de::Visitor<'de> for JsonVisitor {
+    type Value = Json;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("JSON")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Json, E> {
+        Ok(Json::Other)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Json, E> {
+        Ok(Json::Other)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Json, E> {
+        Ok(Json::Other)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Json, E> {
+        Ok(Json::Other)
+    }
+    fn visit_unit<E>(self) -> Result<Json, E> {
+        Ok(Json::Other)
+    }
+    fn visit_str<E>(self, s: &str) -> Result<Json, E> {
+        Ok(Json::String(s.to_string()))
+    }
+    fn visit_string<E>(self, s: String) -> Result<Json, E> {
+        Ok(Json::String(s))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Json, A::Error> {
+        let mut out = Vec::new();
+        while let Some(item) = seq.next_element()? {
+            out.push(item);
+        }
+        Ok(Json::Array(out))
+    }
+    // With serde_json's arbitrary_precision, a number arrives as a one-entry map; it is kept
+    // as an object no ref name can match, which reads as "no version", as a number should.
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Json, A::Error> {
+        let mut out = Vec::new();
+        while let Some(entry) = map.next_entry::<String, Json>()? {
+            out.push(entry);
+        }
+        Ok(Json::Object(out))
+    }
 }
 
 /// The `refs.json` this helper writes: a flat map of full ref names to version IDs, sorted,
@@ -255,5 +361,31 @@ mod tests {
             !kept.contains("gone") && !kept.contains("\"heads\""),
             "{kept}"
         );
+    }
+
+    #[test]
+    fn refs_json_names_each_ref_once() {
+        let (a, b) = (
+            "0190f3a2-7b4c-7d2e-8f10-123456789abc",
+            "0190f3a2-7b4c-7d2e-8f10-123456789abd",
+        );
+        let key_twice = format!(r#"{{"refs/heads/main":"{a}","refs/heads/main":"{b}"}}"#);
+        let err = parse_refs_json(key_twice.as_bytes()).unwrap_err();
+        assert!(err.contains("names refs/heads/main twice"), "{err}");
+        let flat_and_nested = format!(r#"{{"refs/heads/main":"{a}","heads":{{"main":"{b}"}}}}"#);
+        assert!(parse_refs_json(flat_and_nested.as_bytes()).is_err());
+        let list = format!(
+            r#"{{"refs":[{{"name":"refs/tags/v1","id":"{a}"}},{{"ref":"refs/tags/v1","version":"{b}"}}]}}"#
+        );
+        assert!(parse_refs_json(list.as_bytes()).is_err());
+        // The same version twice is one ref.
+        let same = format!(
+            r#"{{"refs/heads/main":"{a}","heads":{{"main":"{}"}}}}"#,
+            a.to_uppercase()
+        );
+        assert_eq!(parse_refs_json(same.as_bytes()).unwrap().len(), 1);
+        assert!(parse_refs_json(br#"{"refs/heads/main": 1}"#)
+            .unwrap_err()
+            .contains("no version"));
     }
 }

@@ -53,7 +53,15 @@ impl LocalDir {
                 continue;
             }
             match std::fs::symlink_metadata(&path) {
-                Ok(m) if m.file_type().is_symlink() => return self.resolve_symlinked(rel),
+                Ok(m) if m.file_type().is_symlink() => {
+                    // An error names the symlink, not the path asked for below it.
+                    return self.resolve_symlinked(rel).map_err(|e| match e {
+                        StoreError::OutsideRoot { .. } => StoreError::OutsideRoot {
+                            path: parts[..=i].join("/"),
+                        },
+                        other => other,
+                    });
+                }
                 Ok(m) if m.is_dir() && !is_last => {
                     self.checked.lock().expect("lock").insert(path.clone());
                 }
@@ -136,6 +144,14 @@ impl LocalDir {
         }))
     }
 
+    /// Opens the regular file at `rel` for [`OpenFile::read_all`], its size known first.
+    pub fn open_for_read(&self, rel: &str) -> Result<Option<OpenFile>, StoreError> {
+        Ok(self.open_file(rel)?.map(|(file, meta)| OpenFile {
+            file,
+            len: meta.len(),
+        }))
+    }
+
     fn read(
         &self,
         rel: &str,
@@ -174,10 +190,11 @@ impl LocalDir {
         Ok(Some((buf, meta)))
     }
 
-    /// Every file below `prefix` (a folder path ending in `/`), as paths relative to the root.
-    /// Symlinked folders are not followed; symlinked files are listed if they stay inside.
-    pub fn list(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
-        let mut out = Vec::new();
+    /// Every file below `prefix` (a folder path ending in `/`), as paths relative to the root,
+    /// and what was passed over, with why. Symlinked folders are not followed; symlinked files
+    /// are listed if they stay inside.
+    pub fn list(&self, prefix: &str) -> Result<Listed, StoreError> {
+        let mut out = Listed::default();
         let start = prefix.trim_end_matches('/').to_string();
         // The prefix itself may be a symlink: follow it only if it stays inside the root.
         let Some(start_dir) = self.resolve(&start)? else {
@@ -191,31 +208,47 @@ impl LocalDir {
                 Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => continue,
                 Err(e) => return Err(io_error(&dir_rel, e)),
             };
+            let join = |name: &str| match dir_rel.as_str() {
+                "" => name.to_string(),
+                d => format!("{d}/{name}"),
+            };
             for entry in entries {
                 let entry = entry.map_err(|e| io_error(&dir_rel, e))?;
                 let Some(name) = entry.file_name().to_str().map(str::to_string) else {
-                    continue; // not UTF-8: no lake path can name it
+                    let shown = entry.file_name().to_string_lossy().into_owned();
+                    out.skip(
+                        join(&shown),
+                        "its name is not UTF-8, so no lake path can name it",
+                    );
+                    continue;
                 };
-                let rel = if dir_rel.is_empty() {
-                    name
-                } else {
-                    format!("{dir_rel}/{name}")
-                };
+                let rel = join(&name);
                 let ft = entry.file_type().map_err(|e| io_error(&rel, e))?;
                 if ft.is_dir() {
                     stack.push((entry.path(), rel));
                 } else if ft.is_file() {
-                    out.push(rel);
+                    out.files.push(rel);
                 } else if ft.is_symlink() {
-                    if let Ok(Some(real)) = self.resolve(&rel) {
-                        if real.is_file() {
-                            out.push(rel);
+                    match self.resolve_symlinked(&rel) {
+                        Ok(Some(real)) if real.is_file() => out.files.push(rel),
+                        Ok(Some(real)) if real.is_dir() => out.skip(
+                            format!("{rel}/"),
+                            "a symlink to a folder, which is not followed: refs under it are not read",
+                        ),
+                        Ok(Some(_)) => out.skip(rel, NOT_A_FILE),
+                        Ok(None) => out.skip(rel, "a symlink to nothing"),
+                        Err(StoreError::OutsideRoot { .. }) => {
+                            out.skip(rel, "a symlink that leads outside the lake's root")
                         }
+                        Err(e) => return Err(e),
                     }
+                } else {
+                    out.skip(rel, NOT_A_FILE);
                 }
             }
         }
-        out.sort();
+        out.files.sort();
+        out.skipped.sort();
         Ok(out)
     }
 
@@ -243,6 +276,61 @@ impl LocalDir {
         Ok(out)
     }
 }
+
+/// A file opened for reading, with its size as `fstat` gave it.
+pub struct OpenFile {
+    file: std::fs::File,
+    len: u64,
+}
+
+impl OpenFile {
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Reads the whole file in as few reads as it takes. Lake files are written whole and
+    /// renamed into place, so an open file does not grow; more than `limit` bytes is refused.
+    pub fn read_all(mut self, rel: &str, limit: u64) -> Result<Vec<u8>, StoreError> {
+        let mut buf = vec![0u8; self.len.min(limit) as usize];
+        let mut filled = 0;
+        while filled < buf.len() {
+            match self
+                .file
+                .read(&mut buf[filled..])
+                .map_err(|e| io_error(rel, e))?
+            {
+                0 => break,
+                n => filled += n,
+            }
+        }
+        buf.truncate(filled);
+        Ok(buf)
+    }
+}
+
+/// What a listing found and did not list.
+#[derive(Debug, Default)]
+pub struct Listed {
+    pub files: Vec<String>,
+    /// Entries passed over (printable path, why), for the caller to warn about.
+    pub skipped: Vec<(String, &'static str)>,
+    /// Each file's ETag, where the store's listing gives one (cloud stores).
+    pub e_tags: std::collections::HashMap<String, String>,
+    /// The listing stopped at the most files asked for: there may be more after the last.
+    pub more: bool,
+}
+
+impl Listed {
+    fn skip(&mut self, path: String, why: &'static str) {
+        self.skipped.push((path, why));
+    }
+}
+
+const NOT_A_FILE: &str = "not a regular file (a FIFO, socket or device)";
 
 fn not_a_file(rel: &str, meta: &std::fs::Metadata) -> StoreError {
     let what = if meta.is_dir() {
