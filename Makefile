@@ -18,6 +18,7 @@ test: $(MOTO) $(FAKE_GCS) $(AZURITE) ssh-keygen
 
 bench: $(MOTO)
 	cargo bench --locked --bench clone
+	cargo bench --locked --bench latency
 
 # Installs the helper and clones the example lake shipped in examples/lake.
 example: install

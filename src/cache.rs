@@ -1,7 +1,11 @@
-//! The version→commit cache under the repository's git dir. It only saves reads: versions are
-//! immutable, so a commit ID computed once holds forever; deleting the cache changes no result.
-//! Each entry carries a checksum: an entry damaged or edited by hand is dropped and computed
-//! again from the lake, never trusted.
+//! The cache under the repository's git dir, an accelerator only: deleting it changes no
+//! result. It remembers each version's commit and parents (versions are immutable, so what was
+//! computed once holds forever), and each ref file's ETag with the version it held, so that a
+//! ref unchanged since the last listing is not read again.
+//!
+//! Every line carries its own checksum: a damaged or hand-edited line is ignored (and counted,
+//! so the caller can say so), never trusted. New versions
+//! are appended; the file is rewritten only when it was missing or unreadable.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -12,20 +16,23 @@ use sha1::{Digest, Sha1};
 use crate::lake::VersionId;
 use crate::mapping::ObjectId;
 
-const HEADER: &str = "# git-remote-fdl cache v2, mapping v1: <version> <commit> <check>";
+const HEADER: &str =
+    "# git-remote-fdl cache v3, mapping v1: <version> <commit> [<parent>...] <crc32>";
+const REFS_HEADER: &str = "# git-remote-fdl refs v1: <etag> <version> <ref> <crc32>";
 
-/// An entry's check: the start of the SHA-1 of the entry, so that an edited line is noticed.
-fn check(version: &VersionId, commit: &ObjectId) -> String {
-    let d: [u8; 20] = Sha1::digest(format!("fdl-cache v2\n{version} {commit}").as_bytes()).into();
-    d[..8].iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// The cache file of one lake in one repository.
+/// The cache of one lake in one repository.
 pub struct Cache {
-    path: PathBuf,
+    dir: PathBuf,
     pub entries: HashMap<VersionId, ObjectId>,
-    loaded: usize,
-    /// Entries dropped on loading because their check failed.
+    pub parents: HashMap<VersionId, Vec<VersionId>>,
+    /// Lines not yet written, and whether the file must be written whole (it was missing,
+    /// damaged or of an older format).
+    pending: Vec<String>,
+    rewrite: bool,
+    /// Each ref's ETag in the last listing, with the version it held.
+    pub refs: HashMap<String, (String, VersionId)>,
+    refs_changed: bool,
+    /// Lines dropped on loading because their checksum failed.
     pub damaged: usize,
 }
 
@@ -35,105 +42,238 @@ impl Cache {
         let key: [u8; 20] =
             Sha1::digest(format!("{lake_url}\n{}", lake_id.unwrap_or("")).as_bytes()).into();
         let key: String = key[..8].iter().map(|b| format!("{b:02x}")).collect();
-        let path = git_dir.join("fdl").join(key).join("commits");
-        let mut entries = HashMap::new();
-        let mut damaged = 0;
-        if let Ok(text) = std::fs::read_to_string(&path) {
-            if text.lines().next() == Some(HEADER) {
-                for line in text.lines().skip(1) {
-                    match parse_entry(line) {
-                        Some((v, c)) => {
-                            entries.insert(v, c);
-                        }
-                        None => damaged += 1,
-                    }
+        let dir = git_dir.join("fdl").join(key);
+        let mut cache = Cache {
+            dir,
+            entries: HashMap::new(),
+            parents: HashMap::new(),
+            pending: Vec::new(),
+            rewrite: true,
+            refs: HashMap::new(),
+            refs_changed: false,
+            damaged: 0,
+        };
+        if let Some((lines, damaged)) = checked_lines(&cache.dir.join("commits"), HEADER) {
+            // A damaged file is written whole again, without the lines that failed.
+            cache.rewrite = damaged > 0;
+            cache.damaged = damaged;
+            for line in &lines {
+                cache.take_line(line);
+            }
+        }
+        let (refs, _) = checked_lines(&cache.dir.join("refs"), REFS_HEADER).unwrap_or_default();
+        for line in refs {
+            let mut parts = line.splitn(3, ' ');
+            if let (Some(etag), Some(v), Some(name)) = (parts.next(), parts.next(), parts.next()) {
+                if let Ok(v) = VersionId::parse(v) {
+                    cache.refs.insert(name.to_string(), (etag.to_string(), v));
                 }
             }
         }
-        let loaded = if damaged > 0 {
-            usize::MAX
-        } else {
-            entries.len()
-        };
-        Cache {
-            path,
-            entries,
-            loaded,
-            damaged,
-        }
+        cache
     }
 
-    /// The cache file.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Adds entries; they are written by [`Cache::save`].
-    pub fn extend(&mut self, more: impl IntoIterator<Item = (VersionId, ObjectId)>) {
-        self.entries.extend(more);
-    }
-
-    /// Writes the cache if it grew: to a temporary file, then renamed over the old one, so a
-    /// reader never sees half a file. Failure to write is not an error: it is only a cache.
-    pub fn save(&self) {
-        if self.entries.len() == self.loaded {
-            return;
-        }
-        let Some(dir) = self.path.parent() else {
+    fn take_line(&mut self, line: &str) {
+        let mut parts = line.split(' ');
+        let (Some(v), Some(c)) = (parts.next(), parts.next()) else {
             return;
         };
-        if std::fs::create_dir_all(dir).is_err() {
+        let (Ok(v), Some(c)) = (VersionId::parse(v), ObjectId::from_hex(c)) else {
             return;
+        };
+        let parents: Result<Vec<VersionId>, _> = parts.map(VersionId::parse).collect();
+        let Ok(parents) = parents else { return };
+        self.entries.insert(v.clone(), c);
+        self.parents.insert(v, parents);
+    }
+
+    /// Adds versions with their commits and parents; written by [`Cache::save`].
+    pub fn extend(
+        &mut self,
+        more: impl IntoIterator<Item = (VersionId, ObjectId, Vec<VersionId>)>,
+    ) {
+        for (v, c, parents) in more {
+            if self.entries.get(&v) == Some(&c) {
+                continue;
+            }
+            let mut line = format!("{v} {c}");
+            for p in &parents {
+                line.push(' ');
+                line.push_str(p.as_str());
+            }
+            self.pending.push(line);
+            self.entries.insert(v.clone(), c);
+            self.parents.insert(v, parents);
         }
-        let mut lines: Vec<String> = self
-            .entries
-            .iter()
-            .map(|(v, c)| format!("{v} {c} {}\n", check(v, c)))
+    }
+
+    /// The file of versions and commits (for messages).
+    pub fn path(&self) -> PathBuf {
+        self.dir.join("commits")
+    }
+
+    /// Where packs of objects read but not fetched wait for the next fetch.
+    pub fn kept_packs_dir(&self) -> PathBuf {
+        self.dir.join("packs")
+    }
+
+    /// The indexes of the packs waiting there.
+    pub fn kept_packs(&self) -> Vec<PathBuf> {
+        let Ok(entries) = std::fs::read_dir(self.kept_packs_dir()) else {
+            return Vec::new();
+        };
+        let mut out: Vec<PathBuf> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                name.starts_with("pack-") && name.ends_with(".idx")
+            })
             .collect();
-        lines.sort();
-        let tmp = dir.join(format!("commits.tmp.{}", std::process::id()));
-        let written = std::fs::File::create(&tmp).and_then(|mut f| {
-            f.write_all(HEADER.as_bytes())?;
-            f.write_all(b"\n")?;
-            f.write_all(lines.concat().as_bytes())?;
-            f.sync_all()
-        });
-        if written.is_ok() {
-            let _ = std::fs::rename(&tmp, &self.path);
-        } else {
-            let _ = std::fs::remove_file(&tmp);
+        out.sort();
+        out
+    }
+
+    /// Remembers the refs of a listing: `(name, etag, version)`.
+    pub fn set_refs(&mut self, refs: HashMap<String, (String, VersionId)>) {
+        if refs != self.refs {
+            self.refs = refs;
+            self.refs_changed = true;
+        }
+    }
+
+    /// Writes what changed. New versions are appended; a missing or unusable file is written
+    /// whole, to a temporary file renamed into place. Failure to write is not an error: it is
+    /// only a cache.
+    pub fn save(&mut self) {
+        if (self.pending.is_empty() && !self.rewrite) && !self.refs_changed {
+            return;
+        }
+        if std::fs::create_dir_all(&self.dir).is_err() {
+            return;
+        }
+        if self.rewrite {
+            let mut lines: Vec<String> = self
+                .entries
+                .iter()
+                .map(|(v, c)| {
+                    let mut line = format!("{v} {c}");
+                    for p in self.parents.get(v).into_iter().flatten() {
+                        line.push(' ');
+                        line.push_str(p.as_str());
+                    }
+                    line
+                })
+                .collect();
+            lines.sort();
+            if replace(&self.dir.join("commits"), HEADER, &lines) {
+                self.rewrite = false;
+                self.pending.clear();
+            }
+        } else if !self.pending.is_empty() {
+            let appended = std::fs::OpenOptions::new()
+                .append(true)
+                .open(self.dir.join("commits"))
+                .and_then(|mut f| f.write_all(with_checksums(&self.pending).as_bytes()));
+            if appended.is_ok() {
+                self.pending.clear();
+            }
+        }
+        if self.refs_changed {
+            let mut lines: Vec<String> = self
+                .refs
+                .iter()
+                .map(|(name, (etag, v))| format!("{etag} {v} {name}"))
+                .collect();
+            lines.sort();
+            if replace(&self.dir.join("refs"), REFS_HEADER, &lines) {
+                self.refs_changed = false;
+            }
         }
     }
 }
 
-/// One `<version> <commit> <check>` line, if its check holds.
-fn parse_entry(line: &str) -> Option<(VersionId, ObjectId)> {
-    let mut parts = line.split(' ');
-    let (v, c, k) = (parts.next()?, parts.next()?, parts.next()?);
-    let (v, c) = (VersionId::parse(v).ok()?, ObjectId::from_hex(c)?);
-    (parts.next().is_none() && v.as_str() == line.split(' ').next()? && k == check(&v, &c))
-        .then_some((v, c))
+/// Each line followed by a space and its CRC-32, one per line.
+fn with_checksums(lines: &[String]) -> String {
+    let mut out = String::with_capacity(lines.iter().map(|l| l.len() + 10).sum());
+    for l in lines {
+        out.push_str(&format!("{l} {:08x}\n", crc32fast::hash(l.as_bytes())));
+    }
+    out
+}
+
+/// The lines of a cache file whose header is `header` and whose checksums hold, and how many
+/// failed; `None` when the file is missing or has another header.
+fn checked_lines(path: &Path, header: &str) -> Option<(Vec<String>, usize)> {
+    let text = std::fs::read_to_string(path).ok()?;
+    if text.lines().next() != Some(header) {
+        return None;
+    }
+    let checked = |l: &str| {
+        let (body, crc) = l.rsplit_once(' ')?;
+        (u32::from_str_radix(crc, 16).ok()? == crc32fast::hash(body.as_bytes()))
+            .then(|| body.to_string())
+    };
+    let (mut good, mut damaged) = (Vec::new(), 0);
+    for line in text.lines().skip(1) {
+        match checked(line) {
+            Some(body) => good.push(body),
+            None => damaged += 1,
+        }
+    }
+    Some((good, damaged))
+}
+
+/// Writes a whole cache file through a temporary file renamed into place.
+fn replace(path: &Path, header: &str, lines: &[String]) -> bool {
+    let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
+    let written = std::fs::File::create(&tmp).and_then(|mut f| {
+        f.write_all(header.as_bytes())?;
+        f.write_all(b"\n")?;
+        f.write_all(with_checksums(lines).as_bytes())?;
+        f.sync_all()
+    });
+    if written.is_ok() && std::fs::rename(&tmp, path).is_ok() {
+        return true;
+    }
+    let _ = std::fs::remove_file(&tmp);
+    false
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn vid(n: u32) -> VersionId {
+        VersionId::parse(&format!("0190f3a2-7b4c-7d2e-8f10-{n:012x}")).unwrap()
+    }
+
     #[test]
-    fn entries_round_trip_and_edited_ones_are_dropped() {
+    fn entries_survive_and_damage_is_ignored() {
         let dir = tempfile::tempdir().unwrap();
-        let v = VersionId::parse("0190f3a2-7b4c-7d2e-8f10-000000000001").unwrap();
-        let w = VersionId::parse("0190f3a2-7b4c-7d2e-8f10-000000000002").unwrap();
-        let c = ObjectId::from_hex("4907f83cdf8ecbac004b5ade6627e72728bff17b").unwrap();
-        let mut cache = Cache::load(dir.path(), "lake", None);
-        cache.extend([(v.clone(), c), (w.clone(), c)]);
-        cache.save();
-        let again = Cache::load(dir.path(), "lake", None);
-        assert_eq!((again.entries.len(), again.damaged), (2, 0));
-        let text = std::fs::read_to_string(again.path()).unwrap();
-        let edited = text.replacen("4907f83c", "00000000", 1);
-        std::fs::write(again.path(), edited).unwrap();
-        let damaged = Cache::load(dir.path(), "lake", None);
-        assert_eq!((damaged.entries.len(), damaged.damaged), (1, 1));
+        let c1 = ObjectId([1; 20]);
+        let mut c = Cache::load(dir.path(), "lake", None);
+        c.extend([
+            (vid(1), c1, vec![]),
+            (vid(2), ObjectId([2; 20]), vec![vid(1)]),
+        ]);
+        c.save();
+        let mut c = Cache::load(dir.path(), "lake", None);
+        assert_eq!(c.entries.len(), 2);
+        assert_eq!(c.parents[&vid(2)], vec![vid(1)]);
+        c.extend([(vid(3), ObjectId([3; 20]), vec![vid(2)])]);
+        let mut refs = HashMap::new();
+        refs.insert("refs/heads/main".to_string(), ("\"e\"".to_string(), vid(3)));
+        c.set_refs(refs.clone());
+        c.save();
+        let path = c.dir.join("commits");
+        let text = std::fs::read_to_string(&path).unwrap();
+        // A flipped digit in a commit: that line is dropped, not trusted.
+        let damaged = text.replacen("01010101", "01010111", 1);
+        std::fs::write(&path, damaged).unwrap();
+        let c = Cache::load(dir.path(), "lake", None);
+        assert_eq!((c.entries.len(), c.damaged), (2, 1));
+        assert!(!c.entries.contains_key(&vid(1)));
+        assert_eq!(c.refs, refs);
     }
 }

@@ -2,17 +2,18 @@
 //! data: the binary prints it. Nothing here writes to the terminal.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 pub use crate::catalog::{catalog, CatalogRequest};
 use crate::config;
 use crate::fatal::Fatal;
-use crate::history;
+use crate::history::{self, Reading};
 use crate::lake::{Lake, VersionId};
 use crate::mapping::ObjectId;
 use crate::open::{fdl_remotes, local_repo, open_lake, open_remote_lake};
 use crate::progress::Silent;
 use crate::remote::Remote;
-use crate::signatures::{self, AllowedSigners, Subject, Verdict};
+use crate::signatures::{AllowedSigners, Policy, Verdict};
 
 /// `git-remote-fdl fsck <lake>`: `lake` is an address, or the name of an fdl remote of the
 /// repository around, whose fetched commits are then compared with the lake's.
@@ -107,29 +108,25 @@ pub async fn verify(
     let trusted = AllowedSigners::load(&path).map_err(|e| Fatal::new(e.to_string()))?;
     let lake = open_lake(address).await?;
     let tips = verify_tips(&lake, wanted).await?;
-    let resolved = history::resolve(&lake, &tips, &Default::default(), &Silent).await?;
-    let mut versions: Vec<_> = resolved.built.iter().collect();
-    versions.sort_by(|a, b| b.1.time.cmp(&a.1.time).then(b.0.cmp(a.0)));
-    let sigs = lake
-        .read_signatures(versions.iter().map(|(v, _)| (*v).clone()))
-        .await?;
+    let policy = Policy {
+        trusted,
+        namespace: namespace.to_string(),
+    };
+    let reading = Reading::new(lake.clone()).with_check(Some(Arc::new(policy)));
+    let resolved = history::resolve(&reading, &tips, &Default::default(), &Silent).await?;
+    let mut versions: Vec<_> = resolved.built.into_iter().collect();
+    versions.sort_by(|a, b| b.1.time.cmp(&a.1.time).then(b.0.cmp(&a.0)));
     let rows = versions
-        .iter()
-        .map(|(v, b)| {
-            let subject = Subject {
-                record: b.record(),
-                signature: sigs[*v].as_deref(),
-                principal: &b.author_email,
-                time: b.time,
-            };
-            let verdict = signatures::verify(&subject, &trusted, namespace, &lake.config.signers);
+        .into_iter()
+        .map(|(version, b)| {
+            let verdict = b.verdict.unwrap_or(Verdict::Missing);
             let signer = match &verdict {
                 Verdict::Good { principal, .. } => principal.clone(),
                 _ if b.author_email.is_empty() => "-".to_string(),
                 _ => format!("({})", b.author_email),
             };
             VerifyRow {
-                version: (*v).clone(),
+                version,
                 signer,
                 verdict,
             }

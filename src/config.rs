@@ -15,8 +15,13 @@ pub struct ConfigError {
     pub hint: Option<String>,
 }
 
-/// Git's configuration keys for a remote that hold text, mapped to object_store option names.
-pub const CONFIG_KEYS: [(&str, &str); 2] = [("fdlEndpoint", "endpoint"), ("fdlRegion", "region")];
+/// Git's configuration keys for a remote that hold text, mapped to object_store option names
+/// (and the helper's own, `fdl_*`, which the store takes for itself).
+pub const CONFIG_KEYS: [(&str, &str); 3] = [
+    ("fdlEndpoint", "endpoint"),
+    ("fdlRegion", "region"),
+    ("fdlConcurrency", crate::store::CONCURRENCY_OPTION),
+];
 
 /// Whether `name` is the name of a configured remote. Without one (a bare URL), Git passes the
 /// URL with its `fdl::` prefix as the remote's name; Git's remote names cannot hold `:` (they

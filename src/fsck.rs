@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 use crate::cache::Cache;
 use crate::lake::catalog::{expected_sha256, CatalogFormat};
 use crate::lake::files::parse_refs_json;
-use crate::lake::{Lake, LakeError, VersionData, VersionId, CONCURRENCY};
+use crate::lake::{Lake, LakeError, VersionData, VersionId};
 use crate::mapping::{self, ObjectId};
 use crate::progress::Progress;
 use crate::repo::Repo;
@@ -155,7 +155,7 @@ async fn read_reachable(
             .collect();
         let mut reads = futures::stream::iter(missing_datasets)
             .map(|v| async move { (v.clone(), lake.read_dataset(&v).await) })
-            .buffer_unordered(CONCURRENCY);
+            .buffer_unordered(lake.store.concurrency());
         while let Some((v, r)) = reads.next().await {
             if let Some(Ok(d)) = data.get_mut(&v) {
                 match r {
@@ -192,7 +192,7 @@ async fn read_into(
 ) {
     let mut reads = futures::stream::iter(ids)
         .map(|v| async move { (v.clone(), lake.read_version_with(&v, with_dataset).await) })
-        .buffer_unordered(CONCURRENCY);
+        .buffer_unordered(lake.store.concurrency());
     while let Some((v, r)) = reads.next().await {
         match r {
             Ok(Some(d)) => {

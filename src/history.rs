@@ -1,27 +1,21 @@
 //! Resolving history: from ref tips to the commit ID of every version they reach, reading as
 //! few records as possible and never one round trip per version where the store can list.
 //!
-//! Versions already in the cache are known and not read. Unknown ones are read a generation at
-//! a time, all of a generation concurrently; once that has taken more round trips than listing
-//! `versions/` would cost, the rest of the lake is listed and read concurrently in one go.
+//! Versions already in the cache are known and not read. Where the store lists, what is new is
+//! listed (after the newest known version; everything when nothing is known) while the first
+//! generation is read, and read all at once; a generation at a time only where the store
+//! cannot list, or for what a listing missed, and then for a few rounds before everything is
+//! listed.
 
 use std::collections::{HashMap, HashSet};
 
 use futures::StreamExt;
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use crate::lake::{Lake, LakeError, VersionData, VersionId, CONCURRENCY};
-use crate::mapping::{self, ObjectId, VersionObjects};
+use crate::lake::{LakeError, VersionId};
+use crate::mapping::ObjectId;
 use crate::progress::Progress;
-
-/// A version read and mapped: its parents and its Git objects.
-pub struct Built {
-    pub parents: Vec<VersionId>,
-    pub objects: VersionObjects,
-    /// The author's email and the version's time: what a signature is checked against.
-    pub author_email: String,
-    pub time: u64,
-}
+pub use crate::reading::{Built, Reading, Summary};
 
 /// Results a reading task hands over at once.
 const SEND_BATCH: usize = 64;
@@ -29,20 +23,8 @@ const SEND_BATCH: usize = 64;
 /// Tasks that read versions side by side.
 const WORKERS: usize = 4;
 
-impl Built {
-    /// The exact bytes of the version's `version.json` (the tree's last blob).
-    pub fn record(&self) -> &[u8] {
-        &self
-            .objects
-            .blobs
-            .last()
-            .expect("every version has a version.json blob")
-            .data
-    }
-}
-
-/// The outcome of resolving: commit IDs for every version reached, and the objects of those
-/// that had to be read (the others are known from the cache).
+/// The outcome of resolving: commit IDs for every version reached, and those that had to be
+/// read (the others are known from the cache), whose objects went to the reading's pack.
 #[derive(Default)]
 pub struct Resolved {
     pub commits: HashMap<VersionId, ObjectId>,
@@ -52,91 +34,187 @@ pub struct Resolved {
 /// Reads what is missing and computes commit IDs for `tips` and everything they reach.
 /// `known` holds commit IDs from the cache; `tips` name who points at each tip (for errors).
 pub async fn resolve(
-    lake: &Lake,
+    reading: &Reading,
     tips: &[(VersionId, String)],
     known: &HashMap<VersionId, ObjectId>,
     progress: &dyn Progress,
 ) -> Result<Resolved, LakeError> {
+    let newest_known = known.keys().max();
     let walk = Walk {
-        lake,
+        reading,
         stop: &|v: &VersionId| known.contains_key(v),
-        walked: &HashMap::new(),
-        known: known.len(),
+        walked: &|_: &VersionId| None,
+        newest_known,
         progress,
     };
     let read = walk.read(tips).await?;
-    compute_commits(lake, tips, known, read.data, &read.named_by)
+    compute_commits(reading, tips, known, read.data, &read.named_by)
 }
 
-/// A walk down history from some tips, reading the versions it meets: a generation at a time
-/// while that is cheap, then, where the store can list, every version at once.
+/// Generations read one after the other, once a listing of what is new has not reached known
+/// versions, before the whole of `versions/` is listed (a few round trips, in ranges).
+const WALK_ROUNDS: usize = 3;
+
+/// A walk down history from some tips, reading the versions it meets. Where the store lists,
+/// it lists what is new (every version when nothing is known) alongside the first generation
+/// and reads it all at once; a generation at a time only where it cannot list, or for what a
+/// listing missed.
 pub struct Walk<'a> {
-    pub lake: &'a Lake,
+    pub reading: &'a Reading,
     /// Versions the walk neither reads nor goes past (known to the cache, or already in the
     /// repository).
     pub stop: &'a dyn Fn(&VersionId) -> bool,
-    /// Parents of versions read before: walked through without being read again.
-    pub walked: &'a HashMap<VersionId, Vec<VersionId>>,
-    /// How many versions are known already; a walk may take more generations the more it knows.
-    pub known: usize,
+    /// Parents of versions known without reading them (built before, or remembered by the
+    /// cache): walked through without a request.
+    pub walked: &'a dyn Fn(&VersionId) -> Option<&'a [VersionId]>,
+    /// The newest version the cache knows: newer ones are listed from there. `None`: nothing
+    /// is known, and every version is listed.
+    pub newest_known: Option<&'a VersionId>,
     pub progress: &'a dyn Progress,
 }
 
 /// What a walk read: each version's data (or why it could not be read), and who named it.
 pub struct WalkRead {
-    pub data: HashMap<VersionId, Result<VersionData, LakeError>>,
+    pub data: HashMap<VersionId, Result<Summary, LakeError>>,
     pub named_by: HashMap<VersionId, String>,
+}
+
+/// What one walk has read so far.
+struct State {
+    data: HashMap<VersionId, Result<Summary, LakeError>>,
+    named_by: HashMap<VersionId, String>,
+    through: HashSet<VersionId>,
+    read: u64,
+    /// Versions a listing showed without a `dataset.json`.
+    no_dataset: HashSet<VersionId>,
 }
 
 impl Walk<'_> {
     /// Reads every version the tips reach that is neither stopped at nor walked before.
     pub async fn read(&self, tips: &[(VersionId, String)]) -> Result<WalkRead, LakeError> {
-        let mut data: HashMap<VersionId, Result<VersionData, LakeError>> = HashMap::new();
-        let mut named_by: HashMap<VersionId, String> = HashMap::new();
-        let mut through: HashSet<VersionId> = HashSet::new();
+        let mut st = State {
+            data: HashMap::new(),
+            named_by: HashMap::new(),
+            through: HashSet::new(),
+            read: 0,
+            no_dataset: HashSet::new(),
+        };
         for (id, by) in tips {
-            named_by.entry(id.clone()).or_insert_with(|| by.clone());
+            st.named_by.entry(id.clone()).or_insert_with(|| by.clone());
         }
-        let mut frontier = self.to_read(tips.iter().map(|(v, _)| v.clone()), &mut through);
-        // Walking one generation costs a round trip; listing costs about one per 1000 versions.
-        let walk_limit = 2 + self.known / 1000;
+        let mut frontier = self.to_read(tips.iter().map(|(v, _)| v.clone()), &mut st.through);
+        let newest = tips.iter().map(|(v, _)| v).max();
+        let mut listed_all = self.newest_known.is_none();
+        if !frontier.is_empty() && self.reading.lake.store.can_list() {
+            let listing = self.reading.lake.list_versions(self.newest_known, newest);
+            let listed = if self.newest_known.is_some() {
+                // What is new is likely listed after the newest known version: list it while
+                // the first generation is read.
+                let batch = with_datasets(std::mem::take(&mut frontier));
+                let (listed, ()) = futures::join!(listing, self.read_batch(&mut st, batch, false));
+                listed?
+            } else {
+                listing.await?
+            };
+            // What is new since the last fetch is almost all reachable: its datasets are read
+            // with it. A listing of everything reads records first, datasets of what the
+            // tips reach after.
+            let with_datasets = self.newest_known.is_some();
+            self.read_listed(&mut st, listed, with_datasets).await;
+            frontier = self.next_frontier(&mut st);
+        }
         let mut rounds = 0;
-        let mut read = 0u64;
         while !frontier.is_empty() {
-            if rounds >= walk_limit && self.lake.store.can_list() {
-                self.read_listed(&mut data, &mut read).await?;
-                let frontier = self.next_frontier(&data, &mut named_by, &mut through);
-                // Everything that exists has been read: what is still missing does not exist.
-                if let Some(missing) = frontier.first() {
-                    return Err(LakeError::MissingVersion {
-                        lake: self.lake.name(),
-                        version: missing.clone(),
-                        by: named_by.get(missing).cloned().unwrap_or_default(),
-                    });
-                }
-                self.progress.finish("Reading versions", read, None);
-                self.read_reachable_datasets(tips, &mut data, &through)
-                    .await?;
-                return Ok(WalkRead { data, named_by });
+            if rounds == WALK_ROUNDS && !listed_all && self.reading.lake.store.can_list() {
+                listed_all = true;
+                let listed = self.reading.lake.list_versions(None, newest).await?;
+                self.read_listed(&mut st, listed, false).await;
+                frontier = self.next_frontier(&mut st);
             }
-            let batch = std::mem::take(&mut frontier);
-            read_batch(
-                self.lake,
-                batch,
-                &mut data,
-                &mut read,
-                None,
-                self.progress,
-                false,
-            )
-            .await;
+            let batch = with_datasets(std::mem::take(&mut frontier));
+            self.read_batch(&mut st, batch, false).await;
             rounds += 1;
-            frontier = self.next_frontier(&data, &mut named_by, &mut through);
+            frontier = self.next_frontier(&mut st);
         }
-        if read > 0 {
-            self.progress.finish("Reading versions", read, None);
+        if st.read > 0 {
+            self.progress.finish("Reading versions", st.read, None);
         }
-        Ok(WalkRead { data, named_by })
+        self.read_reachable_datasets(&mut st, tips).await?;
+        Ok(WalkRead {
+            data: st.data,
+            named_by: st.named_by,
+        })
+    }
+
+    /// Reads the listed versions not read, walked or stopped at; with `with_datasets`, each
+    /// with its `dataset.json` unless the listing showed it has none.
+    async fn read_listed(
+        &self,
+        st: &mut State,
+        listed: Vec<(VersionId, Option<bool>)>,
+        with_datasets: bool,
+    ) {
+        let mut rest = Vec::new();
+        for (v, dataset) in listed {
+            if (self.stop)(&v) || st.data.contains_key(&v) || (self.walked)(&v).is_some() {
+                continue;
+            }
+            if dataset == Some(false) {
+                st.no_dataset.insert(v.clone());
+            }
+            rest.push((v, with_datasets && dataset != Some(false)));
+        }
+        self.read_batch(st, rest, true).await;
+    }
+
+    /// A listing read records only: reads `dataset.json` of the versions the tips reach
+    /// (those the listing showed without one have none).
+    async fn read_reachable_datasets(
+        &self,
+        st: &mut State,
+        tips: &[(VersionId, String)],
+    ) -> Result<(), LakeError> {
+        let mut reachable: HashSet<VersionId> = HashSet::new();
+        let mut stack: Vec<VersionId> = tips.iter().map(|(v, _)| v.clone()).collect();
+        while let Some(v) = stack.pop() {
+            if (self.stop)(&v) || !reachable.insert(v.clone()) {
+                continue;
+            }
+            if let Some(Ok(d)) = st.data.get(&v) {
+                stack.extend(d.parents.iter().cloned());
+            } else if let Some(parents) = (self.walked)(&v).filter(|_| st.through.contains(&v)) {
+                stack.extend(parents.iter().cloned());
+            }
+        }
+        let mut missing: Vec<(VersionId, Summary)> = Vec::new();
+        for v in reachable {
+            if !matches!(st.data.get(&v), Some(Ok(d)) if !d.dataset_read()) {
+                continue;
+            }
+            if let Some(Ok(mut d)) = st.data.remove(&v) {
+                if st.no_dataset.contains(&v) {
+                    d.set_no_dataset();
+                    st.data.insert(v, Ok(d));
+                } else {
+                    missing.push((v, d));
+                }
+            }
+        }
+        let mut reads = spread_reads(
+            self.reading,
+            missing,
+            1,
+            |reading, (id, mut d)| async move {
+                let r = reading.add_dataset(&id, &mut d).await;
+                (id, r.map(|()| d))
+            },
+        );
+        while let Some(batch) = reads.recv().await {
+            for (v, r) in batch {
+                st.data.insert(v, Ok(r?));
+            }
+        }
+        Ok(())
     }
 
     /// Of `ids`, those to read: versions walked before are gone through (their parents taken
@@ -154,7 +232,7 @@ impl Walk<'_> {
             if (self.stop)(&v) || !seen.insert(v.clone()) {
                 continue;
             }
-            match self.walked.get(&v) {
+            match (self.walked)(&v) {
                 Some(parents) => {
                     if through.insert(v) {
                         stack.extend(parents.iter().cloned());
@@ -168,117 +246,136 @@ impl Walk<'_> {
     }
 
     /// Parents of what has been read that are neither stopped at, walked, nor read yet.
-    fn next_frontier(
-        &self,
-        data: &HashMap<VersionId, Result<VersionData, LakeError>>,
-        named_by: &mut HashMap<VersionId, String>,
-        through: &mut HashSet<VersionId>,
-    ) -> Vec<VersionId> {
+    fn next_frontier(&self, st: &mut State) -> Vec<VersionId> {
         let mut parents = Vec::new();
-        for (id, d) in data {
+        for (id, d) in &st.data {
             let Ok(d) = d else { continue };
-            for p in &d.record.parents {
-                if !data.contains_key(p) && !through.contains(p) && !(self.stop)(p) {
-                    named_by
+            for p in &d.parents {
+                if !st.data.contains_key(p) && !st.through.contains(p) && !(self.stop)(p) {
+                    st.named_by
                         .entry(p.clone())
                         .or_insert_with(|| format!("version {id}"));
                     parents.push(p.clone());
                 }
             }
         }
-        self.to_read(parents, through)
+        let data = &st.data;
+        self.to_read(parents, &mut st.through)
             .into_iter()
             .filter(|v| !data.contains_key(v))
             .collect()
     }
 
-    /// Lists `versions/` and reads every record not read, walked or stopped at.
-    async fn read_listed(
-        &self,
-        data: &mut HashMap<VersionId, Result<VersionData, LakeError>>,
-        read: &mut u64,
-    ) -> Result<(), LakeError> {
-        let all = self.lake.version_ids().await?;
-        let rest: Vec<VersionId> = all
-            .into_iter()
-            .filter(|v| !(self.stop)(v) && !data.contains_key(v) && !self.walked.contains_key(v))
-            .collect();
-        let total = *read + rest.len() as u64;
-        read_batch(
-            self.lake,
-            rest,
-            data,
-            read,
-            Some(total),
-            self.progress,
-            true,
-        )
-        .await;
-        Ok(())
-    }
-
-    /// After a listing read only records: reads `dataset.json` of the versions the tips reach.
-    async fn read_reachable_datasets(
-        &self,
-        tips: &[(VersionId, String)],
-        data: &mut HashMap<VersionId, Result<VersionData, LakeError>>,
-        through: &HashSet<VersionId>,
-    ) -> Result<(), LakeError> {
-        let mut reachable: HashSet<VersionId> = HashSet::new();
-        let mut stack: Vec<VersionId> = tips.iter().map(|(v, _)| v.clone()).collect();
-        while let Some(v) = stack.pop() {
-            if (self.stop)(&v) || !reachable.insert(v.clone()) {
-                continue;
-            }
-            if let Some(Ok(d)) = data.get(&v) {
-                stack.extend(d.record.parents.iter().cloned());
-            } else if let Some(parents) = self.walked.get(&v).filter(|_| through.contains(&v)) {
-                stack.extend(parents.iter().cloned());
-            }
-        }
-        let missing: Vec<VersionId> = reachable
-            .into_iter()
-            .filter(|v| matches!(data.get(v), Some(Ok(d)) if !d.dataset_read))
-            .collect();
-        let mut reads = spread_reads(self.lake, missing, |lake, id| async move {
-            lake.read_dataset(&id).await
-        });
-        while let Some(batch) = reads.recv().await {
-            for (v, r) in batch {
-                if let Some(Ok(d)) = data.get_mut(&v) {
-                    d.dataset = r?;
-                    d.dataset_read = true;
+    /// Reads `ids` (each with its `dataset.json` or not) concurrently into the state. In a
+    /// walk, a missing record is an error (something names it); in a listing it is a version
+    /// deleted meanwhile, and is skipped.
+    async fn read_batch(&self, st: &mut State, ids: Vec<(VersionId, bool)>, from_listing: bool) {
+        let reading = self.reading;
+        let per_item = if ids.iter().any(|(_, d)| *d) { 2 } else { 1 };
+        let mut results = spread_reads(
+            reading,
+            ids,
+            per_item,
+            |reading, (id, with_dataset)| async move {
+                let r = reading.version(&id, with_dataset).await;
+                (id, r)
+            },
+        );
+        while let Some(batch) = results.recv().await {
+            for (id, r) in batch {
+                st.read += 1;
+                self.progress.update("Reading versions", st.read, None);
+                match r {
+                    Ok(Some(d)) => {
+                        st.data.insert(id, Ok(d));
+                    }
+                    Ok(None) if from_listing => {}
+                    Ok(None) => {
+                        let missing = LakeError::MissingVersion {
+                            lake: reading.lake.name(),
+                            version: id.clone(),
+                            by: String::new(),
+                        };
+                        st.data.insert(id, Err(missing));
+                    }
+                    Err(e) => {
+                        st.data.insert(id, Err(e));
+                    }
                 }
             }
         }
-        Ok(())
     }
 }
 
-/// Runs `read` for every ID with [`CONCURRENCY`] reads in flight, spread over a few tasks so
-/// that parsing and hashing (and local reads, which are synchronous) use every core. Results
-/// arrive in completion order.
-fn spread_reads<T, F, Fut>(
-    lake: &Lake,
+fn with_datasets(ids: Vec<VersionId>) -> Vec<(VersionId, bool)> {
+    ids.into_iter().map(|v| (v, true)).collect()
+}
+
+/// Reads `ids` (records and datasets) all at once: versions whose parents were known without
+/// reading them, and that must be read now for their objects. A missing one is an error.
+pub async fn read_versions(
+    reading: &Reading,
     ids: Vec<VersionId>,
+    progress: &dyn Progress,
+) -> Result<HashMap<VersionId, Summary>, LakeError> {
+    let mut out = HashMap::with_capacity(ids.len());
+    let mut results = spread_reads(reading, ids, 2, |reading, id| async move {
+        let r = reading.version(&id, true).await;
+        (id, r)
+    });
+    while let Some(batch) = results.recv().await {
+        for (id, r) in batch {
+            match r? {
+                Some(d) => {
+                    out.insert(id, d);
+                    progress.update("Reading versions", out.len() as u64, None);
+                }
+                None => {
+                    return Err(LakeError::MissingVersion {
+                        lake: reading.lake.name(),
+                        version: id,
+                        by: String::new(),
+                    })
+                }
+            }
+        }
+    }
+    if !out.is_empty() {
+        progress.finish("Reading versions", out.len() as u64, None);
+    }
+    Ok(out)
+}
+
+/// Runs `read` for every item (each `requests_per_item` requests at once) with the store's
+/// concurrency of requests in flight, spread over a few tasks so that parsing and hashing (and
+/// local reads, which are synchronous) use every core.
+/// Results arrive in completion order.
+fn spread_reads<I, T, F, Fut>(
+    reading: &Reading,
+    items: Vec<I>,
+    requests_per_item: usize,
     read: F,
-) -> UnboundedReceiver<Vec<(VersionId, T)>>
+) -> UnboundedReceiver<Vec<T>>
 where
+    I: Send + 'static,
     T: Send + 'static,
-    F: Fn(Lake, VersionId) -> Fut + Clone + Send + Sync + 'static,
+    F: Fn(Reading, I) -> Fut + Clone + Send + Sync + 'static,
     Fut: std::future::Future<Output = T> + Send,
 {
-    let workers = WORKERS.min(ids.len()).max(1);
+    let workers = WORKERS.min(items.len()).max(1);
+    let in_flight = (reading.lake.store.concurrency() / requests_per_item.max(1))
+        .div_ceil(workers)
+        .max(1);
+    let per_worker = items.len().div_ceil(workers).max(1);
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    for part in ids.chunks(ids.len().div_ceil(workers).max(1)) {
-        let (lake, part, tx, read) = (lake.clone(), part.to_vec(), tx.clone(), read.clone());
+    let mut items = items.into_iter();
+    for _ in 0..workers {
+        let part: Vec<I> = items.by_ref().take(per_worker).collect();
+        let (reading, tx, read) = (reading.clone(), tx.clone(), read.clone());
         tokio::spawn(async move {
             let mut reads = futures::stream::iter(part)
-                .map(|id| {
-                    let (lake, read) = (lake.clone(), read.clone());
-                    async move { (id.clone(), read(lake, id).await) }
-                })
-                .buffer_unordered(CONCURRENCY / workers);
+                .map(|item| read(reading.clone(), item))
+                .buffer_unordered(in_flight);
             // Results go out in small batches: one wake-up of the receiver per result would
             // cost more than a local read.
             let mut batch = Vec::with_capacity(SEND_BATCH);
@@ -294,132 +391,80 @@ where
     rx
 }
 
-/// Reads `ids` concurrently into `data`. In a walk, a missing record is an error (something
-/// names it); in a listing it is an incomplete version, being written, and is skipped.
-async fn read_batch(
-    lake: &Lake,
-    ids: Vec<VersionId>,
-    data: &mut HashMap<VersionId, Result<VersionData, LakeError>>,
-    read: &mut u64,
-    total: Option<u64>,
-    progress: &dyn Progress,
-    from_listing: bool,
-) {
-    // A listing reads every version, reachable or not: the records first, and dataset.json
-    // later, only for those the tips reach.
-    let with_dataset = !from_listing;
-    let mut results = spread_reads(lake, ids, move |lake, id| async move {
-        lake.read_version_with(&id, with_dataset).await
-    });
-    while let Some(batch) = results.recv().await {
-        for (id, r) in batch {
-            *read += 1;
-            progress.update("Reading versions", *read, total);
-            match r {
-                Ok(Some(d)) => {
-                    data.insert(id, Ok(d));
-                }
-                Ok(None) if from_listing => {}
-                Ok(None) => {
-                    let missing = LakeError::MissingVersion {
-                        lake: lake.name(),
-                        version: id.clone(),
-                        by: String::new(),
-                    };
-                    data.insert(id, Err(missing));
-                }
-                Err(e) => {
-                    data.insert(id, Err(e));
+/// Commit IDs in dependency order (parents first), without recursion; reports cycles and
+/// missing parents among the versions the tips reach. Unreachable broken versions are ignored.
+pub fn compute_commits(
+    reading: &Reading,
+    tips: &[(VersionId, String)],
+    known: &HashMap<VersionId, ObjectId>,
+    mut data: HashMap<VersionId, Result<Summary, LakeError>>,
+    named_by: &HashMap<VersionId, String>,
+) -> Result<Resolved, LakeError> {
+    let mut out = Resolved::default();
+    let mut visiting: HashSet<VersionId> = HashSet::new();
+    let commit_of = |out: &Resolved, v: &VersionId| known.get(v).or(out.commits.get(v)).copied();
+    for (tip, _) in tips {
+        let mut stack: Vec<(VersionId, bool)> = vec![(tip.clone(), false)];
+        while let Some((id, expanded)) = stack.pop() {
+            if commit_of(&out, &id).is_some() {
+                continue;
+            }
+            if expanded {
+                visiting.remove(&id);
+                let Some(Ok(d)) = data.remove(&id) else {
+                    return Err(unreadable(reading, &mut data, id, named_by));
+                };
+                let parents: Vec<ObjectId> = d
+                    .parents
+                    .iter()
+                    .map(|p| commit_of(&out, p).expect("parents first"))
+                    .collect();
+                let (commit, built) = reading.build(&id, d, &parents)?;
+                out.commits.insert(id.clone(), commit);
+                out.built.insert(id, built);
+                continue;
+            }
+            let d = match data.get(&id) {
+                Some(Ok(d)) => d,
+                Some(Err(_)) | None => return Err(unreadable(reading, &mut data, id, named_by)),
+            };
+            // Everything above a marker on the stack descends from it: meeting a version that
+            // is still being expanded means its parents lead back to it.
+            if !visiting.insert(id.clone()) {
+                return Err(LakeError::Cycle {
+                    lake: reading.lake.name(),
+                    version: id,
+                });
+            }
+            let parents: Vec<VersionId> = d.parents.iter().rev().cloned().collect();
+            stack.push((id, true));
+            for p in parents {
+                if commit_of(&out, &p).is_none() {
+                    stack.push((p, false));
                 }
             }
         }
     }
+    Ok(out)
 }
 
-/// Why a version the tips reach has no data: its read failed, or it does not exist. A missing
-/// version is named with who named it.
+/// Why `id` could not be read, naming who named it.
 fn unreadable(
-    lake: &Lake,
-    data: &mut HashMap<VersionId, Result<VersionData, LakeError>>,
+    reading: &Reading,
+    data: &mut HashMap<VersionId, Result<Summary, LakeError>>,
     id: VersionId,
     named_by: &HashMap<VersionId, String>,
 ) -> LakeError {
     let by = named_by.get(&id).cloned().unwrap_or_default();
     match data.remove(&id) {
         Some(Err(LakeError::MissingVersion { lake, version, .. })) => {
-            LakeError::MissingVersion { by, lake, version }
+            LakeError::MissingVersion { lake, version, by }
         }
         Some(Err(other)) => other,
         _ => LakeError::MissingVersion {
-            lake: lake.name(),
-            by,
+            lake: reading.lake.name(),
             version: id,
+            by,
         },
     }
-}
-
-/// Commit IDs in dependency order (parents first), without recursion; reports cycles and
-/// missing parents among the versions the tips reach. Unreachable broken versions are ignored.
-fn compute_commits(
-    lake: &Lake,
-    tips: &[(VersionId, String)],
-    known: &HashMap<VersionId, ObjectId>,
-    mut data: HashMap<VersionId, Result<VersionData, LakeError>>,
-    named_by: &HashMap<VersionId, String>,
-) -> Result<Resolved, LakeError> {
-    let mut commits: HashMap<VersionId, ObjectId> = HashMap::new();
-    let mut visiting: HashSet<VersionId> = HashSet::new();
-    let mut built: HashMap<VersionId, Built> = HashMap::new();
-    for (tip, _) in tips {
-        let mut stack: Vec<(VersionId, bool)> = vec![(tip.clone(), false)];
-        while let Some((id, expanded)) = stack.pop() {
-            if known.contains_key(&id) || commits.contains_key(&id) {
-                continue;
-            }
-            let d = match data.get(&id) {
-                Some(Ok(d)) => d,
-                _ => return Err(unreadable(lake, &mut data, id, named_by)),
-            };
-            if expanded {
-                visiting.remove(&id);
-                let parents: Vec<ObjectId> = d
-                    .record
-                    .parents
-                    .iter()
-                    .map(|p| {
-                        known
-                            .get(p)
-                            .or_else(|| commits.get(p))
-                            .copied()
-                            .expect("parents first")
-                    })
-                    .collect();
-                let objects = mapping::version_objects(&id, &d.record, d.dataset.clone(), &parents);
-                commits.insert(id.clone(), objects.commit.id);
-                let built_version = Built {
-                    parents: d.record.parents.clone(),
-                    objects,
-                    author_email: d.record.author.email.clone(),
-                    time: mapping::commit_time(&id, &d.record),
-                };
-                built.insert(id, built_version);
-                continue;
-            }
-            // Everything above a marker on the stack descends from it: meeting a version that
-            // is still being expanded means its parents lead back to it.
-            if !visiting.insert(id.clone()) {
-                return Err(LakeError::Cycle {
-                    lake: lake.name(),
-                    version: id,
-                });
-            }
-            stack.push((id.clone(), true));
-            for p in d.record.parents.iter().rev() {
-                if !known.contains_key(p) && !commits.contains_key(p) {
-                    stack.push((p.clone(), false));
-                }
-            }
-        }
-    }
-    Ok(Resolved { commits, built })
 }

@@ -117,15 +117,24 @@ pub fn version_objects(
     parents: &[ObjectId],
 ) -> VersionObjects {
     let version_blob = Object::new(Kind::Blob, record.raw.clone());
-    let mut entries: Vec<(&str, ObjectId)> = Vec::with_capacity(2);
-    let mut blobs = Vec::with_capacity(2);
-    if let Some(bytes) = dataset_json {
-        let blob = Object::new(Kind::Blob, bytes);
-        entries.push(("dataset.json", blob.id));
-        blobs.push(blob);
+    let dataset_blob = dataset_json.map(|bytes| Object::new(Kind::Blob, bytes));
+    let tree = tree_object(dataset_blob.as_ref().map(|b| b.id), version_blob.id);
+    let commit = commit_object(&tree.id, parents, &commit_tail(id, record));
+    VersionObjects {
+        blobs: dataset_blob.into_iter().chain([version_blob]).collect(),
+        tree,
+        commit,
     }
-    entries.push(("version.json", version_blob.id));
-    blobs.push(version_blob);
+}
+
+/// A version's tree from its blobs' IDs: `dataset.json` (if the version has one) and
+/// `version.json`.
+pub fn tree_object(dataset_json: Option<ObjectId>, version_json: ObjectId) -> Object {
+    let mut entries: Vec<(&str, ObjectId)> = Vec::with_capacity(2);
+    if let Some(blob) = dataset_json {
+        entries.push(("dataset.json", blob));
+    }
+    entries.push(("version.json", version_json));
     // "dataset.json" < "version.json" in Git's tree order, so entries are already sorted.
     let mut tree_data = Vec::new();
     for (name, oid) in &entries {
@@ -134,29 +143,26 @@ pub fn version_objects(
         tree_data.push(0);
         tree_data.extend_from_slice(&oid.0);
     }
-    let tree = Object::new(Kind::Tree, tree_data);
-    let commit = Object::new(Kind::Commit, commit_bytes(id, record, &tree.id, parents));
-    VersionObjects {
-        blobs,
-        tree,
-        commit,
-    }
+    Object::new(Kind::Tree, tree_data)
 }
 
-/// The bytes of a version's commit object.
-pub fn commit_bytes(
-    id: &VersionId,
-    record: &VersionRecord,
-    tree: &ObjectId,
-    parents: &[ObjectId],
-) -> Vec<u8> {
-    let ident = identity(&record.author);
-    let time = commit_time(id, record);
+/// A version's commit from its tree, its parents' commits and [`commit_tail`].
+pub fn commit_object(tree: &ObjectId, parents: &[ObjectId], tail: &[u8]) -> Object {
     let mut out = format!("tree {tree}\n");
     for p in parents {
         out.push_str(&format!("parent {p}\n"));
     }
-    out.push_str(&format!("author {ident} {time} +0000\n"));
+    let mut data = out.into_bytes();
+    data.extend_from_slice(tail);
+    Object::new(Kind::Commit, data)
+}
+
+/// What follows a commit's parent lines: author, committer and message. It depends on the
+/// record alone, so it can be made when the record is read and the record let go.
+pub fn commit_tail(id: &VersionId, record: &VersionRecord) -> Vec<u8> {
+    let ident = identity(&record.author);
+    let time = commit_time(id, record);
+    let mut out = format!("author {ident} {time} +0000\n");
     out.push_str(&format!("committer {ident} {time} +0000\n"));
     out.push('\n');
     out.push_str(&message(id, record.message.as_deref().unwrap_or("")));

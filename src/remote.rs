@@ -3,13 +3,16 @@
 
 use std::collections::{HashMap, HashSet};
 
+use std::sync::Arc;
+
 use crate::cache::Cache;
-use crate::history::{self, Built};
-use crate::lake::{Lake, LakeError, VersionData, VersionId};
-use crate::mapping::{self, Object, ObjectId};
+use crate::history::{self, Built, Reading, Summary};
+use crate::lake::{Lake, LakeError, VersionId};
+use crate::mapping::ObjectId;
+use crate::pack::PackSink;
 use crate::progress::Progress;
 use crate::repo::{Repo, RepoError};
-use crate::signatures::{self, Policy, Subject, Verdict};
+use crate::signatures::{Policy, Verdict};
 use crate::store::{Token, Versioned};
 
 #[derive(Debug, thiserror::Error)]
@@ -121,7 +124,54 @@ pub struct Remote {
     warnings: std::sync::Mutex<Vec<String>>,
     /// When set, a fetch brings only versions signed by a trusted key.
     pub require_signatures: Option<Policy>,
+    /// The pack this session's reads write objects into, installed by `fetch`.
+    sink: Option<Arc<PackSink>>,
 }
+
+/// Packs of objects an earlier session read but did not fetch (`git ls-remote` in this
+/// repository), and the objects they hold.
+#[derive(Default)]
+struct Kept {
+    packs: Vec<std::path::PathBuf>,
+    ids: HashSet<ObjectId>,
+}
+
+impl Kept {
+    fn read(cache: Option<&Cache>) -> Kept {
+        let mut kept = Kept::default();
+        for idx in cache.map(Cache::kept_packs).unwrap_or_default() {
+            let ids = std::fs::read(&idx)
+                .ok()
+                .and_then(|bytes| crate::pack::index_ids(&bytes));
+            if let Some(ids) = ids {
+                kept.ids.extend(ids);
+                kept.packs.push(idx);
+            }
+        }
+        kept
+    }
+}
+
+impl Drop for Remote {
+    /// Objects read for a listing that no fetch took are kept for the next fetch.
+    fn drop(&mut self) {
+        let writer = self.sink.take().and_then(|s| s.take());
+        if let (Some(w), Some(repo), Some(cache)) = (writer, &self.repo, &self.cache) {
+            let _ = repo.keep_pack(w, &cache.kept_packs_dir());
+        }
+    }
+}
+
+/// HEAD, the refs, their tokens (for a push) and `refs.json` (for a push).
+type ReadRefs = (
+    String,
+    Vec<(String, VersionId)>,
+    HashMap<String, Token>,
+    Option<Option<Versioned>>,
+);
+
+/// Versions a fetch built, with their commits.
+type Computed = HashMap<VersionId, (ObjectId, Built)>;
 
 /// What a fetch wrote.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -144,6 +194,7 @@ impl Remote {
             cache,
             warnings: Default::default(),
             require_signatures: None,
+            sink: None,
         };
         if let Some(c) = remote.cache.as_ref().filter(|c| c.damaged > 0) {
             remote.lake_warn(format!(
@@ -156,11 +207,22 @@ impl Remote {
         remote
     }
 
-    fn known(&self) -> HashMap<VersionId, ObjectId> {
-        self.cache
-            .as_ref()
-            .map(|c| c.entries.clone())
-            .unwrap_or_default()
+    /// How this remote reads versions: into the session's pack when `into_pack` (and there is
+    /// a repository), checking signatures when the remote requires them.
+    fn reading(&mut self, into_pack: bool) -> Result<Reading, RemoteError> {
+        if into_pack && self.sink.is_none() {
+            if let Some(repo) = &self.repo {
+                let notes = repo.remove_killed_fetch_temporaries();
+                self.sink = Some(Arc::new(PackSink::new(repo.pack_writer()?)));
+                for note in notes {
+                    self.lake_warn(note);
+                }
+            }
+        }
+        let check = self.require_signatures.clone().map(Arc::new);
+        Ok(Reading::new(self.lake.clone())
+            .with_sink(self.sink.clone().filter(|_| into_pack))
+            .with_check(check))
     }
 
     /// Reads HEAD and the refs, and computes the commit of every ref.
@@ -180,23 +242,74 @@ impl Remote {
         version: &VersionId,
         named_by: &str,
     ) -> Result<ObjectId, RemoteError> {
-        // A push asks this once per ref: look the version up before copying the cache.
         if let Some(c) = self.cache.as_ref().and_then(|c| c.entries.get(version)) {
             return Ok(*c);
         }
-        let known = self.known();
-        let resolved = history::resolve(
-            &self.lake,
-            &[(version.clone(), named_by.to_string())],
-            &known,
-            &crate::progress::Silent,
-        )
-        .await?;
+        let reading = self.reading(false)?;
+        let tips = [(version.clone(), named_by.to_string())];
+        // The cache is lent to the walk (not copied), and put back whatever happens.
+        let cache = self.cache.take();
+        let empty = HashMap::new();
+        let known = cache.as_ref().map_or(&empty, |c| &c.entries);
+        let resolved = history::resolve(&reading, &tips, known, &crate::progress::Silent).await;
+        self.cache = cache;
+        let resolved = resolved?;
+        self.remember(&resolved.commits, &resolved.built);
+        Ok(resolved.commits[version])
+    }
+
+    /// Adds versions read to the cache, and saves it.
+    fn remember(
+        &mut self,
+        commits: &HashMap<VersionId, ObjectId>,
+        built: &HashMap<VersionId, Built>,
+    ) {
         if let Some(cache) = &mut self.cache {
-            cache.extend(resolved.commits.iter().map(|(v, c)| (v.clone(), *c)));
+            cache.extend(
+                built
+                    .iter()
+                    .filter_map(|(v, b)| Some((v.clone(), *commits.get(v)?, b.parents.clone()))),
+            );
             cache.save();
         }
-        Ok(resolved.commits[version])
+    }
+
+    /// HEAD and the refs; for a push also each ref file's token and `refs.json` (read before
+    /// the refs).
+    async fn read_refs(&mut self, for_push: bool) -> Result<ReadRefs, RemoteError> {
+        let refs_json = match for_push {
+            true => Some(self.lake.refs_json_versioned().await?),
+            false => {
+                self.lake.forget_read_ahead();
+                None
+            }
+        };
+        let (head, refs) = if for_push && !self.lake.store.etag_conditions() {
+            let (head, refs) = futures::join!(self.lake.head(), self.lake.refs_versioned());
+            (head?, refs?)
+        } else {
+            // Ref files whose ETag has not changed since the last listing are not read again
+            // (for a push, the listing's ETag is the token its writes are conditional on).
+            let empty = HashMap::new();
+            let seen = self.cache.as_ref().map_or(&empty, |c| &c.refs);
+            let (head, refs) = futures::join!(self.lake.head(), self.lake.refs_remembered(seen));
+            let (refs, remember) = refs?;
+            if let Some(cache) = &mut self.cache {
+                cache.set_refs(remember);
+            }
+            (head?, refs)
+        };
+        let mut tokens = HashMap::new();
+        let refs = refs
+            .into_iter()
+            .map(|(n, v, t)| {
+                if for_push {
+                    tokens.insert(n.clone(), t);
+                }
+                (n, v)
+            })
+            .collect();
+        Ok((head, refs, tokens, refs_json))
     }
 
     async fn list_with(
@@ -204,23 +317,7 @@ impl Remote {
         progress: &dyn Progress,
         for_push: bool,
     ) -> Result<Listing, RemoteError> {
-        let mut tokens = HashMap::new();
-        let mut refs_json = None;
-        let (head, refs) = if for_push {
-            refs_json = Some(self.lake.refs_json_versioned().await?);
-            let (head, refs) = futures::join!(self.lake.head(), self.lake.refs_versioned());
-            let refs = refs?
-                .into_iter()
-                .map(|(n, v, t)| {
-                    tokens.insert(n.clone(), t);
-                    (n, v)
-                })
-                .collect();
-            (head?, refs)
-        } else {
-            let (head, refs) = futures::join!(self.lake.head(), self.lake.refs());
-            (head?, refs?)
-        };
+        let (head, refs, tokens, refs_json) = self.read_refs(for_push).await?;
         if !refs.iter().any(|(n, _)| *n == head) && !refs.is_empty() {
             self.lake_warn(format!(
                 "lake '{}': HEAD names {head}, which does not exist",
@@ -231,23 +328,31 @@ impl Remote {
             .iter()
             .map(|(n, v)| (v.clone(), format!("ref {n}")))
             .collect();
-        let known = self.known();
-        let resolved = history::resolve(&self.lake, &tips, &known, progress).await?;
-        let mut commits = resolved.commits;
+        // A push's listing writes no objects: no fetch follows it.
+        let reading = self.reading(!for_push)?;
+        let cache = self.cache.take();
+        let empty = HashMap::new();
+        let known = cache.as_ref().map_or(&empty, |c| &c.entries);
+        let resolved = history::resolve(&reading, &tips, known, progress).await;
+        let mut commits = HashMap::new();
         for (v, _) in &tips {
             if let Some(c) = known.get(v) {
                 commits.insert(v.clone(), *c);
             }
         }
-        if let Some(cache) = &mut self.cache {
-            cache.extend(commits.iter().map(|(v, c)| (v.clone(), *c)));
-            cache.save();
-        }
+        self.cache = cache;
+        let resolved = resolved?;
+        self.remember(&resolved.commits, &resolved.built);
+        commits.extend(resolved.commits);
         Ok(Listing {
             head: Some(head),
             refs,
             commits,
-            built: resolved.built,
+            built: if for_push {
+                HashMap::new()
+            } else {
+                resolved.built
+            },
             tokens,
             refs_json,
         })
@@ -271,78 +376,101 @@ impl Remote {
         wants: &[Want],
         progress: &dyn Progress,
     ) -> Result<FetchOutcome, RemoteError> {
-        let Some(repo) = &self.repo else {
-            return Ok(FetchOutcome::default());
+        match &self.repo {
+            Some(repo) => repo.check_sha1()?,
+            None => return Ok(FetchOutcome::default()),
+        }
+        let reading = self.reading(true)?;
+        let cache = self.cache.take();
+        let kept = Kept::read(cache.as_ref());
+        let fetched = self
+            .fetch_with(&reading, cache.as_ref(), &kept, listing, wants, progress)
+            .await;
+        self.cache = cache;
+        let (outcome, computed) = fetched?;
+        drop(reading);
+        let writer = self.sink.take().and_then(|s| s.take());
+        let repo = self.repo.as_ref().expect("checked above");
+        // What an earlier `ls-remote` read is in the repository from now on.
+        repo.install_kept(&kept.packs)?;
+        let n_objects = match writer {
+            Some(w) if outcome.versions > 0 => {
+                trace_step(&format!("fetch: completing a pack of {} objects", w.len()));
+                repo.install_pack(w)?
+            }
+            _ => 0,
         };
-        repo.check_sha1()?;
-        let known = self.known();
+        trace_step("fetch: pack written");
+        if n_objects > 0 {
+            progress.finish("Writing objects", n_objects as u64, Some(n_objects as u64));
+        }
+        let commits = computed.iter().map(|(v, (c, _))| (v.clone(), *c)).collect();
+        let built = computed.into_iter().map(|(v, (_, b))| (v, b)).collect();
+        self.remember(&commits, &built);
+        Ok(FetchOutcome {
+            objects: n_objects,
+            ..outcome
+        })
+    }
+
+    /// What a fetch reads and builds: the versions the wants need, into the session's pack.
+    async fn fetch_with(
+        &self,
+        reading: &Reading,
+        cache: Option<&Cache>,
+        kept: &Kept,
+        listing: &Listing,
+        wants: &[Want],
+        progress: &dyn Progress,
+    ) -> Result<(FetchOutcome, Computed), RemoteError> {
+        let repo = self.repo.as_ref().expect("a fetch has a repository");
+        let (empty, no_parents) = (HashMap::new(), HashMap::new());
+        let known = cache.map_or(&empty, |c| &c.entries);
+        let cached_parents = cache.map_or(&no_parents, |c| &c.parents);
         let commit_of = |v: &VersionId| listing.commits.get(v).or_else(|| known.get(v)).copied();
-        let tips = self.wanted_versions(listing, wants, &known)?;
-        // Walk down from the wants, stopping at commits the repository already has; versions
-        // `list` built are gone through without reading them again.
-        let in_repo = |v: &VersionId| commit_of(v).is_some_and(|c| repo.has(&c));
-        let walked: HashMap<VersionId, Vec<VersionId>> = listing
-            .built
-            .iter()
-            .map(|(v, b)| (v.clone(), b.parents.clone()))
-            .collect();
+        let tips = self.wanted_versions(listing, wants, known)?;
+        // Walk down from the wants, stopping at commits the repository already has; parents
+        // known from `list` or the cache are walked through without a request.
+        let empty = repo.is_empty();
+        let in_repo = |v: &VersionId| {
+            commit_of(v).is_some_and(|c| kept.ids.contains(&c) || (!empty && repo.has(&c)))
+        };
+        let walked = |v: &VersionId| -> Option<&[VersionId]> {
+            match listing.built.get(v) {
+                Some(b) => Some(&b.parents),
+                None => cached_parents.get(v).map(|p| &p[..]),
+            }
+        };
         let walk = history::Walk {
-            lake: &self.lake,
+            reading,
             stop: &in_repo,
             walked: &walked,
-            known: known.len(),
+            newest_known: known.keys().max(),
             progress,
         };
-        let read = walk.read(&tips).await?;
+        let mut read = walk.read(&tips).await?;
         let parents_of = |v: &VersionId| -> &[VersionId] {
-            match (walked.get(v), read.data.get(v)) {
+            match (walked(v), read.data.get(v)) {
                 (Some(p), _) => p,
-                (None, Some(Ok(d))) => &d.record.parents,
+                (None, Some(Ok(d))) => &d.parents,
                 _ => &[],
             }
         };
         let (order, reached_existing) = needed_in_order(&tips, &in_repo, parents_of);
         trace_step(&format!("fetch: {} versions need objects", order.len()));
-        let read_data = self.take_read(&order, &walked, read)?;
-        if let Some(policy) = &self.require_signatures {
-            self.check_signatures(policy, &order, listing, &read_data)
-                .await?;
-        }
-        let (objects, computed) = self.build_objects(&order, listing, &read_data, &known)?;
-        let n_objects = objects.len();
-        trace_step(&format!("fetch: writing {n_objects} objects as a pack"));
-        for note in repo.write_pack(&objects)? {
-            self.lake_warn(note);
-        }
-        trace_step("fetch: pack written");
-        if n_objects > 0 {
-            progress.finish("Writing objects", n_objects as u64, Some(n_objects as u64));
-        }
-        if let Some(cache) = &mut self.cache {
-            cache.extend(computed);
-            cache.save();
-        }
-        Ok(FetchOutcome {
-            versions: order.len(),
-            objects: n_objects,
-            self_contained: !reached_existing,
-        })
-    }
-
-    /// The data of every version of `order` that was read (not walked through): a version that
-    /// could not be read fails the fetch.
-    fn take_read(
-        &self,
-        order: &[VersionId],
-        walked: &HashMap<VersionId, Vec<VersionId>>,
-        mut read: history::WalkRead,
-    ) -> Result<HashMap<VersionId, VersionData>, RemoteError> {
-        let mut read_data = HashMap::with_capacity(order.len());
-        for v in order.iter().filter(|v| !walked.contains_key(*v)) {
-            let d = match read.data.remove(v) {
-                Some(Ok(d)) => d,
-                Some(Err(e)) => return Err(e.into()),
-                None => {
+        // Versions whose parents the cache knew were walked, not read: read them all now.
+        let unread: Vec<VersionId> = order
+            .iter()
+            .filter(|v| !listing.built.contains_key(*v) && !read.data.contains_key(*v))
+            .cloned()
+            .collect();
+        let mut unread = history::read_versions(reading, unread, progress).await?;
+        let mut fresh = HashMap::new();
+        for v in order.iter().filter(|v| !listing.built.contains_key(*v)) {
+            let d = match (read.data.remove(v), unread.remove(v)) {
+                (Some(Ok(d)), _) | (None, Some(d)) => d,
+                (Some(Err(e)), _) => return Err(e.into()),
+                (None, None) => {
                     return Err(RemoteError::Lake(LakeError::MissingVersion {
                         lake: self.lake.name(),
                         version: v.clone(),
@@ -350,9 +478,20 @@ impl Remote {
                     }))
                 }
             };
-            read_data.insert(v.clone(), d);
+            fresh.insert(v.clone(), d);
         }
-        Ok(read_data)
+        drop(read);
+        let computed = self.build_fresh(reading, &order, listing, fresh, known, repo)?;
+        if self.require_signatures.is_some() {
+            self.check_signatures(&order, listing, &computed)?;
+        }
+        let outcome = FetchOutcome {
+            versions: order.len(),
+            objects: 0,
+            // Objects kept from an earlier session are not vouched for: Git checks them.
+            self_contained: !reached_existing && kept.packs.is_empty(),
+        };
+        Ok((outcome, computed))
     }
 
     /// The version each wanted commit stands for.
@@ -362,15 +501,19 @@ impl Remote {
         wants: &[Want],
         known: &HashMap<VersionId, ObjectId>,
     ) -> Result<Vec<(VersionId, String)>, RemoteError> {
+        // Git may ask for any commit it saw (`git fetch <lake> <commit>`), not only tips.
+        let mut by_commit: HashMap<ObjectId, &VersionId> = HashMap::new();
+        for (v, c) in known.iter().chain(listing.commits.iter()) {
+            by_commit.insert(*c, v);
+        }
+        for (_, v) in &listing.refs {
+            if let Some(c) = listing.commits.get(v) {
+                by_commit.insert(*c, v);
+            }
+        }
         let mut tips = Vec::with_capacity(wants.len());
         for w in wants {
-            let oid = ObjectId::from_hex(&w.oid);
-            let v = oid.and_then(|o| {
-                listing
-                    .version_of(&o)
-                    .or_else(|| known.iter().find(|(_, c)| **c == o).map(|(v, _)| v))
-                    .cloned()
-            });
+            let v = ObjectId::from_hex(&w.oid).and_then(|o| by_commit.get(&o).copied());
             let Some(v) = v else {
                 return Err(RemoteError::UnknownWant {
                     lake: self.lake.name(),
@@ -378,69 +521,54 @@ impl Remote {
                     name: w.name.clone(),
                 });
             };
-            tips.push((v, format!("ref {}", w.name)));
+            tips.push((v.clone(), format!("ref {}", w.name)));
         }
         Ok(tips)
     }
 
-    /// The Git objects of `order` (parents first): built by `list` or from what was read, and
-    /// each checked against the commit the listing or the cache expects. Also returns the
-    /// commits computed here.
-    fn build_objects(
+    /// Makes the objects (into the session's pack) of the versions of `order` (parents first)
+    /// that `list` did not build, each checked against the commit the listing or the cache
+    /// expects. Returns their commits.
+    fn build_fresh(
         &self,
+        reading: &Reading,
         order: &[VersionId],
-        listing: &mut Listing,
-        read_data: &HashMap<VersionId, VersionData>,
+        listing: &Listing,
+        mut fresh: HashMap<VersionId, Summary>,
         known: &HashMap<VersionId, ObjectId>,
-    ) -> Result<(Vec<Object>, HashMap<VersionId, ObjectId>), RemoteError> {
-        let mut objects: Vec<Object> = Vec::new();
-        let mut emitted: HashSet<ObjectId> = HashSet::new();
-        let mut computed: HashMap<VersionId, ObjectId> = HashMap::new();
+        repo: &Repo,
+    ) -> Result<HashMap<VersionId, (ObjectId, Built)>, RemoteError> {
+        let mut computed: HashMap<VersionId, (ObjectId, Built)> = HashMap::new();
         for v in order {
-            let expected = listing.commits.get(v).or_else(|| known.get(v)).copied();
-            // Once written, a version's objects are in the repository: no need to keep them.
-            let vo = match listing.built.remove(v) {
-                Some(b) => b.objects,
-                None => {
-                    let d = &read_data[v];
-                    let mut parents = Vec::with_capacity(d.record.parents.len());
-                    for p in &d.record.parents {
-                        let c = computed
-                            .get(p)
-                            .or_else(|| listing.commits.get(p))
-                            .or_else(|| known.get(p))
-                            .copied();
-                        parents.push(c.ok_or_else(|| LakeError::MissingVersion {
-                            lake: self.lake.name(),
-                            version: p.clone(),
-                            by: format!("version {v}"),
-                        })?);
-                    }
-                    let vo = mapping::version_objects(v, &d.record, d.dataset.clone(), &parents);
-                    if let Some(expected) = expected.filter(|e| *e != vo.commit.id) {
-                        return Err(RemoteError::CacheMismatch {
-                            lake: self.lake.name(),
-                            version: v.clone(),
-                            computed: vo.commit.id,
-                            cached: expected,
-                            cache: self
-                                .cache
-                                .as_ref()
-                                .map(|c| c.path().display().to_string())
-                                .unwrap_or_default(),
-                        });
-                    }
-                    computed.insert(v.clone(), vo.commit.id);
-                    vo
-                }
-            };
-            for o in vo.blobs.into_iter().chain([vo.tree, vo.commit]) {
-                if emitted.insert(o.id) {
-                    objects.push(o);
-                }
+            let Some(d) = fresh.remove(v) else { continue };
+            let mut parents = Vec::with_capacity(d.parents.len());
+            for p in &d.parents {
+                let c = computed
+                    .get(p)
+                    .map(|(c, _)| c)
+                    .or_else(|| listing.commits.get(p))
+                    .or_else(|| known.get(p))
+                    .copied();
+                parents.push(c.ok_or_else(|| LakeError::MissingVersion {
+                    lake: self.lake.name(),
+                    version: p.clone(),
+                    by: format!("version {v}"),
+                })?);
             }
+            let (commit, built) = reading.build(v, d, &parents)?;
+            let expected = listing.commits.get(v).or_else(|| known.get(v)).copied();
+            if let Some(expected) = expected.filter(|e| *e != commit) {
+                return Err(RemoteError::CacheMismatch {
+                    lake: self.lake.name(),
+                    version: v.clone(),
+                    computed: commit,
+                    cached: expected,
+                    cache: repo.git_dir().join("fdl").display().to_string(),
+                });
+            }
+            computed.insert(v.clone(), (commit, built));
         }
-        Ok((objects, computed))
+        Ok(computed)
     }
 }
 
@@ -491,45 +619,24 @@ fn trace_step(what: &str) {
 }
 
 impl Remote {
-    /// Fails unless every version in `versions` is signed by a trusted key. Reads each
-    /// `version.json.sig` concurrently; reports the first failure (in history order) and a count.
-    async fn check_signatures(
+    /// Fails unless every version in `versions` is signed by a trusted key (the verdicts were
+    /// reached as the versions were read); reports the first failure (in history order) and a
+    /// count.
+    fn check_signatures(
         &self,
-        policy: &Policy,
         versions: &[VersionId],
         listing: &Listing,
-        read_data: &HashMap<VersionId, VersionData>,
+        computed: &HashMap<VersionId, (ObjectId, Built)>,
     ) -> Result<(), RemoteError> {
-        let lake = &self.lake;
-        let sigs = lake.read_signatures(versions.iter().cloned()).await?;
+        let not_checked = Verdict::Unreadable("not checked (a bug in git-remote-fdl)".into());
         let mut failures = Vec::new();
         for v in versions {
-            let sig = sigs[v].as_deref();
-            let (record, email, time): (&[u8], &str, u64) = match listing.built.get(v) {
-                Some(b) => (b.record(), &b.author_email, b.time),
-                None => {
-                    let d = &read_data[v];
-                    (
-                        &d.record.raw,
-                        &d.record.author.email,
-                        mapping::commit_time(v, &d.record),
-                    )
-                }
-            };
-            let subject = Subject {
-                record,
-                signature: sig,
-                principal: email,
-                time,
-            };
-            let verdict = signatures::verify(
-                &subject,
-                &policy.trusted,
-                &policy.namespace,
-                &lake.config.signers,
-            );
+            let built = listing.built.get(v).or(computed.get(v).map(|(_, b)| b));
+            let verdict = built
+                .and_then(|b| b.verdict.as_ref())
+                .unwrap_or(&not_checked);
             if !verdict.is_good() {
-                failures.push((v.clone(), verdict));
+                failures.push((v.clone(), verdict.clone()));
             }
         }
         let Some((version, verdict)) = failures.first().cloned() else {
@@ -544,7 +651,7 @@ impl Remote {
             ),
         };
         Err(RemoteError::Unsigned {
-            lake: lake.name(),
+            lake: self.lake.name(),
             version,
             verdict: Box::new(verdict),
             more,

@@ -4,8 +4,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::mapping::{Object, ObjectId};
-use crate::pack::encode_pack;
+use crate::mapping::ObjectId;
+use crate::pack::PackWriter;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RepoError {
@@ -68,6 +68,31 @@ impl Repo {
             gix::hash::Kind::Sha1 => Ok(()),
             other => Err(RepoError::Sha256(other.to_string())),
         }
+    }
+
+    /// Whether the repository holds no object at all (a fresh clone): then no object needs
+    /// looking up, which on a large history spares a probe of the loose objects per version.
+    pub fn is_empty(&self) -> bool {
+        let objects = self.repo.objects.store_ref().path().to_path_buf();
+        if objects.join("info/alternates").exists() {
+            return false;
+        }
+        let any = |dir: &Path, keep: &dyn Fn(&str) -> bool| {
+            std::fs::read_dir(dir).is_ok_and(|entries| {
+                entries
+                    .flatten()
+                    .any(|e| keep(&e.file_name().to_string_lossy()))
+            })
+        };
+        let is_pack_index = |n: &str| n.ends_with(".idx");
+        let is_loose_dir = |n: &str| n.len() == 2 && n.bytes().all(|b| b.is_ascii_hexdigit());
+        !any(&objects.join("pack"), &is_pack_index)
+            && !std::fs::read_dir(&objects).is_ok_and(|entries| {
+                entries.flatten().any(|e| {
+                    is_loose_dir(&e.file_name().to_string_lossy())
+                        && any(&e.path(), &|_: &str| true)
+                })
+            })
     }
 
     pub fn has(&self, id: &ObjectId) -> bool {
@@ -158,54 +183,100 @@ impl Repo {
             .collect()
     }
 
-    /// Writes `objects` as one pack, with its index, into the repository's object store: the
-    /// pack first, then the index that makes Git see it, each renamed into place when complete.
-    /// Temporary files a killed fetch left (this host, a process that no longer exists) are
-    /// removed first; returns a note for each.
-    pub fn write_pack(&self, objects: &[Object]) -> Result<Vec<String>, RepoError> {
-        let pack_dir = self.repo.objects.store_ref().path().join("pack");
-        let notes = remove_stale_temporaries(&pack_dir);
-        if objects.is_empty() {
-            return Ok(notes);
+    /// A pack file to write fetched objects into, as they are made: a temporary file in the
+    /// repository's `objects/pack/`, removed unless [`Repo::install_pack`] takes it.
+    pub fn pack_writer(&self) -> Result<PackWriter, RepoError> {
+        let pack_dir = self.pack_dir();
+        std::fs::create_dir_all(&pack_dir).map_err(|e| self.write_error(e))?;
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tmp = pack_dir.join(temporary_name(&format!("pack{n}")));
+        PackWriter::create(&tmp).map_err(|e| self.write_error(e))
+    }
+
+    /// Completes a pack and makes Git see it: the pack renamed into place first, then its
+    /// index, each complete on disk before its rename. Returns how many objects it holds.
+    pub fn install_pack(&self, writer: PackWriter) -> Result<usize, RepoError> {
+        if writer.is_empty() {
+            return Ok(0); // dropping the writer removes its file
         }
-        let err = |message: String| RepoError::Write {
-            path: pack_dir.clone(),
-            message,
-        };
-        std::fs::create_dir_all(&pack_dir).map_err(|e| err(e.to_string()))?;
-        let pack = encode_pack(objects).map_err(|e| err(e.to_string()))?;
+        crate::testhook::stop_at(crate::testhook::Point::WritingPack);
+        let pack = writer.finish().map_err(|e| self.write_error(e))?;
+        let pack_dir = self.pack_dir();
         let name = format!("pack-{}", crate::pack::hex(&pack.checksum));
-        // tmp_ as Git's own temporary files (git gc removes old ones); whose they are after it.
-        let tmp = |ext: &str| {
-            pack_dir.join(format!(
-                "tmp_{name}_{}_{}.{ext}",
-                std::process::id(),
-                host_tag()
-            ))
-        };
-        let write = |ext: &str, bytes: &[u8]| -> std::io::Result<()> {
-            let path = tmp(ext);
-            let mut f = std::fs::File::create(&path)?;
-            let result = (|| {
-                if ext == "pack" {
-                    f.write_all(&bytes[..bytes.len() / 2])?;
-                    f.sync_all()?;
-                    crate::testhook::stop_at(crate::testhook::Point::WritingPack);
-                    f.write_all(&bytes[bytes.len() / 2..])?;
-                } else {
-                    f.write_all(bytes)?;
-                }
-                f.sync_all()?;
-                std::fs::rename(&path, pack_dir.join(format!("{name}.{ext}")))
-            })();
-            if result.is_err() {
-                let _ = std::fs::remove_file(&path);
+        let tmp_idx = pack_dir.join(temporary_name(&format!("{name}.idx")));
+        let installed = (|| -> std::io::Result<()> {
+            let mut f = std::fs::File::create(&tmp_idx)?;
+            f.write_all(&pack.index)?;
+            f.sync_all()?;
+            std::fs::rename(&pack.path, pack_dir.join(format!("{name}.pack")))?;
+            std::fs::rename(&tmp_idx, pack_dir.join(format!("{name}.idx")))
+        })();
+        if let Err(e) = installed {
+            for leftover in [&pack.path, &tmp_idx] {
+                let _ = std::fs::remove_file(leftover);
             }
-            result
-        };
-        write("pack", &pack.data).map_err(|e| err(e.to_string()))?;
-        write("idx", &pack.index()).map_err(|e| err(e.to_string()))?;
-        Ok(notes)
+            return Err(self.write_error(e));
+        }
+        Ok(pack.objects)
+    }
+
+    /// Completes a pack of objects no fetch took, and keeps it in `dir` (pack and index) for
+    /// the next fetch ([`Repo::install_kept`]): `git ls-remote` reads the versions a fetch
+    /// would, and need not make the fetch read them again.
+    pub fn keep_pack(&self, writer: PackWriter, dir: &Path) -> Result<(), RepoError> {
+        if writer.is_empty() {
+            return Ok(());
+        }
+        let pack = writer.finish().map_err(|e| self.write_error(e))?;
+        let name = format!("pack-{}", crate::pack::hex(&pack.checksum));
+        let kept = (|| -> std::io::Result<()> {
+            std::fs::create_dir_all(dir)?;
+            let tmp = dir.join(format!("tmp_{name}.idx"));
+            std::fs::write(&tmp, &pack.index)?;
+            std::fs::rename(&pack.path, dir.join(format!("{name}.pack")))?;
+            std::fs::rename(&tmp, dir.join(format!("{name}.idx")))
+        })();
+        if kept.is_err() {
+            let _ = std::fs::remove_file(&pack.path);
+        }
+        kept.map_err(|e| self.write_error(e))
+    }
+
+    /// Moves packs kept by [`Repo::keep_pack`] into the object store (each pack, then its
+    /// index). Returns how many objects they hold.
+    pub fn install_kept(&self, packs: &[PathBuf]) -> Result<(), RepoError> {
+        let pack_dir = self.pack_dir();
+        for idx in packs {
+            let (Some(name), Some(from)) = (idx.file_stem(), idx.parent()) else {
+                continue;
+            };
+            let name = name.to_string_lossy();
+            let moved = std::fs::rename(
+                from.join(format!("{name}.pack")),
+                pack_dir.join(format!("{name}.pack")),
+            )
+            .and_then(|()| std::fs::rename(idx, pack_dir.join(format!("{name}.idx"))));
+            moved.map_err(|e| self.write_error(e))?;
+        }
+        Ok(())
+    }
+
+    /// Removes temporary pack files a killed fetch left (this host, a process that no longer
+    /// exists); returns a note for each.
+    pub fn remove_killed_fetch_temporaries(&self) -> Vec<String> {
+        remove_stale_temporaries(&self.pack_dir())
+    }
+
+    fn pack_dir(&self) -> PathBuf {
+        self.repo.objects.store_ref().path().join("pack")
+    }
+
+    fn write_error(&self, e: std::io::Error) -> RepoError {
+        RepoError::Write {
+            path: self.pack_dir(),
+            message: e.to_string(),
+        }
     }
 }
 
@@ -219,8 +290,14 @@ fn host_tag() -> String {
         .collect()
 }
 
-/// Removes `tmp_pack-<sha1>_<pid>_<host>.{pack,idx}` files of this host whose process no
-/// longer exists: a fetch killed while writing. Git's own temporary files are left to Git.
+/// `tmp_fdl_<pid>_<host>_<what>`: `tmp_` as Git's own temporary files (git gc removes old
+/// ones); whose they are after it, so that a later fetch can tell one a killed fetch left.
+fn temporary_name(what: &str) -> String {
+    format!("tmp_fdl_{}_{}_{what}", std::process::id(), host_tag())
+}
+
+/// Removes `tmp_fdl_<pid>_<host>_*` files of this host whose process no longer exists: a
+/// fetch killed while writing. Git's own temporary files are left to Git.
 fn remove_stale_temporaries(pack_dir: &Path) -> Vec<String> {
     let Ok(entries) = std::fs::read_dir(pack_dir) else {
         return Vec::new();
@@ -245,13 +322,10 @@ fn remove_stale_temporaries(pack_dir: &Path) -> Vec<String> {
 
 /// The pid in a temporary pack file this helper names, if it is of `host` and dead.
 fn stale_pid(name: &str, host: &str) -> Option<i32> {
-    let rest = name.strip_prefix("tmp_pack-")?;
-    let stem = rest
-        .strip_suffix(".pack")
-        .or_else(|| rest.strip_suffix(".idx"))?;
-    let mut parts = stem.splitn(3, '_');
-    let (hash, pid, file_host) = (parts.next()?, parts.next()?, parts.next()?);
-    if hash.len() != 40 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) || file_host != host {
+    let rest = name.strip_prefix("tmp_fdl_")?;
+    let mut parts = rest.splitn(3, '_');
+    let (pid, file_host, _what) = (parts.next()?, parts.next()?, parts.next()?);
+    if file_host != host {
         return None;
     }
     let pid: i32 = pid.parse().ok().filter(|p| *p > 0)?;

@@ -19,3 +19,4 @@ mod reliability;
 mod signatures;
 mod stores;
 mod submodules;
+mod waves;

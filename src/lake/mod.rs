@@ -15,17 +15,28 @@ pub use files::FdlConfig;
 pub use names::{check_ref_name, check_writable_ref, printable, VersionId};
 pub use record::VersionRecord;
 
-use crate::store::{Store, StoreError, Token, Versioned, WriteError, WriteMode};
+use std::collections::HashMap;
+
+use crate::store::{Listed, Store, StoreError, Token, Versioned, WriteError, WriteMode};
 
 /// Size limits: a hostile lake cannot make the helper read a huge file.
 pub const SMALL_FILE_LIMIT: u64 = 1 << 20;
 pub const REFS_JSON_LIMIT: u64 = 64 << 20;
 pub const VERSION_JSON_LIMIT: u64 = 16 << 20;
 pub const DATASET_JSON_LIMIT: u64 = 64 << 20;
+/// Names a listing is split at: one range per this many names remembered, fewer than a
+/// page holds (1000), so that each range takes one request even after some refs are added.
+const LIST_SPLIT: usize = 900;
+
+/// Refs (name, version and file token, sorted by name) and what to remember of their files:
+/// `name -> (etag, version)`.
+pub type RefsSeen = (
+    Vec<(String, VersionId, Token)>,
+    HashMap<String, (String, VersionId)>,
+);
+
 /// A signature file larger than this is not read.
 pub const SIGNATURE_LIMIT: u64 = 64 << 10;
-/// Independent reads in flight at once.
-pub const CONCURRENCY: usize = 48;
 
 /// What is wrong with a lake, naming the lake and the ref or version at fault.
 #[derive(Debug, thiserror::Error)]
@@ -148,15 +159,29 @@ pub struct Lake {
     pub store: Store,
     pub config: FdlConfig,
     warnings: Arc<Mutex<Vec<String>>>,
+    read_ahead: Arc<Mutex<ReadAhead>>,
+}
+
+/// Files read with `fdl.json`, each handed out once (a later read asks the store again).
+#[derive(Debug, Default)]
+struct ReadAhead {
+    head: Option<Result<Option<Bytes>, StoreError>>,
+    refs_json: Option<Result<Option<Versioned>, StoreError>>,
 }
 
 impl Lake {
     /// Opens a lake: reads and checks `fdl.json`.
+    ///
+    /// `HEAD` and `refs.json` are read alongside it: every listing needs `HEAD`, and a push (or
+    /// a store that cannot list) `refs.json`, so neither costs a round trip of its own later.
     pub async fn open(store: Store) -> Result<Lake, LakeError> {
         let lake = store.url().to_string();
-        let raw = store
-            .get("fdl.json", SMALL_FILE_LIMIT)
-            .await
+        let (raw, head, refs_json) = futures::join!(
+            store.get("fdl.json", SMALL_FILE_LIMIT),
+            store.get("HEAD", SMALL_FILE_LIMIT),
+            store.get_versioned("refs.json", REFS_JSON_LIMIT)
+        );
+        let raw = raw
             .map_err(|source| LakeError::Store {
                 lake: lake.clone(),
                 source,
@@ -167,6 +192,10 @@ impl Lake {
             store,
             config,
             warnings: Default::default(),
+            read_ahead: Arc::new(Mutex::new(ReadAhead {
+                head: Some(head),
+                refs_json: Some(refs_json),
+            })),
         })
     }
 
@@ -200,12 +229,12 @@ impl Lake {
 
     /// The branch `HEAD` names. A lake without `HEAD` is read as if it said `refs/heads/main`.
     pub async fn head(&self) -> Result<String, LakeError> {
-        match self
-            .store
-            .get("HEAD", SMALL_FILE_LIMIT)
-            .await
-            .map_err(|e| self.store_err(e))?
-        {
+        let ahead = self.read_ahead.lock().expect("read-ahead lock").head.take();
+        let raw = match ahead {
+            Some(r) => r,
+            None => self.store.get("HEAD", SMALL_FILE_LIMIT).await,
+        };
+        match raw.map_err(|e| self.store_err(e))? {
             None => Ok("refs/heads/main".to_string()),
             Some(raw) => files::parse_head(&raw).map_err(|why| LakeError::BadHead {
                 lake: self.name(),
@@ -217,13 +246,19 @@ impl Lake {
     /// Every branch and tag with the version it holds, sorted by name. Read from the ref files
     /// where the store lists, else from `refs.json`. `refs/requests/` and other refs are skipped.
     pub async fn refs(&self) -> Result<Vec<(String, VersionId)>, LakeError> {
-        let mut out = if self.store.can_list() {
+        let out = if self.store.can_list() {
             self.refs_from_files().await?
         } else {
             self.refs_from_json().await?
         };
-        out.sort();
-        let (kept, dropped) = without_conflicts(out);
+        Ok(self.git_compatible(out))
+    }
+
+    /// Refs sorted by name, without those Git cannot hold beside another (`a` and `a/b`: the
+    /// shortest is kept), each left out named in a warning.
+    fn git_compatible<T>(&self, mut refs: Vec<(String, T)>) -> Vec<(String, T)> {
+        refs.sort_by(|a, b| a.0.cmp(&b.0));
+        let (kept, dropped) = without_conflicts(refs);
         for (name, kept_instead) in dropped {
             self.warn(format!(
                 "lake '{}': {} and {} cannot both be refs in Git; showing {} only \
@@ -234,7 +269,7 @@ impl Lake {
                 printable(&kept_instead)
             ));
         }
-        Ok(kept)
+        kept
     }
 
     async fn refs_from_files(&self) -> Result<Vec<(String, VersionId)>, LakeError> {
@@ -248,47 +283,7 @@ impl Lake {
 
     /// Every branch and tag from the ref files, with each file's version token (for pushes).
     pub async fn refs_versioned(&self) -> Result<Vec<(String, VersionId, Token)>, LakeError> {
-        let listed = match self.store.list("refs/").await {
-            Ok(f) => f,
-            // A stray key elsewhere under refs/ (the host's requests, say) must not hide the
-            // branches and tags: list those two folders on their own.
-            Err(StoreError::InvalidKey { .. }) => {
-                let (heads, tags) = futures::join!(
-                    self.store.list("refs/heads/"),
-                    self.store.list("refs/tags/")
-                );
-                let mut all = heads.map_err(|e| self.store_err(e))?;
-                let tags = tags.map_err(|e| self.store_err(e))?;
-                all.files.extend(tags.files);
-                all.skipped.extend(tags.skipped);
-                all
-            }
-            Err(e) => return Err(self.store_err(e)),
-        };
-        let is_ref = |f: &str| f.starts_with("refs/heads/") || f.starts_with("refs/tags/");
-        for (path, why) in &listed.skipped {
-            if is_ref(path) && !is_writer_file(path) {
-                self.warn(format!(
-                    "lake '{}': ignoring {}: {why}",
-                    self.name(),
-                    printable(path)
-                ));
-            }
-        }
-        let mut names = Vec::new();
-        for f in listed.files {
-            if !is_ref(&f) || is_writer_file(&f) {
-                continue;
-            }
-            match check_ref_name(&f) {
-                Ok(()) => names.push(f),
-                Err(why) => self.warn(format!(
-                    "lake '{}': ignoring {}: {why}",
-                    self.name(),
-                    printable(&f)
-                )),
-            }
-        }
+        let (names, _) = self.ref_names(&HashMap::new()).await?;
         let mut out: Vec<(String, VersionId, Token)> = futures::stream::iter(names)
             .map(|name| async move {
                 let got = self
@@ -305,7 +300,7 @@ impl Lake {
                 })?;
                 Ok(Some((name, id, got.token)))
             })
-            .buffer_unordered(CONCURRENCY)
+            .buffer_unordered(self.store.concurrency())
             .try_filter_map(|x| async move { Ok(x) })
             .try_collect()
             .await?;
@@ -313,11 +308,140 @@ impl Lake {
         Ok(out)
     }
 
+    /// Every branch and tag, reading only the ref files whose ETag in the listing differs from
+    /// what `known` remembers (`name -> (etag, version)`); returns the refs and what to
+    /// remember next time. Stores that give no ETags read every ref file.
+    pub async fn refs_remembered(
+        &self,
+        known: &HashMap<String, (String, VersionId)>,
+    ) -> Result<RefsSeen, LakeError> {
+        if !self.store.can_list() {
+            let refs = self.refs().await?;
+            let refs = refs.into_iter().map(|(n, v)| (n, v, Token::default()));
+            return Ok((refs.collect(), HashMap::new()));
+        }
+        let (names, e_tags) = self.ref_names(known).await?;
+        let e_tags = &e_tags;
+        let reads = names.into_iter().map(|name| async move {
+            let listed = e_tags.get(&name);
+            if let Some((tag, v)) = known.get(&name).filter(|(t, _)| Some(t) == listed) {
+                let token = Token {
+                    e_tag: Some(tag.clone()),
+                    version: None,
+                };
+                return Ok(Some((name, v.clone(), token)));
+            }
+            let got = self
+                .store
+                .get_versioned(&name, SMALL_FILE_LIMIT)
+                .await
+                .map_err(|e| self.store_err(e))?;
+            let Some(got) = got else { return Ok(None) };
+            let id = files::parse_ref_value(&got.bytes).map_err(|why| LakeError::BadRef {
+                lake: self.name(),
+                name: name.clone(),
+                why,
+            })?;
+            Ok(Some((name, id, got.token)))
+        });
+        let got: Vec<_> = futures::stream::iter(reads)
+            .buffer_unordered(self.store.concurrency())
+            .try_filter_map(|x| async move { Ok(x) })
+            .try_collect()
+            .await?;
+        let mut refs = Vec::with_capacity(got.len());
+        let mut remember = HashMap::new();
+        for (name, v, token) in got {
+            if let Some(tag) = &token.e_tag {
+                remember.insert(name.clone(), (tag.clone(), v.clone()));
+            }
+            refs.push((name, (v, token)));
+        }
+        let refs = self.git_compatible(refs);
+        Ok((
+            refs.into_iter().map(|(n, (v, t))| (n, v, t)).collect(),
+            remember,
+        ))
+    }
+
+    /// The names of the ref files under `refs/heads/` and `refs/tags/`, with their ETags;
+    /// warns about entries passed over. Both folders are listed side by side, each in ranges
+    /// split at the names `known` holds, so that many refs cost one round trip.
+    async fn ref_names(
+        &self,
+        known: &HashMap<String, (String, VersionId)>,
+    ) -> Result<(Vec<String>, HashMap<String, String>), LakeError> {
+        let mut sorted: Vec<&String> = known.keys().collect();
+        sorted.sort();
+        let listing = |prefix: &'static str| {
+            let splits: Vec<String> = sorted
+                .iter()
+                .filter(|n| n.starts_with(prefix))
+                .skip(LIST_SPLIT - 1)
+                .step_by(LIST_SPLIT)
+                .map(|n| n.to_string())
+                .collect();
+            self.list_split(prefix, splits)
+        };
+        let (heads, tags) = futures::join!(listing("refs/heads/"), listing("refs/tags/"));
+        let (mut listed, tags) = (heads?, tags?);
+        listed.files.extend(tags.files);
+        listed.skipped.extend(tags.skipped);
+        listed.e_tags.extend(tags.e_tags);
+        for (path, why) in &listed.skipped {
+            if !is_writer_file(path) {
+                self.warn(format!(
+                    "lake '{}': ignoring {}: {why}",
+                    self.name(),
+                    printable(path)
+                ));
+            }
+        }
+        let mut names = Vec::new();
+        for f in listed.files {
+            if is_writer_file(&f) {
+                continue;
+            }
+            match check_ref_name(&f) {
+                Ok(()) => names.push(f),
+                Err(why) => self.warn(format!(
+                    "lake '{}': ignoring {}: {why}",
+                    self.name(),
+                    printable(&f)
+                )),
+            }
+        }
+        Ok((names, listed.e_tags))
+    }
+
+    /// Lists `prefix` in ranges split at `splits` (sorted paths; each ends a range), side
+    /// by side.
+    async fn list_split(&self, prefix: &str, splits: Vec<String>) -> Result<Listed, LakeError> {
+        let mut bounds: Vec<Option<&str>> = vec![None];
+        bounds.extend(splits.iter().map(|s| Some(s.as_str())));
+        bounds.push(None);
+        let ranges = bounds.windows(2).map(|w| {
+            let (after, until) = (w[0], w[1]);
+            async move { self.store.list_range(prefix, after, until, None).await }
+        });
+        let parts = futures::future::try_join_all(ranges)
+            .await
+            .map_err(|e| self.store_err(e))?;
+        let mut all = Listed::default();
+        for part in parts {
+            all.files.extend(part.files);
+            all.skipped.extend(part.skipped);
+            all.e_tags.extend(part.e_tags);
+        }
+        all.files.dedup();
+        Ok(all)
+    }
+
     async fn refs_from_json(&self) -> Result<Vec<(String, VersionId)>, LakeError> {
         let raw = self
-            .store
-            .get("refs.json", REFS_JSON_LIMIT)
+            .refs_json_raw()
             .await
+            .map(|v| v.map(|v| v.bytes))
             .map_err(|e| LakeError::BadRefsJson {
                 lake: self.name(),
                 why: match e {
@@ -357,10 +481,26 @@ impl Lake {
 
     /// `refs.json` as it is now, with its version token; `None` if there is none.
     pub async fn refs_json_versioned(&self) -> Result<Option<Versioned>, LakeError> {
-        self.store
-            .get_versioned("refs.json", REFS_JSON_LIMIT)
-            .await
-            .map_err(|e| self.store_err(e))
+        self.refs_json_raw().await.map_err(|e| self.store_err(e))
+    }
+
+    /// Lets go of `refs.json` read with `fdl.json`, when no push will use it.
+    pub fn forget_read_ahead(&self) {
+        self.read_ahead.lock().expect("read-ahead lock").refs_json = None;
+    }
+
+    /// `refs.json` as read with `fdl.json` the first time, from the store afterwards.
+    async fn refs_json_raw(&self) -> Result<Option<Versioned>, StoreError> {
+        let ahead = self
+            .read_ahead
+            .lock()
+            .expect("read-ahead lock")
+            .refs_json
+            .take();
+        match ahead {
+            Some(r) => r,
+            None => self.store.get_versioned("refs.json", REFS_JSON_LIMIT).await,
+        }
     }
 
     /// Writes the ref file `name` (a full ref name, which is its path) to hold `version`, on
@@ -389,7 +529,7 @@ impl Lake {
         let folders: Vec<String> = (3..parts.len()).map(|i| parts[..i].join("/")).collect();
         let found: Vec<bool> = futures::stream::iter(&folders)
             .map(|f| self.store.is_file(f))
-            .buffered(CONCURRENCY)
+            .buffered(self.store.concurrency())
             .try_collect()
             .await?;
         if let Some(i) = found.iter().position(|f| *f) {
@@ -419,29 +559,6 @@ impl Lake {
         mode: &WriteMode,
     ) -> Result<Token, WriteError> {
         self.store.put("refs.json", bytes, mode).await
-    }
-
-    /// A version's `version.json.sig`, if it has one.
-    pub async fn read_signature(&self, id: &VersionId) -> Result<Option<Bytes>, LakeError> {
-        self.store
-            .get(&format!("versions/{id}/version.json.sig"), SIGNATURE_LIMIT)
-            .await
-            .map_err(|e| self.store_err(e))
-    }
-
-    /// The `version.json.sig` of each version, read concurrently.
-    pub async fn read_signatures(
-        &self,
-        ids: impl Iterator<Item = VersionId>,
-    ) -> Result<std::collections::HashMap<VersionId, Option<Bytes>>, LakeError> {
-        futures::stream::iter(ids)
-            .map(|v| async move {
-                let sig = self.read_signature(&v).await?;
-                Ok((v, sig))
-            })
-            .buffer_unordered(CONCURRENCY)
-            .try_collect()
-            .await
     }
 
     /// Reads a version's record and `dataset.json` concurrently. `None` if it has no record.
@@ -487,6 +604,74 @@ impl Lake {
             .map_err(|e| self.store_err(e))
     }
 
+    /// The versions under `versions/` (after `after`, if given) that have a record, and for
+    /// each whether it has a `dataset.json` (`None` where the store lists folders only). A
+    /// cloud store is listed a first page, then, when there is more, in ranges side by side:
+    /// version IDs are mostly time-ordered UUIDs, so the ranges split the IDs between the
+    /// first page's last and `newest` evenly, as many as the first page's density suggests.
+    pub async fn list_versions(
+        &self,
+        after: Option<&VersionId>,
+        newest: Option<&VersionId>,
+    ) -> Result<Vec<(VersionId, Option<bool>)>, LakeError> {
+        if self.store.is_local() {
+            let ids = self.version_ids().await?;
+            return Ok(ids
+                .into_iter()
+                .filter(|v| after.is_none_or(|a| v > a))
+                .map(|v| (v, None))
+                .collect());
+        }
+        let start = after.map(|a| format!("versions/{a}"));
+        let first = self
+            .store
+            .list_range("versions/", start.as_deref(), None, Some(LIST_PAGE))
+            .await
+            .map_err(|e| self.store_err(e))?;
+        let mut found = VersionFiles::default();
+        if !first.more {
+            found.add(&first.files);
+            return Ok(found.complete(after));
+        }
+        let ids: Vec<VersionId> = first
+            .files
+            .iter()
+            .filter_map(|f| version_of_key(f))
+            .collect();
+        let mut bounds: Vec<Option<String>> = match (ids.first(), ids.last()) {
+            (Some(first_id), Some(last_id)) => {
+                // The first page's last version may be cut in two: the ranges list it again.
+                found.add(
+                    first
+                        .files
+                        .iter()
+                        .filter(|f| version_of_key(f).as_ref() != Some(last_id)),
+                );
+                let splits = range_splits(first_id, last_id, newest, first.files.len());
+                let mut b = vec![Some(format!("versions/{last_id}"))];
+                b.extend(splits.into_iter().map(|s| Some(format!("versions/{s}"))));
+                b
+            }
+            _ => vec![first.files.last().cloned()],
+        };
+        bounds.push(None);
+        let ranges = bounds.windows(2).map(|w| {
+            let (after, until) = (w[0].clone(), w[1].clone());
+            async move {
+                self.store
+                    .list_range("versions/", after.as_deref(), until.as_deref(), None)
+                    .await
+            }
+        });
+        let parts = futures::future::try_join_all(ranges)
+            .await
+            .map_err(|e| self.store_err(e))?;
+        for part in parts {
+            found.add(&part.files);
+        }
+        Ok(found.complete(after))
+    }
+
     /// The IDs of every folder under `versions/` (complete or not). Folders whose names are not
     /// version IDs are ignored.
     pub async fn version_ids(&self) -> Result<Vec<VersionId>, LakeError> {
@@ -502,6 +687,88 @@ impl Lake {
     }
 }
 
+/// Files seen in a listing of `versions/`, by version.
+#[derive(Default)]
+struct VersionFiles {
+    /// Per version: has `version.json`, has `dataset.json`.
+    seen: std::collections::BTreeMap<VersionId, (bool, bool)>,
+}
+
+impl VersionFiles {
+    fn add<'a>(&mut self, keys: impl IntoIterator<Item = &'a String>) {
+        for key in keys {
+            let Some(id) = version_of_key(key) else {
+                continue;
+            };
+            let file = key.rsplit('/').next().unwrap_or("");
+            let depth = key.matches('/').count();
+            let entry = self.seen.entry(id).or_default();
+            match file {
+                "version.json" if depth == 2 => entry.0 = true,
+                "dataset.json" if depth == 2 => entry.1 = true,
+                _ => {}
+            }
+        }
+    }
+
+    /// Versions with a record (others are being written), after `after`.
+    fn complete(self, after: Option<&VersionId>) -> Vec<(VersionId, Option<bool>)> {
+        self.seen
+            .into_iter()
+            .filter(|(v, (record, _))| *record && after.is_none_or(|a| v > a))
+            .map(|(v, (_, dataset))| (v, Some(dataset)))
+            .collect()
+    }
+}
+
+/// The version a key below `versions/` belongs to, if its folder is named by a version ID.
+fn version_of_key(key: &str) -> Option<VersionId> {
+    let folder = key.strip_prefix("versions/")?.split('/').next()?;
+    VersionId::parse(folder)
+        .ok()
+        .filter(|v| v.as_str() == folder)
+}
+
+/// The first 16 hex digits of a version ID as a number (a UUIDv7's time and a little more).
+fn id_number(id: &VersionId) -> u64 {
+    let hex: String = id.as_str().chars().filter(|c| *c != '-').take(16).collect();
+    u64::from_str_radix(&hex, 16).unwrap_or(0)
+}
+
+/// How many ranges at most a listing is split into.
+const MAX_RANGES: u64 = 64;
+
+/// Files a cloud listing returns a request.
+const LIST_PAGE: usize = 1000;
+
+/// Split points (ID prefixes, sorted) for listing the rest of `versions/` after `last`: as
+/// many ranges as pages the rest should take, judging by the density of the first page
+/// (`files` files from `first` to `last`), up to `newest` (the last range is open-ended).
+fn range_splits(
+    first: &VersionId,
+    last: &VersionId,
+    newest: Option<&VersionId>,
+    files: usize,
+) -> Vec<String> {
+    let (lo, hi) = (id_number(first), id_number(last));
+    let Some(top) = newest.map(id_number).filter(|t| *t > hi) else {
+        return Vec::new();
+    };
+    let span = (hi - lo).max(1) as u128;
+    let rest = ((top - hi) as u128 * files as u128 / span) as u64;
+    let ranges = rest.div_ceil(LIST_PAGE as u64 * 4 / 5).clamp(1, MAX_RANGES);
+    (1..ranges)
+        .map(|i| {
+            let n = hi + ((top - hi) as u128 * i as u128 / ranges as u128) as u64;
+            format!(
+                "{:08x}-{:04x}-{:04x}",
+                n >> 32,
+                (n >> 16) & 0xffff,
+                n & 0xffff
+            )
+        })
+        .collect()
+}
 #[cfg(test)]
 mod tests {
     use super::without_conflicts;

@@ -56,7 +56,15 @@ impl LocalDir {
                 continue;
             }
             match std::fs::symlink_metadata(&path) {
-                Ok(m) if m.file_type().is_symlink() => return self.resolve_symlinked(rel),
+                Ok(m) if m.file_type().is_symlink() => {
+                    // An error names the symlink, not the path asked for below it.
+                    return self.resolve_symlinked(rel).map_err(|e| match e {
+                        StoreError::OutsideRoot { .. } => StoreError::OutsideRoot {
+                            path: parts[..=i].join("/"),
+                        },
+                        other => other,
+                    });
+                }
                 Ok(m) if m.is_dir() && !is_last => {
                     self.checked.lock().expect("lock").insert(path.clone());
                 }
@@ -149,6 +157,14 @@ impl LocalDir {
         Ok(self.read(rel, limit)?.map(|(bytes, meta)| {
             let token = file_token(&meta, &bytes);
             (bytes, token)
+        }))
+    }
+
+    /// Opens the regular file at `rel` for [`OpenFile::read_all`], its size known first.
+    pub fn open_for_read(&self, rel: &str) -> Result<Option<OpenFile>, StoreError> {
+        Ok(self.open_file(rel)?.map(|(file, meta)| OpenFile {
+            file,
+            len: meta.len(),
         }))
     }
 
@@ -277,12 +293,51 @@ impl LocalDir {
     }
 }
 
+/// A file opened for reading, with its size as `fstat` gave it.
+pub struct OpenFile {
+    file: std::fs::File,
+    len: u64,
+}
+
+impl OpenFile {
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Reads the whole file in as few reads as it takes. Lake files are written whole and
+    /// renamed into place, so an open file does not grow; more than `limit` bytes is refused.
+    pub fn read_all(mut self, rel: &str, limit: u64) -> Result<Vec<u8>, StoreError> {
+        let mut buf = vec![0u8; self.len.min(limit) as usize];
+        let mut filled = 0;
+        while filled < buf.len() {
+            match self
+                .file
+                .read(&mut buf[filled..])
+                .map_err(|e| io_error(rel, e))?
+            {
+                0 => break,
+                n => filled += n,
+            }
+        }
+        buf.truncate(filled);
+        Ok(buf)
+    }
+}
+
 /// What a listing found and did not list.
 #[derive(Debug, Default)]
 pub struct Listed {
     pub files: Vec<String>,
     /// Entries passed over (printable path, why), for the caller to warn about.
     pub skipped: Vec<(String, &'static str)>,
+    /// Each file's ETag, where the store's listing gives one (cloud stores).
+    pub e_tags: std::collections::HashMap<String, String>,
+    /// The listing stopped at the most files asked for: there may be more after the last.
+    pub more: bool,
 }
 
 impl Listed {

@@ -7,6 +7,7 @@ mod diagnose;
 pub mod local;
 pub mod local_write;
 mod lock;
+pub mod throttle;
 pub mod url;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -145,6 +146,59 @@ pub struct Store {
     url: StoreUrl,
     pub stats: Arc<Stats>,
     trace: bool,
+    budget: Budget,
+    concurrency: usize,
+    gate: Arc<throttle::Gate>,
+}
+
+/// The store option (`remote.<name>.fdlConcurrency` in Git's configuration) that sets how many
+/// requests are in flight at once.
+pub const CONCURRENCY_OPTION: &str = "fdl_concurrency";
+
+/// Requests in flight at once on a cloud store unless configured: a round trip there costs
+/// tens of milliseconds, so only many at once make reading thousands of files quick.
+pub const DEFAULT_CONCURRENCY: usize = 256;
+
+/// Reads in flight at once in a local folder (they are synchronous: this only spreads them).
+const LOCAL_CONCURRENCY: usize = 48;
+
+/// The most requests a configuration may put in flight.
+const MAX_CONCURRENCY: usize = 4096;
+
+/// The bytes of files read and not yet let go, across every read of a store: a fixed budget,
+/// whatever the number and size of the files (docs/git-remote-fdl.md, LIMITS).
+pub const MEMORY_BUDGET: u32 = 128 << 20;
+
+/// A semaphore counting bytes: a read waits until its file's size fits in what is left.
+#[derive(Debug, Clone)]
+pub struct Budget {
+    bytes: Arc<tokio::sync::Semaphore>,
+    total: u32,
+}
+
+impl Budget {
+    pub fn new(total: u32) -> Budget {
+        Budget {
+            bytes: Arc::new(tokio::sync::Semaphore::new(total as usize)),
+            total,
+        }
+    }
+
+    /// Waits for room for `size` bytes (a file larger than the whole budget takes all of it).
+    pub async fn reserve(&self, size: u64) -> tokio::sync::OwnedSemaphorePermit {
+        let n = size.min(u64::from(self.total)) as u32;
+        self.bytes
+            .clone()
+            .acquire_many_owned(n)
+            .await
+            .expect("the budget's semaphore is never closed")
+    }
+}
+
+/// A file's bytes with their share of the budget, given back when this is dropped.
+pub struct Held {
+    pub bytes: Bytes,
+    _room: tokio::sync::OwnedSemaphorePermit,
 }
 
 /// The longest key S3, GCS and Azure all accept, in bytes: a longer write is refused before
@@ -158,10 +212,15 @@ impl Store {
     /// Opens the store a URL names, with object_store configuration `options` (`key`, `value`)
     /// added to what the environment gives.
     pub fn open(url: &StoreUrl, options: &[(String, String)]) -> Result<Store, StoreError> {
+        let (own, options): (Vec<_>, Vec<_>) = options
+            .iter()
+            .cloned()
+            .partition(|(k, _)| k == CONCURRENCY_OPTION);
+        let concurrency = concurrency_of(url, &own)?;
         let (backend, deleter) = match url {
             StoreUrl::Local(path) => (Backend::Local(LocalDir::open(path)?), None),
             _ => {
-                let (store, prefix, deleter) = url::build_remote(url, options)?;
+                let (store, prefix, deleter) = url::build_remote(url, &options)?;
                 (Backend::Remote(store, prefix), deleter)
             }
         };
@@ -171,11 +230,30 @@ impl Store {
             url: url.clone(),
             stats: Arc::new(Stats::default()),
             trace: crate::trace::enabled(),
+            budget: Budget::new(MEMORY_BUDGET),
+            concurrency,
+            gate: Arc::new(throttle::Gate::new(concurrency)),
         })
+    }
+
+    /// How many requests to keep in flight at once.
+    pub fn concurrency(&self) -> usize {
+        self.concurrency
     }
 
     pub fn url(&self) -> &StoreUrl {
         &self.url
+    }
+
+    /// A folder on this machine: requests cost microseconds, not round trips.
+    pub fn is_local(&self) -> bool {
+        matches!(self.backend, Backend::Local(_))
+    }
+
+    /// Whether a write on condition can name an object's version by the ETag a listing gives
+    /// (S3 and Azure compare ETags; GCS compares generations, which listings do not give).
+    pub fn etag_conditions(&self) -> bool {
+        matches!(self.url, StoreUrl::S3(_) | StoreUrl::Azure(_))
     }
 
     /// Plain HTTP cannot list: readers use `refs.json` there.
@@ -239,82 +317,185 @@ impl Store {
 
     /// Reads a whole file, `None` when there is none; refuses files over `limit` bytes.
     pub async fn get(&self, rel: &str, limit: u64) -> Result<Option<Bytes>, StoreError> {
+        Ok(self.get_held(rel, limit).await?.map(|h| h.bytes))
+    }
+
+    /// Like [`Store::get`], holding the file's size in the memory budget until the result is
+    /// dropped: the read waits for room before it reads the file's content.
+    pub async fn get_held(&self, rel: &str, limit: u64) -> Result<Option<Held>, StoreError> {
         check_rel(rel)?;
         self.stats.get.fetch_add(1, Ordering::Relaxed);
+        let too_large = || StoreError::TooLarge {
+            path: rel.to_string(),
+            limit,
+        };
         let result = match &self.backend {
             // A local read takes microseconds: handing it to a blocking thread would cost more.
-            Backend::Local(dir) => dir.get(rel, limit).map(|o| o.map(Bytes::from)),
+            Backend::Local(dir) => match dir.open_for_read(rel)? {
+                None => Ok(None),
+                Some(f) if f.len() > limit => Err(too_large()),
+                Some(f) => {
+                    let room = self.budget.reserve(f.len()).await;
+                    f.read_all(rel, limit).map(|bytes| {
+                        Some(Held {
+                            bytes: Bytes::from(bytes),
+                            _room: room,
+                        })
+                    })
+                }
+            },
             Backend::Remote(store, prefix) => {
                 let path = Self::remote_path(prefix, rel)?;
-                match store.get(&path).await {
-                    Err(e) if self.is_absent(&e) => Ok(None),
-                    Err(e) => Err(self.request_failed(rel, &e)),
-                    Ok(res) => {
-                        if res.meta.size > limit {
-                            Err(StoreError::TooLarge {
-                                path: rel.to_string(),
-                                limit,
-                            })
-                        } else {
-                            self.read_limited(rel, res.into_stream(), limit)
-                                .await
-                                .map(Some)
-                        }
-                    }
-                }
+                self.remote_get(store, &path, rel, limit)
+                    .await
+                    .map(|got| got.map(|(bytes, _, room)| Held { bytes, _room: room }))
             }
         };
         match &result {
-            Ok(Some(b)) => self.log(format_args!("GET {rel} -> {} bytes", b.len())),
+            Ok(Some(h)) => self.log(format_args!("GET {rel} -> {} bytes", h.bytes.len())),
             Ok(None) => self.log(format_args!("GET {rel} -> not found")),
             Err(e) => self.log(format_args!("GET {rel} -> error: {e}")),
         }
         result
     }
 
+    /// A GET on a cloud store: within the requests in flight the store allows (tried again,
+    /// after a pause, when it throttles) and the memory budget; the content, its token, and
+    /// its share of the budget.
+    async fn remote_get(
+        &self,
+        store: &Arc<dyn ObjectStore>,
+        path: &StorePath,
+        rel: &str,
+        limit: u64,
+    ) -> Result<Option<(Bytes, Token, tokio::sync::OwnedSemaphorePermit)>, StoreError> {
+        let mut attempt = 0;
+        let mut backoff = throttle::backoff();
+        loop {
+            let pass = self.gate.enter().await;
+            let res = match store.get(path).await {
+                Err(e) if self.is_absent(&e) => return Ok(None),
+                Err(e) if throttle::is_throttling(&e) && attempt < throttle::THROTTLE_RETRIES => {
+                    pass.throttled();
+                    self.log(format_args!("GET {rel} -> throttled, trying again"));
+                    backoff.wait().await;
+                    attempt += 1;
+                    continue;
+                }
+                Err(e) => return Err(self.request_failed(rel, &e)),
+                Ok(res) => res,
+            };
+            if res.meta.size > limit {
+                return Err(StoreError::TooLarge {
+                    path: rel.to_string(),
+                    limit,
+                });
+            }
+            let token = Token {
+                e_tag: res.meta.e_tag.clone(),
+                version: res.meta.version.clone(),
+            };
+            let room = self.budget.reserve(res.meta.size).await;
+            let size = res.meta.size;
+            let bytes = self
+                .read_limited(rel, res.into_stream(), size, limit)
+                .await?;
+            pass.succeeded();
+            return Ok(Some((bytes, token, room)));
+        }
+    }
+
     /// Every file below the folder `prefix` (ending in `/`), relative to the root, and the
     /// entries a local folder passed over (FIFOs, symlinks leading out, names not UTF-8).
     pub async fn list(&self, prefix: &str) -> Result<Listed, StoreError> {
+        self.list_range(prefix, None, None, None).await
+    }
+
+    /// The files below `prefix` whose paths are after `after` and up to `until` included
+    /// (relative paths, compared as strings), in order, at most `max` of them (then `more` is set: the
+    /// rest is to be listed after the last one). A cloud store lists a page of 1000 files a
+    /// request, so ranges listed side by side cost one round trip for many pages.
+    pub async fn list_range(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        until: Option<&str>,
+        max: Option<usize>,
+    ) -> Result<Listed, StoreError> {
         check_rel(prefix)?;
+        let in_range = |f: &str| after.is_none_or(|a| f > a) && until.is_none_or(|u| f <= u);
         let out = match &self.backend {
             Backend::Local(dir) => {
                 self.stats.list.fetch_add(1, Ordering::Relaxed);
                 let dir = dir.clone();
                 let p = prefix.to_string();
-                tokio::task::spawn_blocking(move || dir.list(&p))
+                let mut listed = tokio::task::spawn_blocking(move || dir.list(&p))
                     .await
-                    .map_err(|e| failed(prefix, e))??
+                    .map_err(|e| failed(prefix, e))??;
+                listed.files.retain(|f| in_range(f));
+                listed
             }
             Backend::Remote(store, root) => {
-                let path = Self::remote_path(root, prefix)?;
-                let mut metas = Vec::new();
-                let mut listing = store.list(Some(&path));
-                while let Some(item) = listing.next().await {
-                    match item {
-                        Ok(m) => metas.push(m),
-                        // A key no lake path can be (an empty segment, a control character)
-                        // spoils the whole page it is on: say so, never drop a page silently.
-                        Err(e @ object_store::Error::InvalidPath { .. }) => {
-                            return Err(StoreError::InvalidKey {
-                                path: prefix.to_string(),
-                                message: redact(&e.to_string()),
-                            })
-                        }
-                        Err(e) => return Err(self.request_failed(prefix, &e)),
-                    }
-                }
-                let pages = (metas.len() as u64).div_ceil(LIST_PAGE).max(1);
-                self.stats.list.fetch_add(pages, Ordering::Relaxed);
-                Listed {
-                    files: metas
-                        .into_iter()
-                        .filter_map(|m| strip_root(root, &m.location))
-                        .collect(),
-                    skipped: Vec::new(),
-                }
+                self.list_remote(store, root, prefix, after, until, max)
+                    .await?
             }
         };
-        self.log(format_args!("LIST {prefix} -> {} files", out.files.len()));
+        self.log(format_args!(
+            "LIST {prefix} ({after:?}..={until:?}) -> {} files{}",
+            out.files.len(),
+            if out.more { ", more" } else { "" }
+        ));
+        Ok(out)
+    }
+
+    async fn list_remote(
+        &self,
+        store: &Arc<dyn ObjectStore>,
+        root: &StorePath,
+        prefix: &str,
+        after: Option<&str>,
+        until: Option<&str>,
+        max: Option<usize>,
+    ) -> Result<Listed, StoreError> {
+        let path = Self::remote_path(root, prefix)?;
+        let mut listing = match after {
+            Some(a) => store.list_with_offset(Some(&path), &Self::remote_path(root, a)?),
+            None => store.list(Some(&path)),
+        };
+        let mut out = Listed::default();
+        let mut seen = 0u64;
+        while let Some(item) = listing.next().await {
+            let m = match item {
+                Ok(m) => m,
+                // A key no lake path can be (an empty segment, a control character) spoils
+                // the whole page it is on: say so, never drop a page silently.
+                Err(e @ object_store::Error::InvalidPath { .. }) => {
+                    return Err(StoreError::InvalidKey {
+                        path: prefix.to_string(),
+                        message: redact(&e.to_string()),
+                    })
+                }
+                Err(e) => return Err(self.request_failed(prefix, &e)),
+            };
+            seen += 1;
+            let Some(rel) = strip_root(root, &m.location) else {
+                continue;
+            };
+            if until.is_some_and(|u| rel.as_str() > u) {
+                break;
+            }
+            if let Some(tag) = m.e_tag {
+                out.e_tags.insert(rel.clone(), tag);
+            }
+            out.files.push(rel);
+            if max.is_some_and(|m| out.files.len() >= m) {
+                out.more = true;
+                break;
+            }
+        }
+        self.stats
+            .list
+            .fetch_add(seen.div_ceil(LIST_PAGE).max(1), Ordering::Relaxed);
         Ok(out)
     }
 
@@ -378,22 +559,10 @@ impl Store {
             Backend::Remote(store, prefix) => {
                 self.stats.get.fetch_add(1, Ordering::Relaxed);
                 let path = Self::remote_path(prefix, rel)?;
-                let result = match store.get(&path).await {
-                    Err(e) if self.is_absent(&e) => Ok(None),
-                    Err(e) => Err(self.request_failed(rel, &e)),
-                    Ok(res) if res.meta.size > limit => Err(StoreError::TooLarge {
-                        path: rel.to_string(),
-                        limit,
-                    }),
-                    Ok(res) => {
-                        let token = Token {
-                            e_tag: res.meta.e_tag.clone(),
-                            version: res.meta.version.clone(),
-                        };
-                        let bytes = self.read_limited(rel, res.into_stream(), limit).await?;
-                        Ok(Some(Versioned { bytes, token }))
-                    }
-                };
+                let result = self
+                    .remote_get(store, &path, rel, limit)
+                    .await
+                    .map(|got| got.map(|(bytes, token, _)| Versioned { bytes, token }));
                 match &result {
                     Ok(Some(v)) => self.log(format_args!(
                         "GET {rel} -> {} bytes, version {:?}",
@@ -677,6 +846,29 @@ fn failed(rel: &str, e: impl std::fmt::Display) -> StoreError {
     }
 }
 
+/// Requests in flight for a store at `url`: the default for its kind, or the configured
+/// `fdlConcurrency` (1 to [`MAX_CONCURRENCY`]).
+fn concurrency_of(url: &StoreUrl, own: &[(String, String)]) -> Result<usize, StoreError> {
+    let mut concurrency = match url {
+        StoreUrl::Local(_) => LOCAL_CONCURRENCY,
+        _ => DEFAULT_CONCURRENCY,
+    };
+    for (_, v) in own {
+        concurrency = v
+            .trim()
+            .parse()
+            .ok()
+            .filter(|n| (1..=MAX_CONCURRENCY).contains(n))
+            .ok_or_else(|| {
+                StoreError::Config(format!(
+                    "fdlConcurrency: '{}' is not a number from 1 to {MAX_CONCURRENCY}",
+                    crate::redact::for_terminal(v)
+                ))
+            })?;
+    }
+    Ok(concurrency)
+}
+
 /// `path: message`, or the message alone when the path is the root.
 fn at_path(path: &str, message: &str) -> String {
     if path.is_empty() {
@@ -701,23 +893,28 @@ impl Store {
         &self,
         rel: &str,
         stream: futures::stream::BoxStream<'static, object_store::Result<Bytes>>,
+        size: u64,
         limit: u64,
     ) -> Result<Bytes, StoreError> {
-        read_limited(rel, stream, limit).await.map_err(|e| match e {
-            Ok(too_large) => too_large,
-            Err(e) => self.request_failed(rel, &e),
-        })
+        read_limited(rel, stream, size, limit)
+            .await
+            .map_err(|e| match e {
+                Ok(too_large) => too_large,
+                Err(e) => self.request_failed(rel, &e),
+            })
     }
 }
 
-/// Reads a stream up to `limit` bytes: `Err(Ok(_))` when it is larger, `Err(Err(_))` when the
-/// store fails.
+/// Reads a response body of `size` bytes (as the store announced it) into one buffer, up to
+/// `limit` bytes: `Err(Ok(_))` when it is larger, `Err(Err(_))` when the store fails.
 async fn read_limited(
     rel: &str,
     mut stream: futures::stream::BoxStream<'static, object_store::Result<Bytes>>,
+    size: u64,
     limit: u64,
 ) -> Result<Bytes, Result<StoreError, object_store::Error>> {
-    let mut buf = Vec::new();
+    // Sized once: growing by doubling would hold up to twice the file for a moment.
+    let mut buf = Vec::with_capacity(size.min(limit) as usize);
     while let Some(chunk) = stream.try_next().await.map_err(Err)? {
         if (buf.len() + chunk.len()) as u64 > limit {
             return Err(Ok(StoreError::TooLarge {

@@ -1,0 +1,211 @@
+//! `make bench`, second part: the helper against an S3-compatible server that adds a fixed
+//! delay to every request (`t/support/s3lite.rs`, on 127.0.0.1), as a store far away would.
+//! For each lake size and delay, five operations, each with its wall time, the requests the
+//! server answered, round trips in sequence (wall / delay) and effective concurrency (time
+//! requests spent in the server / wall), beside the goal of issue 8.
+//!
+//! `FDL_BENCH_LATENCY=<versions>x<ms>,...` picks the runs (default `2000x0,2000x20`; the issue's
+//! full set is `2000x0,2000x20,2000x50,10000x0,10000x20,10000x50`).
+
+#[path = "../t/support/mod.rs"]
+mod support;
+
+use std::time::{Duration, Instant};
+
+use support::s3lite::{self, Counts, S3Lite};
+use support::{LakeBuilder, TestEnv};
+
+/// Tags in the lake: the no-op fetch is measured on about a thousand refs.
+const TAGS: u64 = 1_000;
+
+struct Row {
+    versions: u64,
+    delay_ms: u64,
+    op: &'static str,
+    wall: f64,
+    counts: Counts,
+    goal: String,
+    met: Option<bool>,
+}
+
+fn lake(n: u64) -> LakeBuilder {
+    let mut l = LakeBuilder::new();
+    l.chain(1, n);
+    l.branch("main", n).branch("staging", n - 1);
+    for k in 1..=TAGS {
+        l.tag(&format!("t{k:04}"), k * n / TAGS);
+    }
+    l.refs_json();
+    l
+}
+
+fn run(server: &S3Lite, t: &TestEnv, cwd: &str, args: &[&[&str]]) -> (f64, Counts) {
+    server.reset();
+    let start = Instant::now();
+    for a in args {
+        t.ok(cwd, a);
+    }
+    (start.elapsed().as_secs_f64(), server.counts())
+}
+
+/// Runs of each operation: the median wall time is shown (the machine may be busy).
+const RUNS: usize = 3;
+
+/// The median wall time of `runs` (and the counts of the last).
+fn median(mut runs: Vec<(f64, Counts)>) -> (f64, Counts) {
+    let counts = runs.last().expect("at least one run").1.clone();
+    runs.sort_by(|a, b| a.0.partial_cmp(&b.0).expect("times compare"));
+    (runs[runs.len() / 2].0, counts)
+}
+
+fn measure(versions: u64, delay_ms: u64, rows: &mut Vec<Row>) {
+    let server = s3lite::start();
+    let mut l = lake(versions);
+    server.put_files("bench", "lake/", &l.files);
+    let mut t = TestEnv::new();
+    for (k, v) in server.env() {
+        t.set(&k, &v);
+    }
+    server.set_delay(Duration::from_millis(delay_ms));
+    let url = "fdl::s3://bench/lake/";
+    let mut push = |op: &'static str, (wall, counts): (f64, Counts), goal: Goal| {
+        let rt = wall * 1000.0 / delay_ms.max(1) as f64;
+        let (goal, met) = goal.judge(wall, rt, delay_ms);
+        rows.push(Row {
+            versions,
+            delay_ms,
+            op,
+            wall,
+            counts,
+            goal,
+            met,
+        });
+    };
+    let clones: Vec<String> = (0..RUNS).map(|i| format!("c{i}.git")).collect();
+    let cold = median(
+        clones
+            .iter()
+            .map(|c| run(&server, &t, ".", &[&["clone", "-q", "--bare", url, c]]))
+            .collect(),
+    );
+    push("cold clone", cold, Goal::RoundTrips(40.0));
+    // The same, as a fetch into an empty repository: Git then writes each ref as a file (a
+    // clone writes one packed-refs file), which is most of the time on a slow disk.
+    let empty_fetch = median(
+        (0..RUNS)
+            .map(|i| {
+                let repo = format!("e{i}.git");
+                t.ok(".", &["init", "-q", "--bare", &repo]);
+                t.ok(&repo, &["remote", "add", "origin", url]);
+                run(&server, &t, &repo, &[&["fetch", "-q", "origin"]])
+            })
+            .collect(),
+    );
+    let fetch_wall = empty_fetch.0;
+    push("cold fetch, empty repo", empty_fetch, Goal::None);
+    let lf = median(
+        (0..RUNS)
+            .map(|i| {
+                let repo = format!("l{i}.git");
+                t.ok(".", &["init", "-q", "--bare", &repo]);
+                t.ok(&repo, &["remote", "add", "origin", url]);
+                let cmds: [&[&str]; 2] = [&["ls-remote", "origin"], &["fetch", "-q", "origin"]];
+                run(&server, &t, &repo, &cmds)
+            })
+            .collect(),
+    );
+    push("ls-remote, then fetch", lf, Goal::Times(1.3, fetch_wall));
+    l.chain(versions + 1, versions + 20);
+    l.branch("main", versions + 20);
+    server.put_files("bench", "lake/", &l.files);
+    let fetch = |c: &String| run(&server, &t, c, &[&["fetch", "-q", "origin"]]);
+    let plus20 = median(clones.iter().map(fetch).collect());
+    push("fetch of 20 new versions", plus20, Goal::RoundTrips(15.0));
+    let noop = median(clones.iter().map(fetch).collect());
+    push("no-op fetch, 1,002 refs", noop, Goal::RoundTrips(10.0));
+    let tip = t.ok("c0.git", &["rev-parse", "main"]).trim().to_string();
+    let tags = median(
+        (0..RUNS)
+            .map(|i| {
+                let spec = format!("{tip}:refs/tags/bench-{i}");
+                run(&server, &t, "c0.git", &[&["push", "-q", "origin", &spec]])
+            })
+            .collect(),
+    );
+    push("push of one tag", tags, Goal::RoundTrips(4.0));
+}
+
+enum Goal {
+    None,
+    RoundTrips(f64),
+    /// At most this many times another operation's wall time.
+    Times(f64, f64),
+}
+
+impl Goal {
+    fn judge(&self, wall: f64, rt: f64, delay_ms: u64) -> (String, Option<bool>) {
+        match *self {
+            Goal::None => ("(the baseline of the next row)".into(), None),
+            Goal::RoundTrips(n) if delay_ms > 0 => (format!("<= {n} round trips"), Some(rt <= n)),
+            Goal::RoundTrips(n) => (format!("<= {n} round trips (needs a delay)"), None),
+            Goal::Times(k, of) => (
+                format!("<= {k}x cold fetch ({:.2} s)", k * of),
+                Some(wall <= k * of),
+            ),
+        }
+    }
+}
+
+fn main() {
+    let runs = std::env::var("FDL_BENCH_LATENCY").unwrap_or_else(|_| "2000x0,2000x20".into());
+    let mut rows = Vec::new();
+    for run in runs.split(',') {
+        let (v, d) = run.split_once('x').expect("<versions>x<ms>");
+        let (v, d): (u64, u64) = (v.trim().parse().unwrap(), d.trim().parse().unwrap());
+        eprintln!("measuring {v} versions at {d} ms a request...");
+        measure(v, d, &mut rows);
+    }
+    println!(
+        "S3-compatible server on 127.0.0.1 with a fixed delay per request (t/support/s3lite.rs)"
+    );
+    println!(
+        "wall: median of {RUNS} runs; round trips: wall / delay, and (in brackets) the time over"
+    );
+    println!("the same operation at 0 ms, / delay: without the helper's and Git's own work");
+    println!(
+        "{:>8} {:>6}  {:<26} {:>8} {:>9} {:>16} {:>11}  goal",
+        "versions", "delay", "operation", "wall", "requests", "round trips", "concurrency"
+    );
+    for r in &rows {
+        let at_zero = rows
+            .iter()
+            .find(|z| z.delay_ms == 0 && z.versions == r.versions && z.op == r.op)
+            .map(|z| z.wall);
+        let rt = match (r.delay_ms, at_zero) {
+            (0, _) => "-".to_string(),
+            (d, Some(z)) => format!(
+                "{:.1} ({:.1})",
+                r.wall * 1000.0 / d as f64,
+                (r.wall - z).max(0.0) * 1000.0 / d as f64
+            ),
+            (d, None) => format!("{:.1}", r.wall * 1000.0 / d as f64),
+        };
+        let verdict = match r.met {
+            Some(true) => "met",
+            Some(false) => "NOT MET",
+            None => "",
+        };
+        println!(
+            "{:>8} {:>4}ms  {:<26} {:>7.2}s {:>9} {:>16} {:>11.1}  {} {}",
+            r.versions,
+            r.delay_ms,
+            r.op,
+            r.wall,
+            r.counts.requests,
+            rt,
+            r.counts.busy.as_secs_f64() / r.wall,
+            r.goal,
+            verdict
+        );
+    }
+}

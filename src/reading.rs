@@ -1,0 +1,251 @@
+//! Reading one version into what the helper keeps of it: its parents and the IDs of its
+//! objects. Each file is read within the store's memory budget, hashed, handed to the pack
+//! being written (if any) and let go; only IDs and the commit's few fields stay.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use crate::lake::{Lake, LakeError, VersionId, VersionRecord};
+use crate::lake::{DATASET_JSON_LIMIT, SIGNATURE_LIMIT, VERSION_JSON_LIMIT};
+use crate::mapping::{self, object_id, Kind, ObjectId};
+use crate::pack::PackSink;
+use crate::signatures::{self, Policy, Subject, Verdict};
+use crate::spill::{Spill, Spilled};
+
+/// A commit's tail longer than this (a huge message) waits on disk, not in memory.
+const SPILL_FROM: usize = 64 << 10;
+
+/// How versions are read: from which lake, into which pack, with which signature check.
+#[derive(Clone)]
+pub struct Reading {
+    pub lake: Lake,
+    pub sink: Option<Arc<PackSink>>,
+    pub check: Option<Arc<Policy>>,
+    spill: Arc<Spill>,
+}
+
+/// What follows a commit's parent lines ([`mapping::commit_tail`]), in memory or spilled.
+enum Tail {
+    Kept(Bytes),
+    Spilled(Spilled),
+}
+
+/// A version read: what its commit needs, and IDs only.
+pub struct Summary {
+    pub parents: Vec<VersionId>,
+    record_blob: ObjectId,
+    /// `dataset.json`'s blob: `None` until read, `Some(None)` when the version has none.
+    dataset_blob: Option<Option<ObjectId>>,
+    /// The version's tree, made (and packed) as soon as both blobs are known, by the task
+    /// that read them: only commits wait for their parents.
+    tree: Option<ObjectId>,
+    tail: Tail,
+    pub author_email: String,
+    pub time: u64,
+    /// The signature's verdict, when reading checks signatures.
+    pub verdict: Option<Verdict>,
+}
+
+impl Summary {
+    pub fn dataset_read(&self) -> bool {
+        self.dataset_blob.is_some()
+    }
+
+    /// Records that the version has no `dataset.json` (a listing showed none).
+    pub fn set_no_dataset(&mut self) {
+        self.dataset_blob = Some(None);
+    }
+}
+
+/// A version whose tree and commit are made (and in the pack, if one is written).
+#[derive(Clone)]
+pub struct Built {
+    pub parents: Vec<VersionId>,
+    pub author_email: String,
+    pub time: u64,
+    pub verdict: Option<Verdict>,
+}
+
+impl Reading {
+    pub fn new(lake: Lake) -> Reading {
+        Reading {
+            lake,
+            sink: None,
+            check: None,
+            spill: Arc::default(),
+        }
+    }
+
+    pub fn with_sink(mut self, sink: Option<Arc<PackSink>>) -> Reading {
+        self.sink = sink;
+        self
+    }
+
+    pub fn with_check(mut self, check: Option<Arc<Policy>>) -> Reading {
+        self.check = check;
+        self
+    }
+
+    fn store_err(&self, e: crate::store::StoreError) -> LakeError {
+        LakeError::Store {
+            lake: self.lake.name(),
+            source: e,
+        }
+    }
+
+    fn keep(&self, kind: Kind, data: &[u8]) -> ObjectId {
+        let id = object_id(kind, data);
+        if let Some(sink) = &self.sink {
+            sink.add(kind, id, data);
+        }
+        id
+    }
+
+    /// Reads a version's record, and its `dataset.json` too if `with_dataset`, concurrently.
+    /// `None` if it has no record.
+    pub async fn version(
+        &self,
+        id: &VersionId,
+        with_dataset: bool,
+    ) -> Result<Option<Summary>, LakeError> {
+        let (record, dataset) = futures::join!(self.record(id), async {
+            match with_dataset {
+                true => self.dataset(id).await.map(Some),
+                false => Ok(None),
+            }
+        });
+        let Some(mut summary) = record? else {
+            return Ok(None);
+        };
+        summary.dataset_blob = dataset?;
+        self.make_tree(&mut summary);
+        Ok(Some(summary))
+    }
+
+    /// Reads `dataset.json` into a summary read without it.
+    pub async fn add_dataset(
+        &self,
+        id: &VersionId,
+        summary: &mut Summary,
+    ) -> Result<(), LakeError> {
+        summary.dataset_blob = Some(self.dataset(id).await?);
+        self.make_tree(summary);
+        Ok(())
+    }
+
+    async fn record(&self, id: &VersionId) -> Result<Option<Summary>, LakeError> {
+        let store = &self.lake.store;
+        let path = format!("versions/{id}/version.json");
+        let (raw, sig) = futures::join!(store.get_held(&path, VERSION_JSON_LIMIT), async {
+            match &self.check {
+                Some(_) => store
+                    .get(&format!("versions/{id}/version.json.sig"), SIGNATURE_LIMIT)
+                    .await
+                    .map_err(|e| self.store_err(e)),
+                None => Ok(None),
+            }
+        });
+        let Some(raw) = raw.map_err(|e| self.store_err(e))? else {
+            return Ok(None);
+        };
+        let record =
+            VersionRecord::parse(raw.bytes.clone()).map_err(|why| LakeError::BadVersion {
+                lake: self.lake.name(),
+                version: id.clone(),
+                why: why.to_string(),
+            })?;
+        let sig = sig?;
+        let time = mapping::commit_time(id, &record);
+        let verdict = self.check.as_ref().map(|c| {
+            let subject = Subject {
+                record: &raw.bytes,
+                signature: sig.as_deref(),
+                principal: &record.author.email,
+                time,
+            };
+            signatures::verify(
+                &subject,
+                &c.trusted,
+                &c.namespace,
+                &self.lake.config.signers,
+            )
+        });
+        let record_blob = self.keep(Kind::Blob, &raw.bytes);
+        let tail = mapping::commit_tail(id, &record);
+        let tail = match tail.len() > SPILL_FROM {
+            true => self.spill.put(&tail).map(Tail::Spilled),
+            false => None,
+        }
+        .unwrap_or_else(|| Tail::Kept(Bytes::from(tail)));
+        Ok(Some(Summary {
+            parents: record.parents,
+            record_blob,
+            dataset_blob: None,
+            tree: None,
+            tail,
+            author_email: record.author.email,
+            time,
+            verdict,
+        }))
+    }
+
+    async fn dataset(&self, id: &VersionId) -> Result<Option<ObjectId>, LakeError> {
+        let held = self
+            .lake
+            .store
+            .get_held(&format!("versions/{id}/dataset.json"), DATASET_JSON_LIMIT)
+            .await
+            .map_err(|e| self.store_err(e))?;
+        Ok(held.map(|h| self.keep(Kind::Blob, &h.bytes)))
+    }
+
+    /// Makes the tree of a version whose blobs are known (into the pack, if one is written).
+    fn make_tree(&self, s: &mut Summary) {
+        if let (Some(dataset), None) = (s.dataset_blob, s.tree) {
+            let tree = mapping::tree_object(dataset, s.record_blob);
+            self.keep(Kind::Tree, &tree.data);
+            s.tree = Some(tree.id);
+        }
+    }
+
+    /// Makes a version's tree and commit (into the pack, if one is written) from its summary
+    /// and its parents' commits, in the record's order.
+    pub fn build(
+        &self,
+        id: &VersionId,
+        s: Summary,
+        parents: &[ObjectId],
+    ) -> Result<(ObjectId, Built), LakeError> {
+        let bad = |why: String| LakeError::BadVersion {
+            lake: self.lake.name(),
+            version: id.clone(),
+            why,
+        };
+        let mut s = s;
+        self.make_tree(&mut s);
+        let Some(tree) = s.tree else {
+            return Err(bad(
+                "dataset.json was not read (a bug in git-remote-fdl)".into()
+            ));
+        };
+        let commit = match &s.tail {
+            Tail::Kept(tail) => mapping::commit_object(&tree, parents, tail),
+            Tail::Spilled(at) => {
+                let tail = self
+                    .spill
+                    .get(*at)
+                    .map_err(|e| bad(format!("cannot read back its commit message: {e}")))?;
+                mapping::commit_object(&tree, parents, &tail)
+            }
+        };
+        self.keep(Kind::Commit, &commit.data);
+        let built = Built {
+            parents: s.parents,
+            author_email: s.author_email,
+            time: s.time,
+            verdict: s.verdict,
+        };
+        Ok((commit.id, built))
+    }
+}

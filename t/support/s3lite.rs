@@ -1,0 +1,470 @@
+//! A small S3-compatible server on 127.0.0.1 for measuring requests: objects in memory, path
+//! style, GET/HEAD/PUT (with `If-None-Match: *` and `If-Match`)/DELETE and ListObjectsV2
+//! (prefix, delimiter, start-after, continuation, max-keys), no authentication. It answers
+//! thousands of requests a second, so what it measures is the client, not the server.
+//!
+//! Two ways to hold answers back: a fixed delay per request (a store far away: the benchmark),
+//! or waves (every request waits until no new one has come for a quiet period, then all
+//! waiting are answered together; the number of waves is the number of round trips a client
+//! made one after the other).
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+pub struct S3Lite {
+    pub endpoint: String,
+    state: Arc<State>,
+}
+
+/// What the server counted since the last [`S3Lite::reset`].
+#[derive(Debug, Clone, Default)]
+pub struct Counts {
+    pub requests: u64,
+    pub gets: u64,
+    pub lists: u64,
+    pub puts: u64,
+    pub heads: u64,
+    pub deletes: u64,
+    /// The most requests in flight at once.
+    pub max_in_flight: u64,
+    /// The sum over requests of the time each spent in the server (arrival to answer).
+    pub busy: Duration,
+    /// In waves mode: how many waves were answered, and each list request's wave.
+    pub waves: u64,
+    pub list_waves: Vec<u64>,
+    /// In waves mode: how many requests each wave held.
+    pub per_wave: BTreeMap<u64, u64>,
+    /// Requests answered "503 SlowDown" (throttling mode).
+    pub throttled: u64,
+}
+
+#[derive(Default)]
+struct Waves {
+    quiet: Option<Duration>,
+    last_arrival: Option<Instant>,
+    waiting: u64,
+    released: u64,
+}
+
+#[derive(Default)]
+struct State {
+    objects: Mutex<BTreeMap<String, Arc<Vec<u8>>>>,
+    delay_us: AtomicU64,
+    /// Above this many requests in flight, answer 503 SlowDown (0: never).
+    throttle_above: AtomicU64,
+    counts: Mutex<Counts>,
+    in_flight: AtomicU64,
+    waves: Mutex<Waves>,
+    wave_done: Condvar,
+}
+
+/// Connections served at once (each by its own thread).
+const ACCEPTORS: usize = 2500;
+
+/// Starts a server; objects are keyed `<bucket>/<key>`.
+pub fn start() -> S3Lite {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    // Thousands of connections may come at once: a short queue would drop some for a second.
+    unsafe { libc::listen(std::os::fd::AsRawFd::as_raw_fd(&listener), 4096) };
+    let port = listener.local_addr().unwrap().port();
+    let listener = Arc::new(listener);
+    let state = Arc::new(State::default());
+    // Threads wait for connections beforehand: spawning one per connection as thousands come
+    // at once would make the last ones wait, and split a wave in two.
+    for _ in 0..ACCEPTORS {
+        let (s, l) = (state.clone(), listener.clone());
+        std::thread::Builder::new()
+            .stack_size(256 << 10)
+            .spawn(move || {
+                while let Ok((stream, _)) = l.accept() {
+                    let _ = serve(stream, &s);
+                }
+            })
+            .unwrap();
+    }
+    let w = state.clone();
+    std::thread::spawn(move || release_waves(&w));
+    S3Lite {
+        endpoint: format!("http://127.0.0.1:{port}"),
+        state,
+    }
+}
+
+impl S3Lite {
+    /// The environment the helper needs to reach this server (no signing: it checks none).
+    pub fn env(&self) -> Vec<(String, String)> {
+        vec![
+            ("AWS_ENDPOINT_URL".into(), self.endpoint.clone()),
+            ("AWS_ALLOW_HTTP".into(), "true".into()),
+            ("AWS_SKIP_SIGNATURE".into(), "true".into()),
+            ("AWS_REGION".into(), "us-east-1".into()),
+        ]
+    }
+
+    pub fn put_files(&self, bucket: &str, prefix: &str, files: &BTreeMap<String, Vec<u8>>) {
+        let mut objects = self.state.objects.lock().unwrap();
+        for (k, v) in files {
+            objects.insert(format!("{bucket}/{prefix}{k}"), Arc::new(v.clone()));
+        }
+    }
+
+    pub fn get(&self, bucket: &str, key: &str) -> Option<Vec<u8>> {
+        let objects = self.state.objects.lock().unwrap();
+        objects.get(&format!("{bucket}/{key}")).map(|v| v.to_vec())
+    }
+
+    /// Every answer waits this long (a store's round trip).
+    pub fn set_delay(&self, delay: Duration) {
+        self.state
+            .delay_us
+            .store(delay.as_micros() as u64, Ordering::SeqCst);
+    }
+
+    /// Answers "503 SlowDown" to requests beyond `max` in flight, as S3 does when a client
+    /// asks too much too fast (`None`: never).
+    pub fn set_throttle(&self, max: Option<u64>) {
+        self.state
+            .throttle_above
+            .store(max.unwrap_or(0), Ordering::SeqCst);
+    }
+
+    /// Answers in waves, each once no request has come for `quiet` (`None`: at once).
+    pub fn set_waves(&self, quiet: Option<Duration>) {
+        self.state.waves.lock().unwrap().quiet = quiet;
+    }
+
+    pub fn reset(&self) {
+        *self.state.counts.lock().unwrap() = Counts::default();
+        self.state.waves.lock().unwrap().released = 0;
+    }
+
+    pub fn counts(&self) -> Counts {
+        let mut c = self.state.counts.lock().unwrap().clone();
+        c.waves = self.state.waves.lock().unwrap().released;
+        c
+    }
+}
+
+/// In waves mode, answers everything waiting once the server has been quiet long enough.
+fn release_waves(state: &State) {
+    loop {
+        std::thread::sleep(Duration::from_millis(2));
+        let mut w = state.waves.lock().unwrap();
+        let (Some(quiet), Some(last)) = (w.quiet, w.last_arrival) else {
+            continue;
+        };
+        if w.waiting > 0 && last.elapsed() >= quiet {
+            w.released += 1;
+            w.waiting = 0;
+            state.wave_done.notify_all();
+        }
+    }
+}
+
+/// Holds a request back as the mode says; returns its wave (0 outside waves mode).
+fn hold(state: &State) -> u64 {
+    let delay = state.delay_us.load(Ordering::SeqCst);
+    if delay > 0 {
+        std::thread::sleep(Duration::from_micros(delay));
+    }
+    let mut w = state.waves.lock().unwrap();
+    if w.quiet.is_none() {
+        return 0;
+    }
+    w.last_arrival = Some(Instant::now());
+    w.waiting += 1;
+    let wave = w.released + 1;
+    while w.released < wave {
+        w = state.wave_done.wait(w).unwrap();
+    }
+    wave
+}
+
+struct Request {
+    method: String,
+    path: String,
+    query: Vec<(String, String)>,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Request {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn param(&self, name: &str) -> Option<&str> {
+        self.query
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+fn read_request(reader: &mut BufReader<TcpStream>) -> std::io::Result<Option<Request>> {
+    let mut line = String::new();
+    if reader.read_line(&mut line)? == 0 {
+        return Ok(None);
+    }
+    let mut parts = line.split_whitespace();
+    let method = parts.next().unwrap_or("").to_string();
+    let target = parts.next().unwrap_or("/").to_string();
+    let mut headers = Vec::new();
+    loop {
+        let mut h = String::new();
+        if reader.read_line(&mut h)? == 0 || h == "\r\n" {
+            break;
+        }
+        if let Some((k, v)) = h.split_once(':') {
+            headers.push((k.trim().to_string(), v.trim().to_string()));
+        }
+    }
+    let len: usize = headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0u8; len];
+    reader.read_exact(&mut body)?;
+    let (path, query) = target.split_once('?').unwrap_or((&target, ""));
+    let query = query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            (decode(k), decode(v))
+        })
+        .collect();
+    Ok(Some(Request {
+        method,
+        path: decode(path.trim_start_matches('/')),
+        query,
+        headers,
+        body,
+    }))
+}
+
+fn decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
+                out.push(v);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn serve(stream: TcpStream, state: &State) -> std::io::Result<()> {
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let mut out = stream;
+    while let Some(req) = read_request(&mut reader)? {
+        let start = Instant::now();
+        let now = state.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        let above = state.throttle_above.load(Ordering::SeqCst);
+        let throttled = above > 0 && now > above;
+        let wave = if throttled { 0 } else { hold(state) };
+        let (status, headers, body) = if throttled {
+            ("503 Slow Down", vec![], error_xml("SlowDown"))
+        } else {
+            answer(state, &req)
+        };
+        let mut reply = format!("HTTP/1.1 {status}\r\nContent-Length: {}\r\n", body.len());
+        for (k, v) in headers {
+            reply.push_str(&format!("{k}: {v}\r\n"));
+        }
+        reply.push_str("\r\n");
+        let mut bytes = reply.into_bytes();
+        if req.method != "HEAD" {
+            bytes.extend_from_slice(&body);
+        }
+        {
+            let mut c = state.counts.lock().unwrap();
+            c.requests += 1;
+            c.max_in_flight = c.max_in_flight.max(now);
+            c.busy += start.elapsed();
+            c.throttled += u64::from(throttled);
+            if wave > 0 {
+                *c.per_wave.entry(wave).or_default() += 1;
+            }
+            match req.method.as_str() {
+                "GET" if req.param("list-type").is_some() => {
+                    c.lists += 1;
+                    c.list_waves.push(wave);
+                }
+                "GET" => c.gets += 1,
+                "PUT" => c.puts += 1,
+                "HEAD" => c.heads += 1,
+                "DELETE" => c.deletes += 1,
+                _ => {}
+            }
+        }
+        state.in_flight.fetch_sub(1, Ordering::SeqCst);
+        out.write_all(&bytes)?;
+    }
+    Ok(())
+}
+
+type Answer = (&'static str, Vec<(String, String)>, Vec<u8>);
+
+fn answer(state: &State, req: &Request) -> Answer {
+    if req.method == "GET" && req.param("list-type").is_some() {
+        return list(state, req);
+    }
+    let mut objects = state.objects.lock().unwrap();
+    let current = objects.get(&req.path).cloned();
+    match req.method.as_str() {
+        "GET" | "HEAD" => match current {
+            Some(data) => ("200 OK", meta_headers(&data), data.to_vec()),
+            None => not_found(),
+        },
+        "PUT" => {
+            let current_tag = current.as_ref().map(|d| etag(d));
+            let refused = match (req.header("if-none-match"), req.header("if-match")) {
+                (Some("*"), _) => current.is_some(),
+                (_, Some(want)) => current_tag.as_deref() != Some(want),
+                _ => false,
+            };
+            if refused {
+                return (
+                    "412 Precondition Failed",
+                    vec![],
+                    error_xml("PreconditionFailed"),
+                );
+            }
+            let data = Arc::new(req.body.clone());
+            let headers = vec![("ETag".to_string(), etag(&data))];
+            objects.insert(req.path.clone(), data);
+            ("200 OK", headers, vec![])
+        }
+        "DELETE" => {
+            objects.remove(&req.path);
+            ("204 No Content", vec![], vec![])
+        }
+        _ => ("405 Method Not Allowed", vec![], vec![]),
+    }
+}
+
+fn not_found() -> Answer {
+    ("404 Not Found", vec![], error_xml("NoSuchKey"))
+}
+
+fn error_xml(code: &str) -> Vec<u8> {
+    format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>{code}</Code><Message>{code}</Message></Error>").into_bytes()
+}
+
+fn etag(data: &[u8]) -> String {
+    // FNV-1a: content-addressed, as S3's MD5 ETags are.
+    let mut h: u64 = 0xcbf29ce484222325;
+    for b in data {
+        h = (h ^ u64::from(*b)).wrapping_mul(0x100000001b3);
+    }
+    format!("\"{h:016x}{:08x}\"", data.len())
+}
+
+fn meta_headers(data: &[u8]) -> Vec<(String, String)> {
+    vec![
+        ("ETag".into(), etag(data)),
+        (
+            "Last-Modified".into(),
+            "Thu, 01 Jan 2026 00:00:00 GMT".into(),
+        ),
+    ]
+}
+
+fn xml_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// ListObjectsV2 of the bucket named by the path.
+fn list(state: &State, req: &Request) -> Answer {
+    let bucket = req.path.trim_end_matches('/');
+    let prefix = req.param("prefix").unwrap_or("");
+    let delimiter = req.param("delimiter").filter(|d| !d.is_empty());
+    let max: usize = req
+        .param("max-keys")
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(1000)
+        .min(1000);
+    let after = req
+        .param("continuation-token")
+        .or(req.param("start-after"))
+        .unwrap_or("")
+        .to_string();
+    let full_prefix = format!("{bucket}/{prefix}");
+    let objects = state.objects.lock().unwrap();
+    let mut contents = String::new();
+    let mut prefixes = String::new();
+    let mut last = String::new();
+    let mut n = 0;
+    let mut truncated = false;
+    let start = format!("{bucket}/{after}").max(full_prefix.clone());
+    let bucket_slash = format!("{bucket}/");
+    for (key, data) in objects.range(start..) {
+        if !key.starts_with(&full_prefix) {
+            break;
+        }
+        let rel = &key[bucket_slash.len()..];
+        if rel <= after.as_str() {
+            continue;
+        }
+        let item = match delimiter.and_then(|d| rel[prefix.len()..].find(d).map(|i| (d, i))) {
+            Some((d, i)) => {
+                let p = &rel[..prefix.len() + i + d.len()];
+                if p == last || after.starts_with(p) {
+                    continue;
+                }
+                (p.to_string(), true)
+            }
+            None => (rel.to_string(), false),
+        };
+        if n == max {
+            truncated = true;
+            break;
+        }
+        n += 1;
+        if item.1 {
+            prefixes.push_str(&format!(
+                "<CommonPrefixes><Prefix>{}</Prefix></CommonPrefixes>",
+                xml_escape(&item.0)
+            ));
+        } else {
+            contents.push_str(&format!(
+                "<Contents><Key>{}</Key><LastModified>2026-01-01T00:00:00.000Z</LastModified><ETag>{}</ETag><Size>{}</Size><StorageClass>STANDARD</StorageClass></Contents>",
+                xml_escape(&item.0),
+                xml_escape(&etag(data)),
+                data.len()
+            ));
+        }
+        last = item.0;
+    }
+    let token = if truncated {
+        format!(
+            "<NextContinuationToken>{}</NextContinuationToken>",
+            xml_escape(&last)
+        )
+    } else {
+        String::new()
+    };
+    let body = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?><ListBucketResult><Name>{bucket}</Name><Prefix>{}</Prefix><KeyCount>{n}</KeyCount><MaxKeys>{max}</MaxKeys><IsTruncated>{truncated}</IsTruncated>{contents}{prefixes}{token}</ListBucketResult>",
+        xml_escape(prefix)
+    );
+    ("200 OK", vec![], body.into_bytes())
+}

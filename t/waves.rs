@@ -1,0 +1,195 @@
+//! Round trips in sequence, counted rather than timed (issue 8): the S3-compatible test server
+//! answers in waves (all waiting requests at once, after a quiet period), so the number of
+//! waves is the number of requests the helper made one after the other. Deterministic on a
+//! loaded machine, unlike wall time.
+
+use std::time::Duration;
+
+use crate::support::s3lite::{self, Counts, S3Lite};
+use crate::support::{LakeBuilder, TestEnv};
+
+const VERSIONS: u64 = 2_000;
+
+/// Long enough that a wave's requests, issued together, never straddle two waves.
+const QUIET: Duration = Duration::from_millis(500);
+
+fn chain(n: u64, tags: u64) -> LakeBuilder {
+    let mut l = LakeBuilder::new();
+    l.chain(1, n);
+    l.branch("main", n);
+    for k in 1..=tags {
+        l.tag(&format!("t{k:04}"), k);
+    }
+    l.refs_json();
+    l
+}
+
+fn env(server: &S3Lite) -> TestEnv {
+    let mut t = TestEnv::new();
+    for (k, v) in server.env() {
+        t.set(&k, &v);
+    }
+    t
+}
+
+/// Runs git with the server in waves mode; returns what the server counted.
+fn waves(server: &S3Lite, t: &TestEnv, cwd: &str, args: &[&str]) -> Counts {
+    server.reset();
+    server.set_waves(Some(QUIET));
+    let out = t.git(cwd, args);
+    server.set_waves(None);
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    server.counts()
+}
+
+/// Waves that held a listing request: each listing page in sequence is one round trip.
+fn listing_waves(c: &Counts) -> u64 {
+    let mut w = c.list_waves.clone();
+    w.sort();
+    w.dedup();
+    w.len() as u64
+}
+
+fn configure(t: &TestEnv, repo: &str) {
+    t.ok(repo, &["config", "remote.origin.fdlConcurrency", "1024"]);
+}
+
+#[test]
+fn a_cold_clone_and_a_fetch_after_ls_remote_take_a_few_waves() {
+    let server = s3lite::start();
+    server.put_files("waves", "lake/", &chain(VERSIONS, 0).files);
+    let t = env(&server);
+    let url = "fdl::s3://waves/lake/";
+    t.ok(".", &["init", "-q", "--bare", "clone.git"]);
+    t.ok("clone.git", &["remote", "add", "origin", url]);
+    configure(&t, "clone.git");
+    let cold = waves(&server, &t, "clone.git", &["fetch", "-q", "origin"]);
+    eprintln!("cold clone: {cold:?}");
+    assert!(
+        cold.waves <= 10 + listing_waves(&cold),
+        "cold clone: {} waves ({} of them listings), {} requests",
+        cold.waves,
+        listing_waves(&cold),
+        cold.requests
+    );
+
+    // 20 new versions: what is new is listed from the newest known version while the new tip
+    // is read, then read at once: a few waves whatever the history's length.
+    let mut more = chain(VERSIONS, 0);
+    more.chain(VERSIONS + 1, VERSIONS + 20);
+    more.branch("main", VERSIONS + 20);
+    server.put_files("waves", "lake/", &more.files);
+    let plus20 = waves(&server, &t, "clone.git", &["fetch", "-q", "origin"]);
+    eprintln!("fetch of 20 new versions: {plus20:?}");
+    assert!(
+        plus20.waves <= 6,
+        "fetch of 20 new versions: {} waves, {} requests",
+        plus20.waves,
+        plus20.requests
+    );
+
+    t.ok(".", &["init", "-q", "--bare", "after-ls.git"]);
+    t.ok("after-ls.git", &["remote", "add", "origin", url]);
+    configure(&t, "after-ls.git");
+    waves(&server, &t, "after-ls.git", &["ls-remote", "origin"]);
+    let fetch = waves(&server, &t, "after-ls.git", &["fetch", "-q", "origin"]);
+    eprintln!("fetch after ls-remote: {fetch:?}");
+    assert!(
+        fetch.waves <= 10 + listing_waves(&fetch),
+        "fetch after ls-remote: {} waves ({} of them listings), {} requests",
+        fetch.waves,
+        listing_waves(&fetch),
+        fetch.requests
+    );
+    assert_eq!(
+        t.ok("after-ls.git", &["rev-parse", "refs/remotes/origin/main"]),
+        t.ok("clone.git", &["rev-parse", "refs/remotes/origin/main"])
+    );
+    // What ls-remote read went into the repository with the fetch, whole.
+    t.ok(
+        "after-ls.git",
+        &["fsck", "--no-dangling", "--connectivity-only"],
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(t.path("after-ls.git/objects/pack"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[test]
+fn a_no_op_fetch_of_a_thousand_refs_takes_a_constant_number_of_waves() {
+    let server = s3lite::start();
+    server.put_files("noop", "lake/", &chain(VERSIONS, 1_000).files);
+    let t = env(&server);
+    t.ok(".", &["init", "-q", "--bare", "r.git"]);
+    t.ok(
+        "r.git",
+        &["remote", "add", "origin", "fdl::s3://noop/lake/"],
+    );
+    configure(&t, "r.git");
+    t.ok("r.git", &["fetch", "-q", "origin"]);
+    let noop = waves(&server, &t, "r.git", &["fetch", "-q", "origin"]);
+    eprintln!("no-op fetch: {noop:?}");
+    assert!(
+        noop.waves <= 4,
+        "no-op fetch: {} waves, {} requests",
+        noop.waves,
+        noop.requests
+    );
+}
+
+#[test]
+fn a_store_that_throttles_slows_a_clone_down_but_does_not_fail_it() {
+    let server = s3lite::start();
+    server.put_files("slow", "lake/", &chain(300, 0).files);
+    server.set_delay(Duration::from_millis(20));
+    server.set_throttle(Some(4));
+    let t = env(&server);
+    t.ok(".", &["init", "-q", "--bare", "r.git"]);
+    t.ok(
+        "r.git",
+        &["remote", "add", "origin", "fdl::s3://slow/lake/"],
+    );
+    configure(&t, "r.git");
+    t.ok("r.git", &["fetch", "-q", "origin"]);
+    let c = server.counts();
+    eprintln!("throttled: {c:?}");
+    assert!(c.throttled > 0, "the store never throttled: {c:?}");
+    assert_eq!(
+        t.ok("r.git", &["rev-list", "--count", "origin/main"]),
+        "300\n"
+    );
+}
+
+#[test]
+fn a_tag_push_takes_four_waves() {
+    let server = s3lite::start();
+    server.put_files("push", "lake/", &chain(200, 100).files);
+    let t = env(&server);
+    t.ok(
+        ".",
+        &["clone", "-q", "--bare", "fdl::s3://push/lake/", "r.git"],
+    );
+    let tip = t.ok("r.git", &["rev-parse", "main"]).trim().to_string();
+    let spec = format!("{tip}:refs/tags/pushed");
+    let push = waves(&server, &t, "r.git", &["push", "-q", "origin", &spec]);
+    eprintln!("tag push: {push:?}");
+    // fdl.json, HEAD and refs.json; the ref listings; the tag; refs.json.
+    assert!(
+        push.waves <= 4,
+        "tag push: {} waves, {} requests",
+        push.waves,
+        push.requests
+    );
+    assert_eq!(
+        t.ok("r.git", &["ls-remote", "origin", "refs/tags/pushed"]),
+        format!("{tip}\trefs/tags/pushed\n")
+    );
+}
