@@ -22,6 +22,7 @@ fn main() {
     } else {
         cli::main(&args)
     };
+    git_remote_fdl::testhook::record_peak_memory();
     std::process::exit(code);
 }
 

@@ -300,7 +300,7 @@ impl Remote {
             (head?, refs)
         };
         let mut tokens = HashMap::new();
-        let refs = refs
+        let refs: Vec<(String, VersionId)> = refs
             .into_iter()
             .map(|(n, v, t)| {
                 if for_push {
@@ -309,6 +309,12 @@ impl Remote {
                 (n, v)
             })
             .collect();
+        // A push sees every ref file, so that it can delete one of a pair Git cannot hold; a
+        // fetch lists only what Git can hold.
+        let refs = match for_push {
+            true => refs,
+            false => self.lake.git_compatible(refs),
+        };
         Ok((head, refs, tokens, refs_json))
     }
 

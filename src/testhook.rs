@@ -42,3 +42,33 @@ pub fn stop_at(point: Point) {
 #[cfg(not(debug_assertions))]
 #[inline(always)]
 pub fn stop_at(_point: Point) {}
+
+/// For the memory tests: appends this process's peak resident memory (`VmHWM`, in KiB) to the
+/// file `GIT_REMOTE_FDL_TEST_PEAK_FILE` names. Measured by the helper itself, because a
+/// process forked from a large test harness would count the harness's pages as its own.
+#[cfg(debug_assertions)]
+pub fn record_peak_memory() {
+    let Some(path) = std::env::var_os("GIT_REMOTE_FDL_TEST_PEAK_FILE") else {
+        return;
+    };
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let Some(kib) = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+    else {
+        return;
+    };
+    let file = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path);
+    if let Ok(mut f) = file {
+        let _ = std::io::Write::write_all(&mut f, format!("{kib}\n").as_bytes());
+    }
+}
+
+/// Release builds: nothing to record.
+#[cfg(not(debug_assertions))]
+#[inline(always)]
+pub fn record_peak_memory() {}

@@ -339,6 +339,16 @@ fn a_version_rewritten_after_it_was_read_stops_the_fetch_naming_both_commits() {
             &format!("versions/{v4}/version.json"),
             &record.replace("Load batch 4", "Load batch 4, rewritten"),
         );
+        // The objects that ls-remote read are kept for the next fetch, which reads nothing
+        // again: it brings the commit this repository read, never a new one for an old version.
+        copy_dir(&t.path("work"), &t.path("kept"));
+        t.ok("kept", &["fetch", "-q", "origin"]);
+        assert_eq!(t.ok("kept", &["rev-parse", "origin/main"]).trim(), old);
+        // Without them (as after a prune), the fetch reads the version again and sees the change.
+        let fdl = t.path("work/.git/fdl");
+        for lake_dir in std::fs::read_dir(&fdl).unwrap().flatten() {
+            let _ = std::fs::remove_dir_all(lake_dir.path().join("packs"));
+        }
         let err = t.fails("work", &["fetch", "origin"]);
         let first = err.lines().next().unwrap();
         assert!(
@@ -397,4 +407,17 @@ fn a_cache_entry_edited_by_hand_is_not_trusted() {
     // The cache was repaired: no warning the next time.
     let out = t.git("work", &["ls-remote", "origin", "refs/heads/main"]);
     assert_eq!(text(&out.stderr), "");
+}
+
+/// Copies a folder tree (a repository, for a second try from the same state).
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap().flatten() {
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
 }

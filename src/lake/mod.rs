@@ -256,7 +256,7 @@ impl Lake {
 
     /// Refs sorted by name, without those Git cannot hold beside another (`a` and `a/b`: the
     /// shortest is kept), each left out named in a warning.
-    fn git_compatible<T>(&self, mut refs: Vec<(String, T)>) -> Vec<(String, T)> {
+    pub fn git_compatible<T>(&self, mut refs: Vec<(String, T)>) -> Vec<(String, T)> {
         refs.sort_by(|a, b| a.0.cmp(&b.0));
         let (kept, dropped) = without_conflicts(refs);
         for (name, kept_instead) in dropped {
@@ -355,13 +355,10 @@ impl Lake {
             if let Some(tag) = &token.e_tag {
                 remember.insert(name.clone(), (tag.clone(), v.clone()));
             }
-            refs.push((name, (v, token)));
+            refs.push((name, v, token));
         }
-        let refs = self.git_compatible(refs);
-        Ok((
-            refs.into_iter().map(|(n, (v, t))| (n, v, t)).collect(),
-            remember,
-        ))
+        refs.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok((refs, remember))
     }
 
     /// The names of the ref files under `refs/heads/` and `refs/tags/`, with their ETags;
@@ -383,13 +380,24 @@ impl Lake {
                 .collect();
             self.list_split(prefix, splits)
         };
-        let (heads, tags) = futures::join!(listing("refs/heads/"), listing("refs/tags/"));
-        let (mut listed, tags) = (heads?, tags?);
-        listed.files.extend(tags.files);
-        listed.skipped.extend(tags.skipped);
-        listed.e_tags.extend(tags.e_tags);
+        let listed = if self.store.is_local() {
+            // One walk of a folder is cheap, and sees a symlinked refs/heads or refs/tags as an
+            // entry to name in a warning rather than a path to refuse.
+            self.store
+                .list("refs/")
+                .await
+                .map_err(|e| self.store_err(e))?
+        } else {
+            let (heads, tags) = futures::join!(listing("refs/heads/"), listing("refs/tags/"));
+            let (mut listed, tags) = (heads?, tags?);
+            listed.files.extend(tags.files);
+            listed.skipped.extend(tags.skipped);
+            listed.e_tags.extend(tags.e_tags);
+            listed
+        };
+        let is_ref = |f: &str| f.starts_with("refs/heads/") || f.starts_with("refs/tags/");
         for (path, why) in &listed.skipped {
-            if !is_writer_file(path) {
+            if is_ref(path) && !is_writer_file(path) {
                 self.warn(format!(
                     "lake '{}': ignoring {}: {why}",
                     self.name(),
@@ -399,7 +407,7 @@ impl Lake {
         }
         let mut names = Vec::new();
         for f in listed.files {
-            if is_writer_file(&f) {
+            if !is_ref(&f) || is_writer_file(&f) {
                 continue;
             }
             match check_ref_name(&f) {

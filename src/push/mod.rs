@@ -212,12 +212,47 @@ pub async fn push(
         report.results.push((update.dst.clone(), result));
     }
     crate::testhook::stop_at(crate::testhook::Point::BeforeRefsJson);
+    let deferred = deferred_checks(remote, &planned, &report, opts);
     // After a write of unknown outcome, what Git listed plus our changes may be wrong:
-    // refs.json is then rebuilt from the ref files themselves.
-    let (attempts, warning) = refs_json::update(remote, listing, &changed, uncertain).await;
+    // refs.json is then rebuilt from the ref files themselves. Created tags are looked after
+    // meanwhile: they stay in the lake whatever the look finds.
+    let checks = deferred
+        .iter()
+        .map(|i| write::check_created_tag(remote, &report.results[*i].0));
+    let ((attempts, warning), checks) = futures::join!(
+        refs_json::update(remote, listing, &changed, uncertain),
+        futures::future::join_all(checks)
+    );
+    for (i, check) in deferred.into_iter().zip(checks) {
+        if let Some(why) = check {
+            report.results[i].1 = Err(why);
+        }
+    }
     report.refs_json_attempts = attempts;
     report.warnings.extend(warning);
     report
+}
+
+/// The refs whose look for a racing ref in the way runs beside the `refs.json` write: tags
+/// created on an object store by a push that is not atomic.
+fn deferred_checks(
+    remote: &Remote,
+    planned: &Plans,
+    report: &PushReport,
+    opts: &PushOptions,
+) -> Vec<usize> {
+    if opts.atomic {
+        return Vec::new();
+    }
+    (0..planned.len())
+        .filter(|i| {
+            let created = report.results[*i].1.is_ok();
+            created
+                && planned[*i]
+                    .as_ref()
+                    .is_ok_and(|p| write::defers_check(remote, p))
+        })
+        .collect()
 }
 
 /// Refs this push deletes, which make room for refs it creates (`a/b` out, `a` in).

@@ -40,7 +40,7 @@ pub(super) async fn write_all(remote: &Remote, planned: &Plans) -> Vec<Result<bo
         let results: Vec<Written> = futures::stream::iter(batch.iter().map(|i| async move {
             match &planned[*i] {
                 Err(why) => Err(why.clone()),
-                Ok(p) => write(remote, p).await,
+                Ok(p) => write_with(remote, p, true).await,
             }
         }))
         .buffered(WRITES_IN_FLIGHT)
@@ -72,10 +72,38 @@ fn lost(p: &Planned) -> Rejection {
 
 /// Performs one planned write.
 pub(super) async fn write(remote: &Remote, p: &Planned) -> Written {
+    write_with(remote, p, false).await
+}
+
+/// Whether the look for a racing ref in the way of `p`'s create is left to
+/// [`check_created_tag`], to run beside the `refs.json` write: a tag on an object store. A tag
+/// is never taken back, so `refs.json` holds it whatever the look finds.
+pub(super) fn defers_check(remote: &Remote, p: &Planned) -> bool {
+    p.dst.starts_with("refs/tags/")
+        && matches!(p.action, Action::Create { .. })
+        && !remote.lake.store.paths_are_folders()
+}
+
+/// The look [`defers_check`] put off: why the created tag `dst` is refused, if a racing push
+/// made a ref in its way.
+pub(super) async fn check_created_tag(remote: &Remote, dst: &str) -> Option<Rejection> {
+    let in_the_way = ref_in_the_way(remote, dst, false).await?;
+    Some(left_in_lake(dst, in_the_way, "tags are never deleted"))
+}
+
+/// Performs one planned write; with `defer`, a tag's look for a ref in the way is left to the
+/// caller ([`defers_check`]).
+async fn write_with(remote: &Remote, p: &Planned, defer: bool) -> Written {
     let lake = &remote.lake;
     match &p.action {
         Action::UpToDate => Ok(None),
-        Action::Create { version } => create(remote, p, version).await,
+        Action::Create { version } => {
+            let (token, ours) = create(remote, p, version).await?;
+            match defer && defers_check(remote, p) {
+                true => done(token, ours),
+                false => settle_create(remote, p, token, ours).await,
+            }
+        }
         Action::Update { version, old, .. } => {
             let mode = WriteMode::Update(old.clone());
             match lake.write_ref(&p.dst, version, &mode).await {
@@ -116,9 +144,14 @@ fn done(token: Token, ours: bool) -> Written {
     }))
 }
 
-/// Creates a ref: a create-only write, then, where the store allows a ref beside refs below
-/// it, a look for one a racing push made (`settle_create`).
-async fn create(remote: &Remote, p: &Planned, version: &VersionId) -> Written {
+/// Creates a ref with a create-only write: its token, and whether the value is known to be
+/// ours. Where the store allows a ref beside refs below it, the caller then looks for one a
+/// racing push made (`settle_create`).
+async fn create(
+    remote: &Remote,
+    p: &Planned,
+    version: &VersionId,
+) -> Result<(Token, bool), Rejection> {
     let lake = &remote.lake;
     let (token, ours) = match lake.write_ref(&p.dst, version, &WriteMode::Create).await {
         Ok(token) => (token, true),
@@ -137,7 +170,7 @@ async fn create(remote: &Remote, p: &Planned, version: &VersionId) -> Written {
             Readback::Unknown(why) => return Err(unknown_outcome(&e, &why)),
         },
     };
-    settle_create(remote, p, token, ours).await
+    Ok((token, ours))
 }
 
 /// After a create on an object store: is a ref in the way (`a` for `a/b`, or `a/b` for `a`)?
