@@ -39,10 +39,16 @@ pub struct Cache {
 impl Cache {
     /// The cache for the lake at `lake_url` (with `fdl.json`'s `id`, if any) in `git_dir`.
     pub fn load(git_dir: &Path, lake_url: &str, lake_id: Option<&str>) -> Cache {
+        Cache::load_under(&git_dir.join("fdl"), lake_url, lake_id)
+    }
+
+    /// The cache for a lake in `root`, one folder a lake (keyed by its URL and `id`): a
+    /// repository's `fdl/`, or the user's cache outside any repository ([`user_cache_root`]).
+    pub fn load_under(root: &Path, lake_url: &str, lake_id: Option<&str>) -> Cache {
         let key: [u8; 20] =
             Sha1::digest(format!("{lake_url}\n{}", lake_id.unwrap_or("")).as_bytes()).into();
         let key: String = key[..8].iter().map(|b| format!("{b:02x}")).collect();
-        let dir = git_dir.join("fdl").join(key);
+        let dir = root.join(key);
         let mut cache = Cache {
             dir,
             entries: HashMap::new(),
@@ -238,6 +244,17 @@ fn replace(path: &Path, header: &str, lines: &[String]) -> bool {
     }
     let _ = std::fs::remove_file(&tmp);
     false
+}
+
+/// Where the helper keeps caches when it runs outside any repository (`git ls-remote fdl::...`,
+/// `git-remote-fdl ls`): `$XDG_CACHE_HOME/git-remote-fdl`, else `~/.cache/git-remote-fdl`.
+/// `None` when neither is known (a relative `XDG_CACHE_HOME` is ignored, as the XDG spec says).
+pub fn user_cache_root() -> Option<PathBuf> {
+    let absolute = |v: std::ffi::OsString| Some(PathBuf::from(v)).filter(|p| p.is_absolute());
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .and_then(absolute)
+        .or_else(|| std::env::var_os("HOME").and_then(absolute).map(|h| h.join(".cache")))?;
+    Some(base.join("git-remote-fdl"))
 }
 
 #[cfg(test)]

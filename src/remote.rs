@@ -185,9 +185,14 @@ pub struct FetchOutcome {
 
 impl Remote {
     pub fn new(lake: Lake, repo: Option<Repo>) -> Remote {
-        let cache = repo
-            .as_ref()
-            .map(|r| Cache::load(r.git_dir(), &lake.name(), lake.config.id.as_deref()));
+        // Outside a repository, the user's cache: a second `git ls-remote` of a lake reads only
+        // the refs and what is new.
+        let (url, id) = (lake.name(), lake.config.id.clone());
+        let cache = match &repo {
+            Some(r) => Some(Cache::load(r.git_dir(), &url, id.as_deref())),
+            None => crate::cache::user_cache_root()
+                .map(|root| Cache::load_under(&root, &url, id.as_deref())),
+        };
         let remote = Remote {
             lake,
             repo,

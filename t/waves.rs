@@ -193,3 +193,35 @@ fn a_tag_push_takes_four_waves() {
         format!("{tip}\trefs/tags/pushed\n")
     );
 }
+
+#[test]
+fn a_second_ls_remote_outside_any_repository_reads_only_the_refs() {
+    let server = s3lite::start();
+    server.put_files("outside", "lake/", &chain(VERSIONS, 10).files);
+    let t = env(&server);
+    let url = "fdl::s3://outside/lake/";
+    let first = waves(&server, &t, ".", &["ls-remote", url]);
+    assert!(first.gets > VERSIONS, "the first reads every version: {first:?}");
+    // The user's cache (under HOME, a temporary folder here) remembers commits and ref ETags.
+    let cached: Vec<_> = std::fs::read_dir(t.path("home/.cache/git-remote-fdl"))
+        .unwrap()
+        .collect();
+    assert_eq!(cached.len(), 1, "one lake, one cache folder");
+    let second = waves(&server, &t, ".", &["ls-remote", url]);
+    eprintln!("second ls-remote outside a repository: {second:?}");
+    assert!(
+        second.gets <= 3 && second.waves <= 3,
+        "second ls-remote: {second:?}"
+    );
+    // A new version is read, and only it.
+    let mut more = chain(VERSIONS, 10);
+    more.chain(VERSIONS + 1, VERSIONS + 1);
+    more.branch("main", VERSIONS + 1);
+    server.put_files("outside", "lake/", &more.files);
+    let third = waves(&server, &t, ".", &["ls-remote", url]);
+    assert!(third.gets <= 3 + 3, "third ls-remote: {third:?}");
+    // The cache changes no result: without it, the same listing.
+    let listed = t.ok(".", &["ls-remote", url]);
+    std::fs::remove_dir_all(t.path("home/.cache/git-remote-fdl")).unwrap();
+    assert_eq!(t.ok(".", &["ls-remote", url]), listed);
+}
