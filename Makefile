@@ -16,6 +16,13 @@ export AZURITE_BLOB := $(abspath $(AZURITE))
 test: $(MOTO) $(FAKE_GCS) $(AZURITE) ssh-keygen
 	cargo test --locked
 
+# The issue-8 set: folder figures at 10k and 100k versions, the delay table for 2k and 10k
+# versions at 0, 20 and 50 ms, and a 100k-version lake at 30 ms. Override any of them, e.g.
+# `make bench FDL_BENCH_FOLDER=10000 FDL_BENCH_LARGE=` for a quicker run.
+export FDL_BENCH_FOLDER  ?= 10000,100000
+export FDL_BENCH_LATENCY ?= 2000x0,2000x20,2000x50,10000x0,10000x20,10000x50
+export FDL_BENCH_LARGE   ?= 100000x30
+
 bench: $(MOTO)
 	cargo bench --locked --bench clone
 	cargo bench --locked --bench latency

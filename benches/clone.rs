@@ -91,7 +91,140 @@ fn refs_of(l: &LakeBuilder) -> u64 {
         .count() as u64
 }
 
+/// Bytes of the files below `dir`.
+fn size_of(dir: &std::path::Path) -> u64 {
+    let mut total = 0;
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let m = e.metadata().unwrap();
+        total += if m.is_dir() {
+            size_of(&e.path())
+        } else {
+            m.len()
+        };
+    }
+    total
+}
+
+/// The helper's peak resident memory (KiB) in one git command, by GNU time around the helper
+/// (a wrapper first on PATH): measured on the helper itself, not on this large process's fork.
+fn helper_peak_kib(t: &TestEnv, cwd: &str, args: &[&str]) -> Option<u64> {
+    if !std::path::Path::new("/usr/bin/time").exists() {
+        return None;
+    }
+    let real = env!("CARGO_BIN_EXE_git-remote-fdl");
+    let wrap = t.path("peak-wrapper");
+    std::fs::create_dir_all(&wrap).unwrap();
+    let report = t.path("peak-report");
+    let script = format!(
+        "#!/bin/sh\nexec /usr/bin/time -a -o '{}' -f %M '{real}' \"$@\"\n",
+        report.display()
+    );
+    let exe = wrap.join("git-remote-fdl");
+    std::fs::write(&exe, script).unwrap();
+    std::process::Command::new("chmod")
+        .args(["+x", exe.to_str().unwrap()])
+        .status()
+        .unwrap();
+    let _ = std::fs::remove_file(&report);
+    let path = format!(
+        "{}:{}",
+        wrap.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = t
+        .command("git", cwd, args)
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&report).ok()?;
+    text.lines().filter_map(|l| l.trim().parse().ok()).max()
+}
+
+/// The folder figures of issue 8 for a lake of `versions`: clone time, the helper's peak
+/// memory, the size of `.git` and a no-op fetch, each beside `git clone --no-local` of the
+/// same history.
+fn folder_figures(versions: u64) {
+    let t = TestEnv::new();
+    let url = t.local_lake("lake", &lake(versions));
+    const RUNS: usize = 3;
+    let lake_secs = median_secs(RUNS, |i| {
+        t.ok(
+            ".",
+            &["clone", "-q", "--bare", &url, &format!("from-lake-{i}.git")],
+        );
+    });
+    t.ok(".", &["clone", "-q", "--bare", &url, "plain-src.git"]);
+    t.ok("plain-src.git", &["gc", "-q"]);
+    let git_secs = median_secs(RUNS, |i| {
+        let dest = format!("plain-{i}.git");
+        t.ok(
+            ".",
+            &[
+                "clone",
+                "-q",
+                "--bare",
+                "--no-local",
+                "plain-src.git",
+                &dest,
+            ],
+        );
+    });
+    let peak = helper_peak_kib(&t, ".", &["clone", "-q", "--bare", &url, "peak.git"]);
+    let lake_size = size_of(&t.path("from-lake-0.git"));
+    let git_size = size_of(&t.path("plain-0.git"));
+    let noop_lake = median_secs(5, |_| {
+        t.ok("from-lake-0.git", &["fetch", "-q", "origin"]);
+    });
+    let noop_git = median_secs(5, |_| {
+        t.ok("plain-0.git", &["fetch", "-q", "origin"]);
+    });
+    let mib = |b: u64| b as f64 / (1 << 20) as f64;
+    println!("{versions} versions, local folder (median of {RUNS} runs; no-op fetch of 5)");
+    println!(
+        "  {:<28} {:>9.3} s   git clone --no-local {:>7.3} s   {:>5.2}x (goal: <= 2x)",
+        "cold clone",
+        lake_secs,
+        git_secs,
+        lake_secs / git_secs
+    );
+    match peak {
+        Some(kib) => println!(
+            "  {:<28} {:>9.1} MiB  (goal: <= 128 MiB at 100,000 versions)",
+            "helper peak memory",
+            kib as f64 / 1024.0
+        ),
+        None => println!(
+            "  {:<28} (no /usr/bin/time on this machine)",
+            "helper peak memory"
+        ),
+    }
+    println!(
+        "  {:<28} {:>9.1} MiB  git clone --no-local {:>7.1} MiB  {:>5.2}x (goal: <= 1.2x)",
+        ".git size",
+        mib(lake_size),
+        mib(git_size),
+        lake_size as f64 / git_size as f64
+    );
+    println!(
+        "  {:<28} {:>9.3} s   git fetch (no-op)    {:>7.3} s   {:>5.2}x\n",
+        "no-op fetch",
+        noop_lake,
+        noop_git,
+        noop_lake / noop_git
+    );
+}
+
 fn main() {
+    let sizes = std::env::var("FDL_BENCH_FOLDER").unwrap_or_else(|_| "10000,100000".into());
+    println!("git-remote-fdl against git, local folder (issue 8's folder figures)\n");
+    for n in sizes.split(',').filter_map(|n| n.trim().parse().ok()) {
+        folder_figures(n);
+    }
     let versions: u64 = std::env::var("FDL_BENCH_VERSIONS")
         .ok()
         .and_then(|v| v.parse().ok())

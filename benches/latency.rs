@@ -4,8 +4,9 @@
 //! server answered, round trips in sequence (wall / delay) and effective concurrency (time
 //! requests spent in the server / wall), beside the goal of issue 8.
 //!
-//! `FDL_BENCH_LATENCY=<versions>x<ms>,...` picks the runs (default `2000x0,2000x20`; the issue's
-//! full set is `2000x0,2000x20,2000x50,10000x0,10000x20,10000x50`).
+//! `FDL_BENCH_LATENCY=<versions>x<ms>,...` picks the runs (`make bench` passes the issue's set,
+//! `2000x0,2000x20,2000x50,10000x0,10000x20,10000x50`); `FDL_BENCH_LARGE=100000x30` adds a cold
+//! clone of a large lake and a fetch of 200 new versions on top of it.
 
 #[path = "../t/support/mod.rs"]
 mod support;
@@ -133,10 +134,57 @@ fn measure(versions: u64, delay_ms: u64, rows: &mut Vec<Row>) {
             .collect(),
     );
     push("push of one tag", tags, Goal::RoundTrips(4.0));
+    // Outside any repository: the user's cache (in the test HOME) makes the second one cheap.
+    t.ok(".", &["ls-remote", url]);
+    let outside = median(
+        (0..RUNS)
+            .map(|_| run(&server, &t, ".", &[&["ls-remote", url]]))
+            .collect(),
+    );
+    push("ls-remote outside a repo", outside, Goal::RoundTrips(10.0));
+}
+
+/// A large lake: one cold clone, then a fetch of 200 new versions (one run each: minutes).
+fn measure_large(versions: u64, delay_ms: u64, rows: &mut Vec<Row>) {
+    let server = s3lite::start();
+    let mut l = lake(versions);
+    server.put_files("bench", "lake/", &l.files);
+    let mut t = TestEnv::new();
+    for (k, v) in server.env() {
+        t.set(&k, &v);
+    }
+    server.set_delay(Duration::from_millis(delay_ms));
+    let url = "fdl::s3://bench/lake/";
+    let mut push = |op: &'static str, (wall, counts): (f64, Counts), goal: Goal| {
+        let rt = wall * 1000.0 / delay_ms.max(1) as f64;
+        let (goal, met) = goal.judge(wall, rt, delay_ms);
+        rows.push(Row {
+            versions,
+            delay_ms,
+            op,
+            wall,
+            counts,
+            goal,
+            met,
+        });
+    };
+    let cold = run(
+        &server,
+        &t,
+        ".",
+        &[&["clone", "-q", "--bare", url, "c.git"]],
+    );
+    push("cold clone (1 run)", cold, Goal::Seconds(35.0));
+    l.chain(versions + 1, versions + 200);
+    l.branch("main", versions + 200);
+    server.put_files("bench", "lake/", &l.files);
+    let plus200 = run(&server, &t, "c.git", &[&["fetch", "-q", "origin"]]);
+    push("fetch of 200 new (1 run)", plus200, Goal::Seconds(1.5));
 }
 
 enum Goal {
     None,
+    Seconds(f64),
     RoundTrips(f64),
     /// At most this many times another operation's wall time.
     Times(f64, f64),
@@ -146,6 +194,7 @@ impl Goal {
     fn judge(&self, wall: f64, rt: f64, delay_ms: u64) -> (String, Option<bool>) {
         match *self {
             Goal::None => ("(the baseline of the next row)".into(), None),
+            Goal::Seconds(n) => (format!("<= {n} s"), Some(wall <= n)),
             Goal::RoundTrips(n) if delay_ms > 0 => (format!("<= {n} round trips"), Some(rt <= n)),
             Goal::RoundTrips(n) => (format!("<= {n} round trips (needs a delay)"), None),
             Goal::Times(k, of) => (
@@ -164,6 +213,13 @@ fn main() {
         let (v, d): (u64, u64) = (v.trim().parse().unwrap(), d.trim().parse().unwrap());
         eprintln!("measuring {v} versions at {d} ms a request...");
         measure(v, d, &mut rows);
+    }
+    let large = std::env::var("FDL_BENCH_LARGE").unwrap_or_default();
+    for run in large.split(',').filter(|r| !r.is_empty()) {
+        let (v, d) = run.split_once('x').expect("<versions>x<ms>");
+        let (v, d): (u64, u64) = (v.trim().parse().unwrap(), d.trim().parse().unwrap());
+        eprintln!("measuring a large lake: {v} versions at {d} ms a request...");
+        measure_large(v, d, &mut rows);
     }
     println!(
         "S3-compatible server on 127.0.0.1 with a fixed delay per request (t/support/s3lite.rs)"

@@ -253,7 +253,11 @@ pub fn user_cache_root() -> Option<PathBuf> {
     let absolute = |v: std::ffi::OsString| Some(PathBuf::from(v)).filter(|p| p.is_absolute());
     let base = std::env::var_os("XDG_CACHE_HOME")
         .and_then(absolute)
-        .or_else(|| std::env::var_os("HOME").and_then(absolute).map(|h| h.join(".cache")))?;
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .and_then(absolute)
+                .map(|h| h.join(".cache"))
+        })?;
     Some(base.join("git-remote-fdl"))
 }
 

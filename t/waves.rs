@@ -201,7 +201,10 @@ fn a_second_ls_remote_outside_any_repository_reads_only_the_refs() {
     let t = env(&server);
     let url = "fdl::s3://outside/lake/";
     let first = waves(&server, &t, ".", &["ls-remote", url]);
-    assert!(first.gets > VERSIONS, "the first reads every version: {first:?}");
+    assert!(
+        first.gets > VERSIONS,
+        "the first reads every version: {first:?}"
+    );
     // The user's cache (under HOME, a temporary folder here) remembers commits and ref ETags.
     let cached: Vec<_> = std::fs::read_dir(t.path("home/.cache/git-remote-fdl"))
         .unwrap()
