@@ -1,7 +1,8 @@
 //! `make bench`: the read path measured side by side in one run, never as a timed test.
 //!
-//! - cold `git clone` of a 10,000-version lake (local folder) beside `git clone --no-local` of a
-//!   plain Git repository holding the same commits, and their ratio;
+//! - for 10,000 and 100,000 versions in a local folder (`FDL_BENCH_FOLDER`): cold `git clone`
+//!   beside `git clone --no-local` of a plain repository holding the same commits, the helper's
+//!   peak memory, the size of `.git`, and a no-op fetch, each with its ratio to Git;
 //! - the same on the S3-compatible server (moto on 127.0.0.1) for a smaller lake, since moto
 //!   answers a few hundred requests a second at most;
 //! - store requests for a cold clone, a warm `ls-remote` and a fetch of 10 new versions, beside
@@ -39,11 +40,11 @@ fn lake(n: u64) -> LakeBuilder {
     l
 }
 
-/// Requests the helper made in one git command, from its trace.
-fn requests(t: &TestEnv, cwd: &str, args: &[&str]) -> String {
+/// Runs git with one more variable set, and insists it succeeds.
+fn git_with(t: &TestEnv, cwd: &str, args: &[&str], var: (&str, &str)) -> std::process::Output {
     let out = t
         .command("git", cwd, args)
-        .env("GIT_REMOTE_FDL_DEBUG", "1")
+        .env(var.0, var.1)
         .output()
         .unwrap();
     assert!(
@@ -51,6 +52,12 @@ fn requests(t: &TestEnv, cwd: &str, args: &[&str]) -> String {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    out
+}
+
+/// Requests the helper made in one git command, from its trace.
+fn requests(t: &TestEnv, cwd: &str, args: &[&str]) -> String {
+    let out = git_with(t, cwd, args, ("GIT_REMOTE_FDL_DEBUG", "1"));
     let err = String::from_utf8_lossy(&out.stderr);
     err.lines()
         .rev()
@@ -131,16 +138,7 @@ fn helper_peak_kib(t: &TestEnv, cwd: &str, args: &[&str]) -> Option<u64> {
         wrap.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let out = t
-        .command("git", cwd, args)
-        .env("PATH", path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    git_with(t, cwd, args, ("PATH", &path));
     let text = std::fs::read_to_string(&report).ok()?;
     text.lines().filter_map(|l| l.trim().parse().ok()).max()
 }
@@ -233,52 +231,12 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1_000);
-    println!("git-remote-fdl read-path benchmark ({versions} versions; S3: {s3_versions})\n");
+    println!("store requests and pushes ({versions} versions; S3: {s3_versions})\n");
 
     let t = TestEnv::new();
     let mut l = lake(versions);
     let url = t.local_lake("lake", &l);
     let r = refs_of(&l);
-
-    // Cold clone from the lake, then the same commits as a plain repository.
-    const RUNS: usize = 5;
-    let lake_secs = median_secs(RUNS, |i| {
-        t.ok(
-            ".",
-            &["clone", "-q", "--bare", &url, &format!("from-lake-{i}.git")],
-        );
-    });
-    t.ok(".", &["clone", "-q", "--bare", &url, "from-lake.git"]);
-    t.ok("from-lake.git", &["gc", "-q"]);
-    let git_secs = median_secs(RUNS, |i| {
-        let dest = format!("plain-{i}.git");
-        t.ok(
-            ".",
-            &[
-                "clone",
-                "-q",
-                "--bare",
-                "--no-local",
-                "from-lake.git",
-                &dest,
-            ],
-        );
-    });
-    let count = t.ok("from-lake.git", &["rev-list", "--count", "--all"]);
-    println!(
-        "cold clone, local folder, {} commits (median of {RUNS} runs)",
-        count.trim()
-    );
-    println!("  {:<40} {:>8.3} s", "git clone fdl::<folder>", lake_secs);
-    println!(
-        "  {:<40} {:>8.3} s",
-        "git clone --no-local <plain repo>", git_secs
-    );
-    println!(
-        "  {:<40} {:>8.2}x   (goal: within 2x)\n",
-        "ratio",
-        lake_secs / git_secs
-    );
 
     // Request counts (local folder: one request per file read or folder listed).
     let cold = requests(&t, ".", &["clone", "-q", "--bare", &url, "counted.git"]);

@@ -59,20 +59,26 @@ fn median(mut runs: Vec<(f64, Counts)>) -> (f64, Counts) {
     (runs[runs.len() / 2].0, counts)
 }
 
-fn measure(versions: u64, delay_ms: u64, rows: &mut Vec<Row>) {
+/// The server holding a lake of `versions`, answering after `delay_ms`, and a test
+/// environment that reaches it.
+fn setup(versions: u64, delay_ms: u64) -> (S3Lite, LakeBuilder, TestEnv) {
     let server = s3lite::start();
-    let mut l = lake(versions);
+    let l = lake(versions);
     server.put_files("bench", "lake/", &l.files);
     let mut t = TestEnv::new();
     for (k, v) in server.env() {
         t.set(&k, &v);
     }
     server.set_delay(Duration::from_millis(delay_ms));
-    let url = "fdl::s3://bench/lake/";
-    let mut push = |op: &'static str, (wall, counts): (f64, Counts), goal: Goal| {
+    (server, l, t)
+}
+
+impl Row {
+    fn new(versions: u64, delay_ms: u64, op: &'static str, m: (f64, Counts), goal: Goal) -> Row {
+        let (wall, counts) = m;
         let rt = wall * 1000.0 / delay_ms.max(1) as f64;
         let (goal, met) = goal.judge(wall, rt, delay_ms);
-        rows.push(Row {
+        Row {
             versions,
             delay_ms,
             op,
@@ -80,7 +86,15 @@ fn measure(versions: u64, delay_ms: u64, rows: &mut Vec<Row>) {
             counts,
             goal,
             met,
-        });
+        }
+    }
+}
+
+fn measure(versions: u64, delay_ms: u64, rows: &mut Vec<Row>) {
+    let (server, mut l, t) = setup(versions, delay_ms);
+    let url = "fdl::s3://bench/lake/";
+    let mut push = |op: &'static str, measured: (f64, Counts), goal: Goal| {
+        rows.push(Row::new(versions, delay_ms, op, measured, goal));
     };
     let clones: Vec<String> = (0..RUNS).map(|i| format!("c{i}.git")).collect();
     let cold = median(
@@ -146,27 +160,10 @@ fn measure(versions: u64, delay_ms: u64, rows: &mut Vec<Row>) {
 
 /// A large lake: one cold clone, then a fetch of 200 new versions (one run each: minutes).
 fn measure_large(versions: u64, delay_ms: u64, rows: &mut Vec<Row>) {
-    let server = s3lite::start();
-    let mut l = lake(versions);
-    server.put_files("bench", "lake/", &l.files);
-    let mut t = TestEnv::new();
-    for (k, v) in server.env() {
-        t.set(&k, &v);
-    }
-    server.set_delay(Duration::from_millis(delay_ms));
+    let (server, mut l, t) = setup(versions, delay_ms);
     let url = "fdl::s3://bench/lake/";
-    let mut push = |op: &'static str, (wall, counts): (f64, Counts), goal: Goal| {
-        let rt = wall * 1000.0 / delay_ms.max(1) as f64;
-        let (goal, met) = goal.judge(wall, rt, delay_ms);
-        rows.push(Row {
-            versions,
-            delay_ms,
-            op,
-            wall,
-            counts,
-            goal,
-            met,
-        });
+    let mut push = |op: &'static str, measured: (f64, Counts), goal: Goal| {
+        rows.push(Row::new(versions, delay_ms, op, measured, goal));
     };
     let cold = run(
         &server,

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::Stdio;
 
 use crate::support::http::serve;
-use crate::support::{parse_ls_remote, LakeBuilder, TestEnv};
+use crate::support::{copy_dir, parse_ls_remote, LakeBuilder, TestEnv};
 
 const A: &str = "0190f3a2-7b4c-7d2e-8f10-000000000001";
 const B: &str = "0190f3a2-8000-7d2e-8f10-000000000002";
@@ -170,19 +170,6 @@ fn pipe(t: &TestEnv, args: &[&str], input: &[u8]) -> String {
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success());
     String::from_utf8(out.stdout).unwrap().trim().to_string()
-}
-
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 // Edge vectors: the answers docs/mapping.md gives where two careful readers could differ

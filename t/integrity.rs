@@ -7,7 +7,7 @@ use std::process::Output;
 use sha2::{Digest, Sha256};
 
 use crate::support::http::serve;
-use crate::support::{vid, LakeBuilder, TestEnv, Where};
+use crate::support::{copy_dir, vid, LakeBuilder, TestEnv, Where};
 
 fn helper(t: &TestEnv, cwd: &str, args: &[&str]) -> Output {
     t.command(env!("CARGO_BIN_EXE_git-remote-fdl"), cwd, args)
@@ -407,17 +407,4 @@ fn a_cache_entry_edited_by_hand_is_not_trusted() {
     // The cache was repaired: no warning the next time.
     let out = t.git("work", &["ls-remote", "origin", "refs/heads/main"]);
     assert_eq!(text(&out.stderr), "");
-}
-
-/// Copies a folder tree (a repository, for a second try from the same state).
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap().flatten() {
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }

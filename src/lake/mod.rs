@@ -283,29 +283,7 @@ impl Lake {
 
     /// Every branch and tag from the ref files, with each file's version token (for pushes).
     pub async fn refs_versioned(&self) -> Result<Vec<(String, VersionId, Token)>, LakeError> {
-        let (names, _) = self.ref_names(&HashMap::new()).await?;
-        let mut out: Vec<(String, VersionId, Token)> = futures::stream::iter(names)
-            .map(|name| async move {
-                let got = self
-                    .store
-                    .get_versioned(&name, SMALL_FILE_LIMIT)
-                    .await
-                    .map_err(|e| self.store_err(e))?;
-                // Deleted between the listing and the read: it is gone, as a racing reader sees it.
-                let Some(got) = got else { return Ok(None) };
-                let id = files::parse_ref_value(&got.bytes).map_err(|why| LakeError::BadRef {
-                    lake: self.name(),
-                    name: name.clone(),
-                    why,
-                })?;
-                Ok(Some((name, id, got.token)))
-            })
-            .buffer_unordered(self.store.concurrency())
-            .try_filter_map(|x| async move { Ok(x) })
-            .try_collect()
-            .await?;
-        out.sort_by(|a, b| a.0.cmp(&b.0));
-        Ok(out)
+        Ok(self.read_ref_files(&HashMap::new()).await?.0)
     }
 
     /// Every branch and tag, reading only the ref files whose ETag in the listing differs from
@@ -320,6 +298,15 @@ impl Lake {
             let refs = refs.into_iter().map(|(n, v)| (n, v, Token::default()));
             return Ok((refs.collect(), HashMap::new()));
         }
+        self.read_ref_files(known).await
+    }
+
+    /// The ref files listed, each read unless `known` holds its listed ETag (a file deleted
+    /// between the listing and its read is gone, as a racing reader sees it).
+    async fn read_ref_files(
+        &self,
+        known: &HashMap<String, (String, VersionId)>,
+    ) -> Result<RefsSeen, LakeError> {
         let (names, e_tags) = self.ref_names(known).await?;
         let e_tags = &e_tags;
         let reads = names.into_iter().map(|name| async move {
