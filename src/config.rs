@@ -1,6 +1,6 @@
 //! What Git's configuration says about a remote: store options (`remote.<name>.fdlEndpoint`,
-//! `fdlRegion`, `fdlAllowHttp`, `fdlOption`), the signature policy, booleans and paths as Git
-//! reads them, and the one write: a clone's relative folder address made absolute.
+//! `fdlRegion`, `fdlProfile`, `fdlAllowHttp`, `fdlOption`), the signature policy, booleans and
+//! paths as Git reads them, and the one write: a clone's relative folder address made absolute.
 
 use std::path::PathBuf;
 
@@ -16,7 +16,11 @@ pub struct ConfigError {
 }
 
 /// Git's configuration keys for a remote that hold text, mapped to object_store option names.
-pub const CONFIG_KEYS: [(&str, &str); 2] = [("fdlEndpoint", "endpoint"), ("fdlRegion", "region")];
+pub const CONFIG_KEYS: [(&str, &str); 3] = [
+    ("fdlEndpoint", "endpoint"),
+    ("fdlRegion", "region"),
+    ("fdlProfile", "aws_profile"),
+];
 
 /// Whether `name` is the name of a configured remote. Without one (a bare URL), Git passes the
 /// URL with its `fdl::` prefix as the remote's name; Git's remote names cannot hold `:` (they

@@ -11,6 +11,7 @@ pub mod gcs;
 pub mod http;
 pub mod lake;
 pub mod moto;
+pub mod recorder;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
