@@ -160,6 +160,62 @@ fn azure_endpoint_and_key_from_git_config_and_environment() {
     assert!(!err.contains(azurite::KEY), "{err}");
 }
 
+/// `AZURE_STORAGE_CONNECTION_STRING` (which object_store does not read) as the Azure CLI reads
+/// it, with no other Azure variable set: an account name and key with the blob endpoint (clone,
+/// push), a shared access signature with the endpoint, `UseDevelopmentStorage=true`; a wrong
+/// key is refused and never shown.
+#[test]
+fn azure_connection_string() {
+    let (mut t, url) = unconfigured(Where::Azure, "connection");
+    const VAR: &str = "AZURE_STORAGE_CONNECTION_STRING";
+    let endpoint = format!("{}/{}", azurite::azurite().endpoint, azurite::ACCOUNT);
+    t.set(
+        VAR,
+        &format!(
+            "DefaultEndpointsProtocol=http;AccountName={};AccountKey={};BlobEndpoint={endpoint}/;",
+            azurite::ACCOUNT,
+            azurite::KEY
+        ),
+    );
+    t.ok(".", &["clone", "-q", &url, "work"]);
+    assert_eq!(t.ok("work", &["rev-list", "--count", "--all"]), "5\n");
+    t.ok("work", &["tag", "pushed", "origin/main"]);
+    t.ok("work", &["push", "-q", "origin", "pushed"]);
+
+    let sas = azurite::account_sas();
+    t.set(
+        VAR,
+        &format!("BlobEndpoint={endpoint};SharedAccessSignature={sas}"),
+    );
+    assert!(t.ok(".", &["ls-remote", &url]).contains("refs/tags/pushed"));
+
+    t.set(VAR, "UseDevelopmentStorage=true")
+        .set("AZURITE_BLOB_STORAGE_URL", &azurite::azurite().endpoint);
+    assert!(t.ok(".", &["ls-remote", &url]).contains("refs/tags/pushed"));
+
+    let wrong = "d3Jvbmcta2V5LXdyb25nLWtleS13cm9uZy1rZXktd3Jvbmc=";
+    t.set(
+        VAR,
+        &format!(
+            "AccountName={};AccountKey={wrong};BlobEndpoint={endpoint}",
+            azurite::ACCOUNT
+        ),
+    );
+    let err = t.fails(".", &["ls-remote", &url]);
+    assert!(
+        err.starts_with("fatal: ") && err.contains("access denied (403"),
+        "{err}"
+    );
+    assert!(!err.contains(wrong) && !err.contains(&sas), "{err}");
+    t.set(VAR, "AccountKey=no-account-named");
+    let err = t.fails(".", &["ls-remote", &url]);
+    assert!(
+        err.contains("AZURE_STORAGE_CONNECTION_STRING cannot be used")
+            && !err.contains("no-account-named"),
+        "{err}"
+    );
+}
+
 /// The helper's own store, opened with object_store options equal to the emulator's environment.
 fn open_store(place: Where, url: &str) -> git_remote_fdl::store::Store {
     let options: Vec<(String, String)> = match place {

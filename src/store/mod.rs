@@ -3,6 +3,7 @@
 //! optionally traced.
 
 mod aws;
+mod azure;
 mod delete;
 mod diagnose;
 pub mod local;

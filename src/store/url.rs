@@ -219,7 +219,7 @@ fn build_gcs(url: &StoreUrl, u: &Url, options: &[(String, String)]) -> Result<Bu
 
 fn build_azure(url: &StoreUrl, u: &Url, options: &[(String, String)]) -> Result<Built, StoreError> {
     let config_err = |e: object_store::Error| build_error(options, &e);
-    let mut b = object_store::azure::MicrosoftAzureBuilder::from_env()
+    let mut b = super::azure::builder_from_env()?
         .with_url(u.as_str())
         .with_retry(super::retry_config());
     for (k, v) in options {
@@ -347,7 +347,7 @@ fn check_setup(url: &StoreUrl, options: &[(String, String)]) -> Result<(), Store
         // GCS and Azure emulators may be given plain HTTP by the builder itself: only the
         // endpoint's form is checked here.
         StoreUrl::Azure(_) => {
-            let mut b = object_store::azure::MicrosoftAzureBuilder::from_env();
+            let mut b = super::azure::builder_from_env()?;
             for (k, v) in options {
                 if let Ok(key) = k.to_ascii_lowercase().parse() {
                     b = b.with_config(key, v);
