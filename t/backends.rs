@@ -160,6 +160,89 @@ fn azure_endpoint_and_key_from_git_config_and_environment() {
     assert!(!err.contains(azurite::KEY), "{err}");
 }
 
+/// Application-default credentials where gcloud leaves them, with no other Google credential
+/// variable: `~/.config/gcloud/application_default_credentials.json`, the same file under
+/// `CLOUDSDK_CONFIG` (which object_store alone does not read), then
+/// `GOOGLE_APPLICATION_CREDENTIALS`, which comes first. Each is a service account, whose token
+/// object_store signs itself (a JWT naming the account: no token server is asked); a proxy shows
+/// which account signed. The metadata server is a listener that must see nothing.
+/// (`authorized_user` files ask Google's token endpoint, which no test reaches.)
+#[test]
+fn gcs_application_default_credentials() {
+    use crate::support::recorder;
+    let (mut t, url) = unconfigured(Where::Gcs, "adc");
+    let proxy = recorder::proxy(&gcs::gcs().endpoint);
+    let metadata = recorder::fixed("404 Not Found");
+    let metadata_host = metadata.endpoint.trim_start_matches("http://").to_string();
+    t.set("GOOGLE_BASE_URL", &proxy.endpoint)
+        .set("GOOGLE_ALLOW_HTTP", "true")
+        .set("GCE_METADATA_HOST", &metadata_host)
+        .set("GCE_METADATA_IP", &metadata_host);
+    let key = gcs::rsa_key();
+    let write = |path: &std::path::Path, email: &str| {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let adc = serde_json::json!({
+            "type": "service_account", "project_id": "p", "private_key_id": "k1",
+            "private_key": key, "client_email": email,
+        });
+        std::fs::write(path, adc.to_string()).unwrap();
+    };
+    let signer = |t: &TestEnv| {
+        let before = proxy.seen().len();
+        assert!(t.ok(".", &["ls-remote", &url]).contains("refs/heads/main"));
+        let seen = proxy.seen();
+        let issuers: std::collections::BTreeSet<String> =
+            seen[before..].iter().map(jwt_issuer).collect();
+        assert_eq!(issuers.len(), 1, "{issuers:?}");
+        issuers.into_iter().next().unwrap()
+    };
+    let home = t.path("home/.config/gcloud/application_default_credentials.json");
+    write(&home, "home@p.iam.gserviceaccount.com");
+    assert_eq!(signer(&t), "home@p.iam.gserviceaccount.com");
+    write(
+        &t.path("gcloud/application_default_credentials.json"),
+        "cloudsdk@p.iam.gserviceaccount.com",
+    );
+    t.set("CLOUDSDK_CONFIG", t.path("gcloud").to_str().unwrap());
+    assert_eq!(signer(&t), "cloudsdk@p.iam.gserviceaccount.com");
+    write(&t.path("key.json"), "explicit@p.iam.gserviceaccount.com");
+    t.set(
+        "GOOGLE_APPLICATION_CREDENTIALS",
+        t.path("key.json").to_str().unwrap(),
+    );
+    assert_eq!(signer(&t), "explicit@p.iam.gserviceaccount.com");
+    assert_eq!(metadata.connections(), 0, "{:?}", metadata.seen());
+}
+
+/// The `iss` of the JWT a request carried as its bearer token.
+fn jwt_issuer(seen: &crate::support::recorder::Seen) -> String {
+    let auth = seen.authorization.as_deref().unwrap_or_default();
+    let jwt = auth
+        .strip_prefix("Bearer ")
+        .unwrap_or_else(|| panic!("{seen:?}"));
+    let payload = jwt.split('.').nth(1).unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&base64url(payload)).unwrap();
+    json["iss"].as_str().unwrap().to_string()
+}
+
+fn base64url(text: &str) -> Vec<u8> {
+    let value = |c: u8| match c {
+        b'A'..=b'Z' => c - b'A',
+        b'a'..=b'z' => c - b'a' + 26,
+        b'0'..=b'9' => c - b'0' + 52,
+        b'-' | b'+' => 62,
+        _ => 63,
+    };
+    let bits: Vec<u8> = text.bytes().filter(|c| *c != b'=').map(value).collect();
+    bits.chunks(4)
+        .flat_map(|c| {
+            let n = c.iter().fold(0u32, |n, v| (n << 6) | u32::from(*v)) << (6 * (4 - c.len()));
+            let bytes = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
+            bytes.into_iter().take(c.len() * 6 / 8)
+        })
+        .collect()
+}
+
 /// `AZURE_STORAGE_CONNECTION_STRING` (which object_store does not read) as the Azure CLI reads
 /// it, with no other Azure variable set: an account name and key with the blob endpoint (clone,
 /// push), a shared access signature with the endpoint, `UseDevelopmentStorage=true`; a wrong

@@ -203,6 +203,12 @@ fn build_gcs(url: &StoreUrl, u: &Url, options: &[(String, String)]) -> Result<Bu
         };
         b = b.with_config(k.parse().map_err(|_| unknown_option(url, &k))?, v);
     }
+    if let Some(adc) = gcloud_adc_file(&b) {
+        b = b.with_config(
+            object_store::gcp::GoogleConfigKey::ApplicationCredentials,
+            adc,
+        );
+    }
     let bucket_url = format!(
         "{}/{}",
         gcs_base_url(&b).trim_end_matches('/'),
@@ -310,6 +316,24 @@ fn azure_container_url(
         .pop_if_empty()
         .push(&container);
     Some((url, account))
+}
+
+/// gcloud writes application-default credentials under `CLOUDSDK_CONFIG` when that is set;
+/// object_store looks only in `~/.config/gcloud`. Where no other credentials are given, the
+/// file in `CLOUDSDK_CONFIG` is named, as gcloud's client libraries find it.
+fn gcloud_adc_file(b: &object_store::gcp::GoogleCloudStorageBuilder) -> Option<String> {
+    use object_store::gcp::GoogleConfigKey as K;
+    let given = [
+        K::ServiceAccount,
+        K::ServiceAccountKey,
+        K::ApplicationCredentials,
+        K::BearerToken,
+    ]
+    .iter()
+    .any(|k| b.get_config_value(k).is_some_and(|v| !v.is_empty()));
+    let dir = std::env::var_os("CLOUDSDK_CONFIG").filter(|d| !d.is_empty())?;
+    let file = std::path::Path::new(&dir).join("application_default_credentials.json");
+    (!given && file.is_file()).then(|| file.to_string_lossy().into_owned())
 }
 
 /// The GCS base URL object_store will use: the option, else the service account's
