@@ -265,12 +265,17 @@ fn azure_connection_string() {
     t.ok("work", &["tag", "pushed", "origin/main"]);
     t.ok("work", &["push", "-q", "origin", "pushed"]);
 
+    // A SAS string with a stray key variable: the connection string stands for the account,
+    // so the key (wrong here) is not read.
     let sas = azurite::account_sas();
+    let wrong = "d3Jvbmcta2V5LXdyb25nLWtleS13cm9uZy1rZXktd3Jvbmc=";
     t.set(
         VAR,
         &format!("BlobEndpoint={endpoint};SharedAccessSignature={sas}"),
-    );
+    )
+    .set("AZURE_STORAGE_ACCOUNT_KEY", wrong);
     assert!(t.ok(".", &["ls-remote", &url]).contains("refs/tags/pushed"));
+    t.env.retain(|(k, _)| k != "AZURE_STORAGE_ACCOUNT_KEY");
 
     t.set(VAR, "UseDevelopmentStorage=true")
         .set("AZURITE_BLOB_STORAGE_URL", &azurite::azurite().endpoint);

@@ -1,7 +1,8 @@
 //! Azure Storage connection strings (`AZURE_STORAGE_CONNECTION_STRING`), which object_store does
 //! not read: `AccountName`, `AccountKey`, `SharedAccessSignature`, `BlobEndpoint` (or
 //! `DefaultEndpointsProtocol` with `EndpointSuffix`) and `UseDevelopmentStorage=true`, turned into
-//! object_store's options. Its keys and signatures are registered as secrets.
+//! object_store's options in place of the account variables. Its keys and signatures are
+//! registered as secrets.
 
 use object_store::azure::{AzureConfigKey as K, MicrosoftAzureBuilder};
 
@@ -10,17 +11,44 @@ use super::StoreError;
 /// The variable the Azure CLI and SDKs read a connection string from.
 pub(super) const CONNECTION_STRING: &str = "AZURE_STORAGE_CONNECTION_STRING";
 
-/// object_store's builder from the environment, with the connection string, if any, over the
-/// `AZURE_STORAGE_*` variables (as for the Azure CLI, the connection string names the account).
+/// object_store's builder from the environment. With a connection string, the account, key,
+/// SAS, token, endpoint and emulator variables are left out, as the connection string stands
+/// for them (as for the Azure CLI): a stray `AZURE_STORAGE_ACCOUNT_KEY` cannot win over its SAS.
 pub(super) fn builder_from_env() -> Result<MicrosoftAzureBuilder, StoreError> {
-    let mut b = MicrosoftAzureBuilder::from_env();
-    if let Some(text) = std::env::var(CONNECTION_STRING)
+    let text = std::env::var(CONNECTION_STRING)
         .ok()
-        .filter(|v| !v.trim().is_empty())
-    {
-        for (key, value) in options(&text)? {
-            b = b.with_config(key, value);
+        .filter(|v| !v.trim().is_empty());
+    let Some(text) = text else {
+        return Ok(MicrosoftAzureBuilder::from_env());
+    };
+    let given = options(&text)?;
+    let superseded = [
+        K::AccountName,
+        K::AccessKey,
+        K::SasKey,
+        K::Token,
+        K::Endpoint,
+        K::UseEmulator,
+    ];
+    // What from_env reads, less those.
+    let mut b = MicrosoftAzureBuilder::new();
+    for (key, value) in std::env::vars_os() {
+        let (Some(key), Some(value)) = (key.to_str(), value.to_str()) else {
+            continue;
+        };
+        if !key.starts_with("AZURE_") {
+            continue;
         }
+        match key.to_ascii_lowercase().parse::<K>() {
+            Ok(k) if !superseded.contains(&k) => b = b.with_config(k, value),
+            _ => {}
+        }
+    }
+    if let Ok(msi) = std::env::var("IDENTITY_ENDPOINT") {
+        b = b.with_msi_endpoint(msi);
+    }
+    for (key, value) in given {
+        b = b.with_config(key, value);
     }
     Ok(b)
 }
