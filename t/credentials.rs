@@ -310,6 +310,17 @@ fn region_from_the_profile() {
     for s in &later[before..] {
         assert_eq!(s.region().as_deref(), Some("eu-north-1"), "{s:?}");
     }
+    // With keys in the environment, the profile still gives the region (as for the AWS CLI).
+    aws_files(&t, "[profile dev]\nregion = ap-south-2\n", "");
+    t.set("AWS_ACCESS_KEY_ID", &m.reader.0)
+        .set("AWS_SECRET_ACCESS_KEY", &m.reader.1);
+    let before = later.len();
+    t.ok(".", &["ls-remote", &url]);
+    let last = proxy.seen();
+    assert!(last.len() > before);
+    for s in &last[before..] {
+        assert_eq!(s.region().as_deref(), Some("ap-south-2"), "{s:?}");
+    }
 }
 
 #[test]

@@ -143,8 +143,12 @@ fn build_s3(url: &StoreUrl, u: &Url, options: &[(String, String)]) -> Result<Bui
             .map_err(|_| unknown_option(url, k))?;
         b = b.with_config(key, v);
     }
+    // As in the AWS CLI, the profile is read even with keys in the environment: its region
+    // counts, and a named profile that does not exist is an error.
+    let profile = super::aws::Profile::chosen(profile);
+    let (mut b, region) = with_profile_region(b, profile.as_ref())?;
     if !has_explicit_credentials(&b) {
-        b = with_aws_chain(b, url, super::aws::Profile::chosen(profile))?;
+        b = with_aws_chain(b, url, profile, region)?;
     }
     let s3 = Arc::new(b.build().map_err(config_err)?);
     let client = super::delete::http_client("AWS_", options).map_err(config_err)?;
@@ -161,26 +165,35 @@ fn has_explicit_credentials(b: &object_store::aws::AmazonS3Builder) -> bool {
         || (set(K::AccessKeyId) && set(K::SecretAccessKey))
 }
 
-/// Credentials from the AWS CLI's chain (`aws-config`): the profile's, or web identity,
-/// container or instance credentials; and the profile's region where none is set.
-fn with_aws_chain(
+/// The region object_store will use (STS is asked in it too): the one set, else the profile's
+/// (then set), else object_store's default.
+fn with_profile_region(
     mut b: object_store::aws::AmazonS3Builder,
-    url: &StoreUrl,
-    profile: Option<super::aws::Profile>,
-) -> Result<object_store::aws::AmazonS3Builder, StoreError> {
+    profile: Option<&super::aws::Profile>,
+) -> Result<(object_store::aws::AmazonS3Builder, String), StoreError> {
     use object_store::aws::AmazonS3ConfigKey as K;
-    // Read even where a region is set: a named profile that does not exist is an error.
-    let from_profile = super::aws::profile_region(profile.as_ref())?;
+    let from_profile = super::aws::profile_region(profile)?;
     let region = match b.get_config_value(&K::Region).filter(|r| !r.is_empty()) {
         Some(r) => r,
         None => {
             if let Some(r) = &from_profile {
                 b = b.with_region(r);
             }
-            // object_store's default, which STS is then asked in too.
             from_profile.unwrap_or_else(|| "us-east-1".to_string())
         }
     };
+    Ok((b, region))
+}
+
+/// Credentials from the AWS CLI's chain (`aws-config`): the profile's, or web identity,
+/// container or instance credentials.
+fn with_aws_chain(
+    b: object_store::aws::AmazonS3Builder,
+    url: &StoreUrl,
+    profile: Option<super::aws::Profile>,
+    region: String,
+) -> Result<object_store::aws::AmazonS3Builder, StoreError> {
+    use object_store::aws::AmazonS3ConfigKey as K;
     let chain = super::aws::AwsChain::new(super::aws::ChainSettings {
         url: url.clone(),
         profile,
