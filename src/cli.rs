@@ -89,6 +89,7 @@ Lake addresses (after fdl::):
 Configuration (git config, for a remote named <remote>):
   remote.<remote>.fdlEndpoint <url>            the store's endpoint (S3-compatible servers, emulators)
   remote.<remote>.fdlRegion <region>           the region
+  remote.<remote>.fdlProfile <name>            the AWS profile (of ~/.aws/config), before AWS_PROFILE
   remote.<remote>.fdlAllowHttp true            allow a plain http:// endpoint
   remote.<remote>.fdlOption <key>=<value>      any object_store option, e.g. aws_skip_signature=true,
                                                timeout=120s (may be given several times)
@@ -97,12 +98,13 @@ Configuration (git config, for a remote named <remote>):
   remote.<remote>.fdlSignatureNamespace <ns>   the signature namespace (default fdl)
 
 Environment:
-  AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION, AWS_ENDPOINT_URL,
-  AWS_ALLOW_HTTP, AWS_SKIP_SIGNATURE, AWS_EC2_METADATA_DISABLED                     S3
+  AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_PROFILE (~/.aws/config,
+  ~/.aws/credentials: keys, credential_process, role_arn, SSO), AWS_REGION, AWS_ENDPOINT_URL,
+  AWS_ENDPOINT_URL_STS, AWS_ALLOW_HTTP, AWS_SKIP_SIGNATURE, AWS_EC2_METADATA_DISABLED     S3
   GOOGLE_SERVICE_ACCOUNT, GOOGLE_SERVICE_ACCOUNT_KEY, GOOGLE_APPLICATION_CREDENTIALS,
-  GOOGLE_BASE_URL                                                                    GCS
-  AZURE_STORAGE_ACCOUNT_NAME, AZURE_STORAGE_ACCOUNT_KEY, AZURE_STORAGE_SAS_KEY,
-  AZURE_STORAGE_ENDPOINT, AZURE_STORAGE_USE_EMULATOR                                 Azure
+  ~/.config/gcloud/application_default_credentials.json, GOOGLE_BASE_URL            GCS
+  AZURE_STORAGE_CONNECTION_STRING, AZURE_STORAGE_ACCOUNT_NAME, AZURE_STORAGE_ACCOUNT_KEY,
+  AZURE_STORAGE_SAS_KEY, AZURE_STORAGE_ENDPOINT, AZURE_STORAGE_USE_EMULATOR          Azure
   GIT_REMOTE_FDL_DEBUG=1    trace the session (lines from and to Git, store requests) to stderr
 
 Submodules with fdl:: URLs need Git's permission, once, by you:

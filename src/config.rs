@@ -1,6 +1,6 @@
 //! What Git's configuration says about a remote: store options (`remote.<name>.fdlEndpoint`,
-//! `fdlRegion`, `fdlAllowHttp`, `fdlOption`), the signature policy, booleans and paths as Git
-//! reads them, and the one write: a clone's relative folder address made absolute.
+//! `fdlRegion`, `fdlProfile`, `fdlAllowHttp`, `fdlOption`), the signature policy, booleans and
+//! paths as Git reads them, and the one write: a clone's relative folder address made absolute.
 
 use std::path::PathBuf;
 
@@ -17,9 +17,10 @@ pub struct ConfigError {
 
 /// Git's configuration keys for a remote that hold text, mapped to object_store option names
 /// (and the helper's own, `fdl_*`, which the store takes for itself).
-pub const CONFIG_KEYS: [(&str, &str); 3] = [
+pub const CONFIG_KEYS: [(&str, &str); 4] = [
     ("fdlEndpoint", "endpoint"),
     ("fdlRegion", "region"),
+    ("fdlProfile", "aws_profile"),
     ("fdlConcurrency", crate::store::CONCURRENCY_OPTION),
 ];
 

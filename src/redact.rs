@@ -68,9 +68,17 @@ pub fn register_env_secrets() {
         let cloud = ["AWS_", "AZURE_", "GOOGLE_"]
             .iter()
             .any(|p| k.starts_with(p));
-        let secret = ["SECRET", "TOKEN", "KEY", "PASSWORD", "SAS", "CREDENTIAL"]
-            .iter()
-            .any(|w| k.contains(w));
+        let secret = [
+            "SECRET",
+            "TOKEN",
+            "KEY",
+            "PASSWORD",
+            "SAS",
+            "CREDENTIAL",
+            "CONNECTION",
+        ]
+        .iter()
+        .any(|w| k.contains(w));
         if cloud && secret && !k.ends_with("_FILE") && !k.ends_with("KEY_ID") {
             register_secret(v);
         }

@@ -160,6 +160,150 @@ fn azure_endpoint_and_key_from_git_config_and_environment() {
     assert!(!err.contains(azurite::KEY), "{err}");
 }
 
+/// Application-default credentials where gcloud leaves them, with no other Google credential
+/// variable: `~/.config/gcloud/application_default_credentials.json`, the same file under
+/// `CLOUDSDK_CONFIG` (which object_store alone does not read), then
+/// `GOOGLE_APPLICATION_CREDENTIALS`, which comes first. Each is a service account, whose token
+/// object_store signs itself (a JWT naming the account: no token server is asked); a proxy shows
+/// which account signed. The metadata server is a listener that must see nothing.
+/// (`authorized_user` files ask Google's token endpoint, which no test reaches.)
+#[test]
+fn gcs_application_default_credentials() {
+    use crate::support::recorder;
+    let (mut t, url) = unconfigured(Where::Gcs, "adc");
+    let proxy = recorder::proxy(&gcs::gcs().endpoint);
+    let metadata = recorder::fixed("404 Not Found");
+    let metadata_host = metadata.endpoint.trim_start_matches("http://").to_string();
+    t.set("GOOGLE_BASE_URL", &proxy.endpoint)
+        .set("GOOGLE_ALLOW_HTTP", "true")
+        .set("GCE_METADATA_HOST", &metadata_host)
+        .set("GCE_METADATA_IP", &metadata_host);
+    let key = gcs::rsa_key();
+    let write = |path: &std::path::Path, email: &str| {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let adc = serde_json::json!({
+            "type": "service_account", "project_id": "p", "private_key_id": "k1",
+            "private_key": key, "client_email": email,
+        });
+        std::fs::write(path, adc.to_string()).unwrap();
+    };
+    let signer = |t: &TestEnv| {
+        let before = proxy.seen().len();
+        assert!(t.ok(".", &["ls-remote", &url]).contains("refs/heads/main"));
+        let seen = proxy.seen();
+        let issuers: std::collections::BTreeSet<String> =
+            seen[before..].iter().map(jwt_issuer).collect();
+        assert_eq!(issuers.len(), 1, "{issuers:?}");
+        issuers.into_iter().next().unwrap()
+    };
+    let home = t.path("home/.config/gcloud/application_default_credentials.json");
+    write(&home, "home@p.iam.gserviceaccount.com");
+    assert_eq!(signer(&t), "home@p.iam.gserviceaccount.com");
+    write(
+        &t.path("gcloud/application_default_credentials.json"),
+        "cloudsdk@p.iam.gserviceaccount.com",
+    );
+    t.set("CLOUDSDK_CONFIG", t.path("gcloud").to_str().unwrap());
+    assert_eq!(signer(&t), "cloudsdk@p.iam.gserviceaccount.com");
+    write(&t.path("key.json"), "explicit@p.iam.gserviceaccount.com");
+    t.set(
+        "GOOGLE_APPLICATION_CREDENTIALS",
+        t.path("key.json").to_str().unwrap(),
+    );
+    assert_eq!(signer(&t), "explicit@p.iam.gserviceaccount.com");
+    assert_eq!(metadata.connections(), 0, "{:?}", metadata.seen());
+}
+
+/// The `iss` of the JWT a request carried as its bearer token.
+fn jwt_issuer(seen: &crate::support::recorder::Seen) -> String {
+    let auth = seen.authorization.as_deref().unwrap_or_default();
+    let jwt = auth
+        .strip_prefix("Bearer ")
+        .unwrap_or_else(|| panic!("{seen:?}"));
+    let payload = jwt.split('.').nth(1).unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&base64url(payload)).unwrap();
+    json["iss"].as_str().unwrap().to_string()
+}
+
+fn base64url(text: &str) -> Vec<u8> {
+    let value = |c: u8| match c {
+        b'A'..=b'Z' => c - b'A',
+        b'a'..=b'z' => c - b'a' + 26,
+        b'0'..=b'9' => c - b'0' + 52,
+        b'-' | b'+' => 62,
+        _ => 63,
+    };
+    let bits: Vec<u8> = text.bytes().filter(|c| *c != b'=').map(value).collect();
+    bits.chunks(4)
+        .flat_map(|c| {
+            let n = c.iter().fold(0u32, |n, v| (n << 6) | u32::from(*v)) << (6 * (4 - c.len()));
+            let bytes = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
+            bytes.into_iter().take(c.len() * 6 / 8)
+        })
+        .collect()
+}
+
+/// `AZURE_STORAGE_CONNECTION_STRING` (which object_store does not read) as the Azure CLI reads
+/// it, with no other Azure variable set: an account name and key with the blob endpoint (clone,
+/// push), a shared access signature with the endpoint, `UseDevelopmentStorage=true`; a wrong
+/// key is refused and never shown.
+#[test]
+fn azure_connection_string() {
+    let (mut t, url) = unconfigured(Where::Azure, "connection");
+    const VAR: &str = "AZURE_STORAGE_CONNECTION_STRING";
+    let endpoint = format!("{}/{}", azurite::azurite().endpoint, azurite::ACCOUNT);
+    t.set(
+        VAR,
+        &format!(
+            "DefaultEndpointsProtocol=http;AccountName={};AccountKey={};BlobEndpoint={endpoint}/;",
+            azurite::ACCOUNT,
+            azurite::KEY
+        ),
+    );
+    t.ok(".", &["clone", "-q", &url, "work"]);
+    assert_eq!(t.ok("work", &["rev-list", "--count", "--all"]), "5\n");
+    t.ok("work", &["tag", "pushed", "origin/main"]);
+    t.ok("work", &["push", "-q", "origin", "pushed"]);
+
+    // A SAS string with a stray key variable: the connection string stands for the account,
+    // so the key (wrong here) is not read.
+    let sas = azurite::account_sas();
+    let wrong = "d3Jvbmcta2V5LXdyb25nLWtleS13cm9uZy1rZXktd3Jvbmc=";
+    t.set(
+        VAR,
+        &format!("BlobEndpoint={endpoint};SharedAccessSignature={sas}"),
+    )
+    .set("AZURE_STORAGE_ACCOUNT_KEY", wrong);
+    assert!(t.ok(".", &["ls-remote", &url]).contains("refs/tags/pushed"));
+    t.env.retain(|(k, _)| k != "AZURE_STORAGE_ACCOUNT_KEY");
+
+    t.set(VAR, "UseDevelopmentStorage=true")
+        .set("AZURITE_BLOB_STORAGE_URL", &azurite::azurite().endpoint);
+    assert!(t.ok(".", &["ls-remote", &url]).contains("refs/tags/pushed"));
+
+    let wrong = "d3Jvbmcta2V5LXdyb25nLWtleS13cm9uZy1rZXktd3Jvbmc=";
+    t.set(
+        VAR,
+        &format!(
+            "AccountName={};AccountKey={wrong};BlobEndpoint={endpoint}",
+            azurite::ACCOUNT
+        ),
+    );
+    let err = t.fails(".", &["ls-remote", &url]);
+    assert!(
+        err.starts_with("fatal: ") && err.contains("access denied (403"),
+        "{err}"
+    );
+    assert!(!err.contains(wrong) && !err.contains(&sas), "{err}");
+    t.set(VAR, "AccountKey=no-account-named");
+    let err = t.fails(".", &["ls-remote", &url]);
+    assert!(
+        err.contains("AZURE_STORAGE_CONNECTION_STRING cannot be used")
+            && !err.contains("no-account-named"),
+        "{err}"
+    );
+}
+
 /// The helper's own store, opened with object_store options equal to the emulator's environment.
 fn open_store(place: Where, url: &str) -> git_remote_fdl::store::Store {
     let options: Vec<(String, String)> = match place {
@@ -247,8 +391,9 @@ fn gcs_delete_request_is_accepted_though_the_emulator_ignores_its_condition() {
     assert!(!delete_is_conditional(Where::Gcs));
 }
 
-/// object_store reads no AWS profile and ignores `AWS_EC2_METADATA_DISABLED`: the helper says
-/// so itself rather than asking the instance-metadata address (which it never reaches here).
+/// A profile that is in no AWS file stops the helper before any request (instance metadata is
+/// not turned off here, and not asked); with none named and metadata off, the error says what
+/// was tried. (t/credentials.rs has the rest of the chain.)
 #[test]
 fn s3_without_credentials_says_what_to_do() {
     let (mut t, url) = unconfigured(Where::S3, "no-credentials");
@@ -258,9 +403,11 @@ fn s3_without_credentials_says_what_to_do() {
         .set("AWS_PROFILE", "dev");
     let err = t.fails(".", &["ls-remote", &url]);
     assert!(
-        err.contains("no AWS credentials")
-            && err.contains("AWS_PROFILE=dev")
-            && err.contains("aws configure export-credentials --profile dev"),
+        err.starts_with("fatal: ")
+            && err.contains(
+                "no AWS profile 'dev' (named by AWS_PROFILE) in ~/.aws/config and ~/.aws/credentials"
+            )
+            && err.contains("hint: name a profile that exists"),
         "{err}"
     );
     t.env.retain(|(k, _)| k != "AWS_PROFILE");
@@ -268,7 +415,8 @@ fn s3_without_credentials_says_what_to_do() {
     let err = t.fails(".", &["ls-remote", &url]);
     assert!(
         err.starts_with("fatal: ")
-            && err.contains("no AWS credentials: none are set, and the instance metadata service is turned off (AWS_EC2_METADATA_DISABLED)"),
+            && err.contains("no AWS credentials: none in the environment (AWS_ACCESS_KEY_ID), in the default profile")
+            && err.contains("instance metadata is turned off (AWS_EC2_METADATA_DISABLED)"),
         "{err}"
     );
 }

@@ -460,12 +460,16 @@ fn no_credentials_from_instance_metadata_403_is_named_with_a_hint() {
     t.set("AWS_METADATA_ENDPOINT", &imds);
     let err = t.fails(".", &["ls-remote", "fdl::s3://creds-bucket/lake/"]);
     assert_one_fatal_line_without(&err, &["169.254"]);
+    // aws-config's instance-metadata client says why in its words (for a 403: forbidden).
     assert!(
-        err.contains("no AWS credentials") && err.contains("403 Forbidden"),
+        err.contains(&format!(
+            "no AWS credentials: the instance metadata service ({imds}) failed: request forbidden"
+        )),
         "{err}"
     );
     assert!(
-        err.contains("hint: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"),
+        err.contains("hint: name a profile of ~/.aws/config with AWS_PROFILE")
+            && err.contains("or set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"),
         "{err}"
     );
 

@@ -6,6 +6,7 @@ mod support;
 mod architecture;
 mod backends;
 mod bad_lakes;
+mod credentials;
 mod golden;
 mod hardening_edges;
 mod hardening_push;

@@ -13,6 +13,13 @@ const BODY_EXCERPT: usize = 80;
 
 /// The error of a request to `path` (relative to the lake) that failed with `e`.
 pub(super) fn request_error(url: &StoreUrl, path: &str, e: &object_store::Error) -> StoreError {
+    // No credentials is about the lake, not the file that happened to be asked for first.
+    if let Some(n) = super::aws::no_credentials(e) {
+        return StoreError::Setup {
+            message: n.message.clone(),
+            hint: Some(n.hint.clone()),
+        };
+    }
     let (message, hint) = describe(url, e);
     StoreError::Request {
         path: path.to_string(),
@@ -43,9 +50,15 @@ fn describe(url: &StoreUrl, e: &object_store::Error) -> (String, Option<String>)
             Some((s, _)) => format!("answered {s}"),
             None => "cannot be reached".to_string(),
         };
+        let cloud = match url {
+            StoreUrl::Gcs(_) => "Google",
+            StoreUrl::Azure(_) => "Azure",
+            _ => "AWS",
+        };
         return (
             format!(
-                "no AWS credentials: none are set, and the instance metadata service ({at}) {what}"
+                "no {cloud} credentials: none are set, and the instance metadata service ({at}) \
+                 {what}"
             ),
             Some(hint_credentials(url)),
         );
@@ -255,12 +268,12 @@ fn endpoint_advice(url: &StoreUrl, lead: &str) -> String {
 
 pub(super) fn hint_credentials(url: &StoreUrl) -> String {
     match url {
-        StoreUrl::S3(_) => {
-            "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for \
-             temporary keys); for a public bucket, AWS_SKIP_SIGNATURE=true (or git config --add \
-             remote.<remote>.fdlOption aws_skip_signature=true)"
-                .to_string()
-        }
+        StoreUrl::S3(_) => "name a profile of ~/.aws/config with AWS_PROFILE or git config \
+             remote.<remote>.fdlProfile <name>, or set AWS_ACCESS_KEY_ID and \
+             AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for temporary keys); for a public \
+             bucket, AWS_SKIP_SIGNATURE=true (or git config --add remote.<remote>.fdlOption \
+             aws_skip_signature=true)"
+            .to_string(),
         StoreUrl::Gcs(_) => {
             "set GOOGLE_APPLICATION_CREDENTIALS (or GOOGLE_SERVICE_ACCOUNT) to a key file"
                 .to_string()

@@ -2,6 +2,8 @@
 //! needs from it (read with a size limit, list, and later conditional writes), each counted and
 //! optionally traced.
 
+mod aws;
+mod azure;
 mod delete;
 mod diagnose;
 pub mod local;

@@ -131,17 +131,76 @@ fn build_s3(url: &StoreUrl, u: &Url, options: &[(String, String)]) -> Result<Bui
         .with_url(u.as_str())
         .with_retry(super::retry_config())
         .with_conditional_put(object_store::aws::S3ConditionalPut::ETagMatch);
+    let mut profile = None;
     for (k, v) in options {
+        if k.eq_ignore_ascii_case(super::aws::PROFILE_OPTION) {
+            profile = Some(v.as_str());
+            continue;
+        }
         let key = k
             .to_ascii_lowercase()
             .parse()
             .map_err(|_| unknown_option(url, k))?;
         b = b.with_config(key, v);
     }
-    s3_credentials_check(&b, url)?;
+    // As in the AWS CLI, the profile is read even with keys in the environment: its region
+    // counts, and a named profile that does not exist is an error.
+    let profile = super::aws::Profile::chosen(profile);
+    let (mut b, region) = with_profile_region(b, profile.as_ref())?;
+    if !has_explicit_credentials(&b) {
+        b = with_aws_chain(b, url, profile, region)?;
+    }
     let s3 = Arc::new(b.build().map_err(config_err)?);
     let client = super::delete::http_client("AWS_", options).map_err(config_err)?;
     Ok((s3.clone(), Some(Deleter::S3(s3, client))))
+}
+
+/// Keys object_store uses as they are, before any profile: `AWS_ACCESS_KEY_ID` with
+/// `AWS_SECRET_ACCESS_KEY` (or their options), as the AWS CLI takes the environment first; or
+/// no signing at all (`aws_skip_signature`).
+fn has_explicit_credentials(b: &object_store::aws::AmazonS3Builder) -> bool {
+    use object_store::aws::AmazonS3ConfigKey as K;
+    let set = |k: K| b.get_config_value(&k).is_some_and(|v| !v.is_empty());
+    truthy(b.get_config_value(&K::SkipSignature))
+        || (set(K::AccessKeyId) && set(K::SecretAccessKey))
+}
+
+/// The region object_store will use (STS is asked in it too): the one set, else the profile's
+/// (then set), else object_store's default.
+fn with_profile_region(
+    mut b: object_store::aws::AmazonS3Builder,
+    profile: Option<&super::aws::Profile>,
+) -> Result<(object_store::aws::AmazonS3Builder, String), StoreError> {
+    use object_store::aws::AmazonS3ConfigKey as K;
+    let from_profile = super::aws::profile_region(profile)?;
+    let region = match b.get_config_value(&K::Region).filter(|r| !r.is_empty()) {
+        Some(r) => r,
+        None => {
+            if let Some(r) = &from_profile {
+                b = b.with_region(r);
+            }
+            from_profile.unwrap_or_else(|| "us-east-1".to_string())
+        }
+    };
+    Ok((b, region))
+}
+
+/// Credentials from the AWS CLI's chain (`aws-config`): the profile's, or web identity,
+/// container or instance credentials.
+fn with_aws_chain(
+    b: object_store::aws::AmazonS3Builder,
+    url: &StoreUrl,
+    profile: Option<super::aws::Profile>,
+    region: String,
+) -> Result<object_store::aws::AmazonS3Builder, StoreError> {
+    use object_store::aws::AmazonS3ConfigKey as K;
+    let chain = super::aws::AwsChain::new(super::aws::ChainSettings {
+        url: url.clone(),
+        profile,
+        region,
+        metadata_endpoint: b.get_config_value(&K::MetadataEndpoint),
+    })?;
+    Ok(b.with_credentials(Arc::new(chain)))
 }
 
 fn build_gcs(url: &StoreUrl, u: &Url, options: &[(String, String)]) -> Result<Built, StoreError> {
@@ -156,6 +215,12 @@ fn build_gcs(url: &StoreUrl, u: &Url, options: &[(String, String)]) -> Result<Bu
             k => k.to_string(),
         };
         b = b.with_config(k.parse().map_err(|_| unknown_option(url, &k))?, v);
+    }
+    if let Some(adc) = gcloud_adc_file(&b) {
+        b = b.with_config(
+            object_store::gcp::GoogleConfigKey::ApplicationCredentials,
+            adc,
+        );
     }
     let bucket_url = format!(
         "{}/{}",
@@ -173,7 +238,7 @@ fn build_gcs(url: &StoreUrl, u: &Url, options: &[(String, String)]) -> Result<Bu
 
 fn build_azure(url: &StoreUrl, u: &Url, options: &[(String, String)]) -> Result<Built, StoreError> {
     let config_err = |e: object_store::Error| build_error(options, &e);
-    let mut b = object_store::azure::MicrosoftAzureBuilder::from_env()
+    let mut b = super::azure::builder_from_env()?
         .with_url(u.as_str())
         .with_retry(super::retry_config());
     for (k, v) in options {
@@ -211,46 +276,6 @@ fn build_http(url: &StoreUrl, u: &Url, options: &[(String, String)]) -> Result<B
     }
     let http = b.build().map_err(|e| build_error(options, &e))?;
     Ok((Arc::new(http), None))
-}
-
-/// object_store, finding no AWS credentials, asks the instance-metadata endpoint for them: it
-/// reads no `~/.aws` profile and does not honour `AWS_EC2_METADATA_DISABLED`. When the user
-/// named a profile or disabled instance metadata, say so instead of sending that request.
-fn s3_credentials_check(
-    b: &object_store::aws::AmazonS3Builder,
-    url: &StoreUrl,
-) -> Result<(), StoreError> {
-    use object_store::aws::AmazonS3ConfigKey as K;
-    let set = |k: K| b.get_config_value(&k).is_some_and(|v| !v.is_empty());
-    let truthy = |v: Option<String>| {
-        v.is_some_and(|v| matches!(v.to_ascii_lowercase().as_str(), "true" | "1" | "on" | "yes"))
-    };
-    if truthy(b.get_config_value(&K::SkipSignature))
-        || set(K::AccessKeyId)
-        || set(K::SecretAccessKey)
-        || set(K::WebIdentityTokenFile)
-        || set(K::ContainerCredentialsRelativeUri)
-        || set(K::ContainerCredentialsFullUri)
-    {
-        return Ok(());
-    }
-    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-    let profile = env("AWS_PROFILE").or_else(|| env("AWS_DEFAULT_PROFILE"));
-    let why = match (profile, truthy(env("AWS_EC2_METADATA_DISABLED"))) {
-        (Some(p), _) => format!(
-            "AWS_PROFILE={p} names a profile, but this helper reads no ~/.aws files; export the \
-             profile's keys first: eval \"$(aws configure export-credentials --profile {p} --format env)\""
-        ),
-        (None, true) => "none in the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, \
-                         AWS_WEB_IDENTITY_TOKEN_FILE, ...), and instance metadata is disabled \
-                         (AWS_EC2_METADATA_DISABLED)"
-            .to_string(),
-        // On EC2 the instance's role is the usual source: let object_store ask for it.
-        (None, false) => return Ok(()),
-    };
-    Err(StoreError::Config(format!(
-        "no AWS credentials for {url}: {why}"
-    )))
 }
 
 /// The container's URL and the account, as object_store will address them: the emulator's
@@ -306,6 +331,24 @@ fn azure_container_url(
     Some((url, account))
 }
 
+/// gcloud writes application-default credentials under `CLOUDSDK_CONFIG` when that is set;
+/// object_store looks only in `~/.config/gcloud`. Where no other credentials are given, the
+/// file in `CLOUDSDK_CONFIG` is named, as gcloud's client libraries find it.
+fn gcloud_adc_file(b: &object_store::gcp::GoogleCloudStorageBuilder) -> Option<String> {
+    use object_store::gcp::GoogleConfigKey as K;
+    let given = [
+        K::ServiceAccount,
+        K::ServiceAccountKey,
+        K::ApplicationCredentials,
+        K::BearerToken,
+    ]
+    .iter()
+    .any(|k| b.get_config_value(k).is_some_and(|v| !v.is_empty()));
+    let dir = std::env::var_os("CLOUDSDK_CONFIG").filter(|d| !d.is_empty())?;
+    let file = std::path::Path::new(&dir).join("application_default_credentials.json");
+    (!given && file.is_file()).then(|| file.to_string_lossy().into_owned())
+}
+
 /// The GCS base URL object_store will use: the option, else the service account's
 /// `gcs_base_url` (emulators), else Google's.
 fn gcs_base_url(b: &object_store::gcp::GoogleCloudStorageBuilder) -> String {
@@ -323,8 +366,7 @@ fn gcs_base_url(b: &object_store::gcp::GoogleCloudStorageBuilder) -> String {
 }
 
 /// Checks, before any client is built, what a client library would otherwise panic on or
-/// report obscurely: endpoint URLs, plain HTTP without permission, half-set AWS keys, and no AWS
-/// credentials at all where the instance metadata service is turned off.
+/// report obscurely: endpoint URLs, plain HTTP without permission, half-set AWS keys.
 fn check_setup(url: &StoreUrl, options: &[(String, String)]) -> Result<(), StoreError> {
     crate::redact::register_env_secrets();
     match url {
@@ -342,7 +384,7 @@ fn check_setup(url: &StoreUrl, options: &[(String, String)]) -> Result<(), Store
         // GCS and Azure emulators may be given plain HTTP by the builder itself: only the
         // endpoint's form is checked here.
         StoreUrl::Azure(_) => {
-            let mut b = object_store::azure::MicrosoftAzureBuilder::from_env();
+            let mut b = super::azure::builder_from_env()?;
             for (k, v) in options {
                 if let Ok(key) = k.to_ascii_lowercase().parse() {
                     b = b.with_config(key, v);
@@ -386,15 +428,6 @@ fn check_s3(url: &StoreUrl, options: &[(String, String)]) -> Result<(), StoreErr
     check_header_values(url, &b)?;
     let key_id = b.get_config_value(&K::AccessKeyId);
     let secret = b.get_config_value(&K::SecretAccessKey);
-    let no_credentials = key_id.is_none()
-        && secret.is_none()
-        && b.get_config_value(&K::WebIdentityTokenFile).is_none()
-        && b.get_config_value(&K::ContainerCredentialsRelativeUri)
-            .is_none()
-        && b.get_config_value(&K::ContainerCredentialsFullUri)
-            .is_none()
-        && !truthy(b.get_config_value(&K::SkipSignature));
-    let metadata_off = truthy(std::env::var("AWS_EC2_METADATA_DISABLED").ok());
     let setup = |message: String| StoreError::Setup {
         message,
         hint: Some(super::diagnose::hint_credentials(url)),
@@ -405,11 +438,6 @@ fn check_s3(url: &StoreUrl, options: &[(String, String)]) -> Result<(), StoreErr
         )),
         (false, true) => Err(setup(
             "AWS_SECRET_ACCESS_KEY is set, but not AWS_ACCESS_KEY_ID".to_string(),
-        )),
-        _ if no_credentials && metadata_off => Err(setup(
-            "no AWS credentials: none are set, and the instance metadata service is turned off \
-             (AWS_EC2_METADATA_DISABLED)"
-                .to_string(),
         )),
         _ => Ok(()),
     }

@@ -15,6 +15,31 @@ pub const ACCOUNT: &str = "devstoreaccount1";
 pub const KEY: &str =
     "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
 
+/// An account SAS for the development account (blob service; every resource type and
+/// permission; http and https; valid until 2099), signed with its key by the tests' Python.
+pub fn account_sas() -> String {
+    let python = std::env::var("MOTO_PYTHON")
+        .expect("MOTO_PYTHON is not set: run the tests with `make test`");
+    let script = format!(
+        "import base64, hashlib, hmac, urllib.parse\n\
+         f = dict(sv='2019-12-12', ss='b', srt='sco', sp='rwdlac', se='2099-01-01T00:00:00Z', spr='https,http')\n\
+         s = '\\n'.join(['{ACCOUNT}', f['sp'], f['ss'], f['srt'], '', f['se'], '', f['spr'], f['sv'], ''])\n\
+         sig = base64.b64encode(hmac.new(base64.b64decode('{KEY}'), s.encode(), hashlib.sha256).digest()).decode()\n\
+         print(urllib.parse.urlencode(dict(f, sig=sig)))\n"
+    );
+    let out = std::process::Command::new(python)
+        .args(["-c", &script])
+        .env_clear()
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
 pub struct Azurite {
     /// The blob service, without the account: `http://127.0.0.1:<port>`.
     pub endpoint: String,

@@ -140,11 +140,12 @@ pub fn start(upstream: &str) -> FaultProxy {
     }
 }
 
-struct Request {
-    method: String,
+pub struct Request {
+    pub method: String,
     /// `/bucket/key?query` (path-style S3).
-    target: String,
-    raw: Vec<u8>,
+    pub target: String,
+    /// The head and the body, as received.
+    pub raw: Vec<u8>,
 }
 
 impl Request {
@@ -157,7 +158,7 @@ impl Request {
     }
 }
 
-fn read_request(reader: &mut BufReader<TcpStream>) -> std::io::Result<Option<Request>> {
+pub fn read_request(reader: &mut BufReader<TcpStream>) -> std::io::Result<Option<Request>> {
     let mut head = Vec::new();
     let mut content_length = 0usize;
     let (mut method, mut target) = (String::new(), String::new());
@@ -191,7 +192,7 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> std::io::Result<Option<Req
 }
 
 /// Forwards one request on a fresh upstream connection and returns the whole response.
-fn forward(upstream: &str, req: &Request) -> std::io::Result<Vec<u8>> {
+pub fn forward(upstream: &str, req: &Request) -> std::io::Result<Vec<u8>> {
     let mut up = TcpStream::connect(upstream)?;
     up.write_all(&req.raw)?;
     let mut reader = BufReader::new(up);

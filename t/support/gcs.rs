@@ -16,6 +16,29 @@ use super::clouds::{free_port, start_server, Cloud};
 /// A service-account key for emulators: no token is ever requested.
 pub const NO_OAUTH_KEY: &str = r#"{"disable_oauth": true, "client_email": "emulator@example.org", "private_key": "", "private_key_id": ""}"#;
 
+/// A new RSA private key in PKCS#8 PEM, as a service-account key file holds it (made by the
+/// `cryptography` package that comes with moto in the tests' Python).
+pub fn rsa_key() -> String {
+    let python = std::env::var("MOTO_PYTHON")
+        .expect("MOTO_PYTHON is not set: run the tests with `make test`");
+    let script = "from cryptography.hazmat.primitives.asymmetric import rsa\n\
+                  from cryptography.hazmat.primitives import serialization as s\n\
+                  k = rsa.generate_private_key(public_exponent=65537, key_size=2048)\n\
+                  print(k.private_bytes(s.Encoding.PEM, s.PrivateFormat.PKCS8, \
+                  s.NoEncryption()).decode())\n";
+    let out = std::process::Command::new(python)
+        .args(["-c", script])
+        .env_clear()
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
 pub struct Gcs {
     pub endpoint: String,
 }

@@ -12,6 +12,7 @@ pub mod http;
 pub mod lake;
 pub mod moto;
 pub mod s3lite;
+pub mod recorder;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

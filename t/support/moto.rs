@@ -1,7 +1,8 @@
 //! An S3-compatible server on 127.0.0.1 for the tests: moto's S3 server, started once per test
 //! run through `moto_server.py` (which makes each conditional write atomic, as S3 does).
 //! `make test` installs moto and names its Python in `MOTO_PYTHON`; without it, S3 tests fail
-//! (they never skip).
+//! (they never skip). A second server, started only by the credential tests, checks signatures
+//! and policies as AWS does ([`auth_moto`]).
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -26,6 +27,14 @@ pub fn moto() -> &'static Moto {
 }
 
 fn start() -> Moto {
+    let port = spawn(&[]);
+    Moto {
+        endpoint: format!("http://127.0.0.1:{port}"),
+    }
+}
+
+/// Starts `moto_server.py` on a free port with `extra` arguments, and waits until it listens.
+fn spawn(extra: &[&str]) -> u16 {
     let python = std::env::var("MOTO_PYTHON").unwrap_or_else(|_| {
         panic!("MOTO_PYTHON is not set: run the tests with `make test`, which installs moto")
     });
@@ -35,9 +44,10 @@ fn start() -> Moto {
         .local_addr()
         .unwrap()
         .port();
+    let extra: String = extra.iter().map(|a| format!(" '{a}'")).collect();
     // A watchdog shell stops the server when this test process ends.
     let watchdog = format!(
-        "'{python}' '{script}' 127.0.0.1 {port} >/dev/null 2>&1 & m=$!; \
+        "'{python}' '{script}' 127.0.0.1 {port}{extra} >/dev/null 2>&1 & m=$!; \
          while kill -0 {pid} 2>/dev/null; do sleep 1; done; kill $m",
         pid = std::process::id()
     );
@@ -61,8 +71,96 @@ fn start() -> Moto {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-    Moto {
-        endpoint: format!("http://127.0.0.1:{port}"),
+    port
+}
+
+/// A second moto server that checks every request as AWS does: signatures made with keys it
+/// issued, and each key's policy (see `moto_server.py`). Its users' keys come from the server.
+pub struct AuthMoto {
+    pub endpoint: String,
+    /// The user allowed everything.
+    pub reader: (String, String),
+    /// The user allowed only to assume the role `fdl-reader`.
+    pub base: (String, String),
+}
+
+/// The bucket the authenticating server holds (it accepts no unsigned request to make another).
+pub const AUTH_BUCKET: &str = "fdl-credentials";
+
+/// The role `base` may assume, allowed everything.
+pub const AUTH_ROLE: &str = "arn:aws:iam::123456789012:role/fdl-reader";
+
+static AUTH_MOTO: OnceLock<AuthMoto> = OnceLock::new();
+
+/// The authenticating server, started on first use.
+pub fn auth_moto() -> &'static AuthMoto {
+    AUTH_MOTO.get_or_init(|| {
+        let keys = std::env::temp_dir().join(format!("fdl-moto-keys-{}.json", std::process::id()));
+        let _ = std::fs::remove_file(&keys);
+        let port = spawn(&[keys.to_str().unwrap()]);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let text = loop {
+            if let Ok(t) = std::fs::read_to_string(&keys) {
+                break t;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "moto_server with authentication did not write its keys within 60 s"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        let _ = std::fs::remove_file(&keys);
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let pair = |user: &str| {
+            (
+                v[user]["key_id"].as_str().unwrap().to_string(),
+                v[user]["secret"].as_str().unwrap().to_string(),
+            )
+        };
+        AuthMoto {
+            endpoint: format!("http://127.0.0.1:{port}"),
+            reader: pair("reader"),
+            base: pair("base"),
+        }
+    })
+}
+
+impl AuthMoto {
+    /// Writes `files` below `prefix` in the bucket, signed with the reader's keys.
+    pub fn put_files(&self, prefix: &str, files: &BTreeMap<String, Vec<u8>>) {
+        let store = self.store();
+        block_on(async {
+            for (path, bytes) in files {
+                let p = StorePath::parse(format!("{prefix}{path}")).unwrap();
+                store
+                    .put(&p, PutPayload::from(bytes.clone()))
+                    .await
+                    .unwrap_or_else(|e| panic!("put {p}: {e}"));
+            }
+        });
+    }
+
+    pub fn get(&self, path: &str) -> Option<Vec<u8>> {
+        let store = self.store();
+        block_on(async {
+            match store.get(&StorePath::parse(path).unwrap()).await {
+                Ok(r) => Some(r.bytes().await.unwrap().to_vec()),
+                Err(object_store::Error::NotFound { .. }) => None,
+                Err(e) => panic!("get {path}: {e}"),
+            }
+        })
+    }
+
+    fn store(&self) -> impl ObjectStore {
+        AmazonS3Builder::new()
+            .with_endpoint(&self.endpoint)
+            .with_bucket_name(AUTH_BUCKET)
+            .with_region("us-east-1")
+            .with_access_key_id(&self.reader.0)
+            .with_secret_access_key(&self.reader.1)
+            .with_allow_http(true)
+            .build()
+            .unwrap()
     }
 }
 

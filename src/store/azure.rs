@@ -1,0 +1,202 @@
+//! Azure Storage connection strings (`AZURE_STORAGE_CONNECTION_STRING`), which object_store does
+//! not read: `AccountName`, `AccountKey`, `SharedAccessSignature`, `BlobEndpoint` (or
+//! `DefaultEndpointsProtocol` with `EndpointSuffix`) and `UseDevelopmentStorage=true`, turned into
+//! object_store's options in place of the account variables. Its keys and signatures are
+//! registered as secrets.
+
+use object_store::azure::{AzureConfigKey as K, MicrosoftAzureBuilder};
+
+use super::StoreError;
+
+/// The variable the Azure CLI and SDKs read a connection string from.
+pub(super) const CONNECTION_STRING: &str = "AZURE_STORAGE_CONNECTION_STRING";
+
+/// object_store's builder from the environment. With a connection string, the account, key,
+/// SAS, token, endpoint and emulator variables are left out, as the connection string stands
+/// for them (as for the Azure CLI): a stray `AZURE_STORAGE_ACCOUNT_KEY` cannot win over its SAS.
+pub(super) fn builder_from_env() -> Result<MicrosoftAzureBuilder, StoreError> {
+    let text = std::env::var(CONNECTION_STRING)
+        .ok()
+        .filter(|v| !v.trim().is_empty());
+    let Some(text) = text else {
+        return Ok(MicrosoftAzureBuilder::from_env());
+    };
+    let given = options(&text)?;
+    let superseded = [
+        K::AccountName,
+        K::AccessKey,
+        K::SasKey,
+        K::Token,
+        K::Endpoint,
+        K::UseEmulator,
+    ];
+    // What from_env reads, less those.
+    let mut b = MicrosoftAzureBuilder::new();
+    for (key, value) in std::env::vars_os() {
+        let (Some(key), Some(value)) = (key.to_str(), value.to_str()) else {
+            continue;
+        };
+        if !key.starts_with("AZURE_") {
+            continue;
+        }
+        match key.to_ascii_lowercase().parse::<K>() {
+            Ok(k) if !superseded.contains(&k) => b = b.with_config(k, value),
+            _ => {}
+        }
+    }
+    if let Ok(msi) = std::env::var("IDENTITY_ENDPOINT") {
+        b = b.with_msi_endpoint(msi);
+    }
+    for (key, value) in given {
+        b = b.with_config(key, value);
+    }
+    Ok(b)
+}
+
+/// The options a connection string gives, in object_store's terms.
+fn options(text: &str) -> Result<Vec<(K, String)>, StoreError> {
+    let mut fields = std::collections::BTreeMap::new();
+    for part in text.split(';').map(str::trim).filter(|p| !p.is_empty()) {
+        let Some((k, v)) = part.split_once('=') else {
+            return Err(bad("a part is not Name=value"));
+        };
+        let (k, v) = (k.trim().to_ascii_lowercase(), v.trim().to_string());
+        if k == "accountkey" || k == "sharedaccesssignature" {
+            crate::redact::register_secret(&v);
+        }
+        fields.insert(k, v);
+    }
+    let get = |k: &str| fields.get(k).filter(|v| !v.is_empty()).cloned();
+    let mut out = Vec::new();
+    if get("usedevelopmentstorage").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
+        out.push((K::UseEmulator, "true".to_string()));
+    }
+    if let Some(account) = get("accountname") {
+        out.push((K::AccountName, account));
+    }
+    if let Some(key) = get("accountkey") {
+        out.push((K::AccessKey, key));
+    }
+    if let Some(sas) = get("sharedaccesssignature") {
+        out.push((K::SasKey, sas.trim_start_matches('?').to_string()));
+    }
+    let protocol = get("defaultendpointsprotocol").map(|p| p.to_ascii_lowercase());
+    let endpoint = match (get("blobendpoint"), get("accountname")) {
+        (Some(e), _) => Some(e.trim_end_matches('/').to_string()),
+        (None, Some(account))
+            if protocol.as_deref().is_some_and(|p| p != "https")
+                || get("endpointsuffix").is_some() =>
+        {
+            let suffix = get("endpointsuffix").unwrap_or_else(|| "core.windows.net".into());
+            let scheme = protocol.clone().unwrap_or_else(|| "https".into());
+            Some(format!("{scheme}://{account}.blob.{suffix}"))
+        }
+        _ => None,
+    };
+    if let (None, Some(account)) = (get("accountname"), endpoint.as_deref().and_then(account_of)) {
+        // A SAS string names only the endpoint: the account is in it.
+        out.push((K::AccountName, account));
+    }
+    if let Some(e) = endpoint {
+        // The user's own connection string names plain HTTP (Azurite): that is the permission.
+        if e.to_ascii_lowercase().starts_with("http://") {
+            out.push((
+                K::Client(object_store::ClientConfigKey::AllowHttp),
+                "true".into(),
+            ));
+        }
+        out.push((K::Endpoint, e));
+    }
+    let has_account = out
+        .iter()
+        .any(|(k, _)| matches!(k, K::AccountName | K::Endpoint));
+    if !has_account && !out.iter().any(|(k, _)| *k == K::UseEmulator) {
+        return Err(bad(
+            "it names no AccountName, BlobEndpoint or UseDevelopmentStorage",
+        ));
+    }
+    Ok(out)
+}
+
+/// The account a blob endpoint names: its host's first label
+/// (`https://<account>.blob.core.windows.net`), or, on an emulator addressed by IP or
+/// `localhost`, the first segment of its path (`http://127.0.0.1:10000/<account>`).
+fn account_of(endpoint: &str) -> Option<String> {
+    let u = url::Url::parse(endpoint).ok()?;
+    let account = match u.host()? {
+        url::Host::Domain(d) if d != "localhost" => d.split('.').next()?.to_string(),
+        _ => u.path_segments()?.next()?.to_string(),
+    };
+    Some(account).filter(|a| !a.is_empty())
+}
+
+fn bad(why: &str) -> StoreError {
+    StoreError::Setup {
+        message: format!("{CONNECTION_STRING} cannot be used: {why} (the value is not shown)"),
+        hint: Some(
+            "copy the storage account's connection string whole (Access keys in the Azure \
+             portal): DefaultEndpointsProtocol=https;AccountName=<name>;AccountKey=<key>;\
+             EndpointSuffix=core.windows.net"
+                .to_string(),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn get(opts: &[(K, String)], key: K) -> Option<&str> {
+        opts.iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    #[test]
+    fn account_key_form() {
+        let o = options(
+            "DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=a2V5==;\
+             EndpointSuffix=core.chinacloudapi.cn",
+        )
+        .unwrap();
+        assert_eq!(get(&o, K::AccountName), Some("acme"));
+        assert_eq!(get(&o, K::AccessKey), Some("a2V5=="));
+        assert_eq!(
+            get(&o, K::Endpoint),
+            Some("https://acme.blob.core.chinacloudapi.cn")
+        );
+        // The public cloud's default endpoint is object_store's own: none is set.
+        let o = options("AccountName=acme;AccountKey=a2V5==").unwrap();
+        assert_eq!(get(&o, K::Endpoint), None);
+    }
+
+    #[test]
+    fn sas_and_blob_endpoint_form() {
+        let o =
+            options("BlobEndpoint=http://127.0.0.1:10000/dev/;SharedAccessSignature=?sv=1&sig=x")
+                .unwrap();
+        assert_eq!(get(&o, K::Endpoint), Some("http://127.0.0.1:10000/dev"));
+        assert_eq!(get(&o, K::AccountName), Some("dev"));
+        assert_eq!(get(&o, K::SasKey), Some("sv=1&sig=x"));
+        assert_eq!(
+            get(&o, K::Client(object_store::ClientConfigKey::AllowHttp)),
+            Some("true")
+        );
+        let o =
+            options("BlobEndpoint=https://acme.blob.core.windows.net/;SharedAccessSignature=sv=1")
+                .unwrap();
+        assert_eq!(get(&o, K::AccountName), Some("acme"));
+        assert_eq!(
+            get(&o, K::Client(object_store::ClientConfigKey::AllowHttp)),
+            None
+        );
+    }
+
+    #[test]
+    fn development_storage_and_bad_strings() {
+        let o = options("UseDevelopmentStorage=true").unwrap();
+        assert_eq!(get(&o, K::UseEmulator), Some("true"));
+        assert!(options("AccountKey=abc").is_err());
+        assert!(options("garbage").is_err());
+    }
+}
