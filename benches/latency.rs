@@ -59,18 +59,19 @@ fn median(mut runs: Vec<(f64, Counts)>) -> (f64, Counts) {
     (runs[runs.len() / 2].0, counts)
 }
 
-/// The server holding a lake of `versions`, answering after `delay_ms`, and a test
-/// environment that reaches it.
-fn setup(versions: u64, delay_ms: u64) -> (S3Lite, LakeBuilder, TestEnv) {
-    let server = s3lite::start();
+/// A lake of `versions` on the one server of the run (a bucket of its own), the server
+/// answering after `delay_ms`, and a test environment that reaches it. One server serves every
+/// run: each holds a few hundred threads waiting for connections.
+fn setup(server: &S3Lite, versions: u64, delay_ms: u64) -> (String, LakeBuilder, TestEnv) {
+    let bucket = format!("bench-{versions}-{delay_ms}");
     let l = lake(versions);
-    server.put_files("bench", "lake/", &l.files);
+    server.put_files(&bucket, "lake/", &l.files);
     let mut t = TestEnv::new();
     for (k, v) in server.env() {
         t.set(&k, &v);
     }
     server.set_delay(Duration::from_millis(delay_ms));
-    (server, l, t)
+    (bucket, l, t)
 }
 
 impl Row {
@@ -90,9 +91,9 @@ impl Row {
     }
 }
 
-fn measure(versions: u64, delay_ms: u64, rows: &mut Vec<Row>) {
-    let (server, mut l, t) = setup(versions, delay_ms);
-    let url = "fdl::s3://bench/lake/";
+fn measure(server: &S3Lite, versions: u64, delay_ms: u64, rows: &mut Vec<Row>) {
+    let (bucket, mut l, t) = setup(server, versions, delay_ms);
+    let url = &format!("fdl::s3://{bucket}/lake/");
     let mut push = |op: &'static str, measured: (f64, Counts), goal: Goal| {
         rows.push(Row::new(versions, delay_ms, op, measured, goal));
     };
@@ -100,7 +101,7 @@ fn measure(versions: u64, delay_ms: u64, rows: &mut Vec<Row>) {
     let cold = median(
         clones
             .iter()
-            .map(|c| run(&server, &t, ".", &[&["clone", "-q", "--bare", url, c]]))
+            .map(|c| run(server, &t, ".", &[&["clone", "-q", "--bare", url, c]]))
             .collect(),
     );
     push("cold clone", cold, Goal::RoundTrips(40.0));
@@ -112,7 +113,7 @@ fn measure(versions: u64, delay_ms: u64, rows: &mut Vec<Row>) {
                 let repo = format!("e{i}.git");
                 t.ok(".", &["init", "-q", "--bare", &repo]);
                 t.ok(&repo, &["remote", "add", "origin", url]);
-                run(&server, &t, &repo, &[&["fetch", "-q", "origin"]])
+                run(server, &t, &repo, &[&["fetch", "-q", "origin"]])
             })
             .collect(),
     );
@@ -125,15 +126,15 @@ fn measure(versions: u64, delay_ms: u64, rows: &mut Vec<Row>) {
                 t.ok(".", &["init", "-q", "--bare", &repo]);
                 t.ok(&repo, &["remote", "add", "origin", url]);
                 let cmds: [&[&str]; 2] = [&["ls-remote", "origin"], &["fetch", "-q", "origin"]];
-                run(&server, &t, &repo, &cmds)
+                run(server, &t, &repo, &cmds)
             })
             .collect(),
     );
     push("ls-remote, then fetch", lf, Goal::Times(1.3, fetch_wall));
     l.chain(versions + 1, versions + 20);
     l.branch("main", versions + 20);
-    server.put_files("bench", "lake/", &l.files);
-    let fetch = |c: &String| run(&server, &t, c, &[&["fetch", "-q", "origin"]]);
+    server.put_files(&bucket, "lake/", &l.files);
+    let fetch = |c: &String| run(server, &t, c, &[&["fetch", "-q", "origin"]]);
     let plus20 = median(clones.iter().map(fetch).collect());
     push("fetch of 20 new versions", plus20, Goal::RoundTrips(15.0));
     let noop = median(clones.iter().map(fetch).collect());
@@ -143,7 +144,7 @@ fn measure(versions: u64, delay_ms: u64, rows: &mut Vec<Row>) {
         (0..RUNS)
             .map(|i| {
                 let spec = format!("{tip}:refs/tags/bench-{i}");
-                run(&server, &t, "c0.git", &[&["push", "-q", "origin", &spec]])
+                run(server, &t, "c0.git", &[&["push", "-q", "origin", &spec]])
             })
             .collect(),
     );
@@ -152,30 +153,25 @@ fn measure(versions: u64, delay_ms: u64, rows: &mut Vec<Row>) {
     t.ok(".", &["ls-remote", url]);
     let outside = median(
         (0..RUNS)
-            .map(|_| run(&server, &t, ".", &[&["ls-remote", url]]))
+            .map(|_| run(server, &t, ".", &[&["ls-remote", url]]))
             .collect(),
     );
     push("ls-remote outside a repo", outside, Goal::RoundTrips(10.0));
 }
 
 /// A large lake: one cold clone, then a fetch of 200 new versions (one run each: minutes).
-fn measure_large(versions: u64, delay_ms: u64, rows: &mut Vec<Row>) {
-    let (server, mut l, t) = setup(versions, delay_ms);
-    let url = "fdl::s3://bench/lake/";
+fn measure_large(server: &S3Lite, versions: u64, delay_ms: u64, rows: &mut Vec<Row>) {
+    let (bucket, mut l, t) = setup(server, versions, delay_ms);
+    let url = &format!("fdl::s3://{bucket}/lake/");
     let mut push = |op: &'static str, measured: (f64, Counts), goal: Goal| {
         rows.push(Row::new(versions, delay_ms, op, measured, goal));
     };
-    let cold = run(
-        &server,
-        &t,
-        ".",
-        &[&["clone", "-q", "--bare", url, "c.git"]],
-    );
+    let cold = run(server, &t, ".", &[&["clone", "-q", "--bare", url, "c.git"]]);
     push("cold clone (1 run)", cold, Goal::Seconds(35.0));
     l.chain(versions + 1, versions + 200);
     l.branch("main", versions + 200);
-    server.put_files("bench", "lake/", &l.files);
-    let plus200 = run(&server, &t, "c.git", &[&["fetch", "-q", "origin"]]);
+    server.put_files(&bucket, "lake/", &l.files);
+    let plus200 = run(server, &t, "c.git", &[&["fetch", "-q", "origin"]]);
     push("fetch of 200 new (1 run)", plus200, Goal::Seconds(1.5));
 }
 
@@ -205,18 +201,19 @@ impl Goal {
 fn main() {
     let runs = std::env::var("FDL_BENCH_LATENCY").unwrap_or_else(|_| "2000x0,2000x20".into());
     let mut rows = Vec::new();
+    let server = s3lite::start();
     for run in runs.split(',') {
         let (v, d) = run.split_once('x').expect("<versions>x<ms>");
         let (v, d): (u64, u64) = (v.trim().parse().unwrap(), d.trim().parse().unwrap());
         eprintln!("measuring {v} versions at {d} ms a request...");
-        measure(v, d, &mut rows);
+        measure(&server, v, d, &mut rows);
     }
     let large = std::env::var("FDL_BENCH_LARGE").unwrap_or_default();
     for run in large.split(',').filter(|r| !r.is_empty()) {
         let (v, d) = run.split_once('x').expect("<versions>x<ms>");
         let (v, d): (u64, u64) = (v.trim().parse().unwrap(), d.trim().parse().unwrap());
         eprintln!("measuring a large lake: {v} versions at {d} ms a request...");
-        measure_large(v, d, &mut rows);
+        measure_large(&server, v, d, &mut rows);
     }
     println!(
         "S3-compatible server on 127.0.0.1 with a fixed delay per request (t/support/s3lite.rs)"

@@ -16,6 +16,11 @@ use crate::spill::{Spill, Spilled};
 /// A commit's tail longer than this (a huge message) waits on disk, not in memory.
 const SPILL_FROM: usize = 64 << 10;
 
+/// Commit tails kept in memory at once, at most; beyond, they wait in the spill file. A clone
+/// builds commits only when their parents are known, so a long history holds a tail for
+/// every version read until then.
+const TAILS_IN_MEMORY: usize = 24 << 20;
+
 /// How versions are read: from which lake, into which pack, with which signature check.
 #[derive(Clone)]
 pub struct Reading {
@@ -23,6 +28,8 @@ pub struct Reading {
     pub sink: Option<Arc<PackSink>>,
     pub check: Option<Arc<Policy>>,
     spill: Arc<Spill>,
+    /// Bytes of commit tails kept in memory now.
+    tails_kept: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// What follows a commit's parent lines ([`mapping::commit_tail`]), in memory or spilled.
@@ -74,6 +81,7 @@ impl Reading {
             sink: None,
             check: None,
             spill: Arc::default(),
+            tails_kept: Arc::default(),
         }
     }
 
@@ -173,11 +181,7 @@ impl Reading {
         });
         let record_blob = self.keep(Kind::Blob, &raw.bytes);
         let tail = mapping::commit_tail(id, &record);
-        let tail = match tail.len() > SPILL_FROM {
-            true => self.spill.put(&tail).map(Tail::Spilled),
-            false => None,
-        }
-        .unwrap_or_else(|| Tail::Kept(Bytes::from(tail)));
+        let tail = self.keep_tail(tail);
         Ok(Some(Summary {
             parents: record.parents,
             record_blob,
@@ -188,6 +192,21 @@ impl Reading {
             time,
             verdict,
         }))
+    }
+
+    /// A commit tail kept in memory, or spilled when it is large or memory holds enough of
+    /// them already (kept in memory if the spill file cannot be written).
+    fn keep_tail(&self, tail: Vec<u8>) -> Tail {
+        use std::sync::atomic::Ordering::Relaxed;
+        let kept = self.tails_kept.fetch_add(tail.len(), Relaxed);
+        if tail.len() > SPILL_FROM || kept + tail.len() > TAILS_IN_MEMORY {
+            self.tails_kept.fetch_sub(tail.len(), Relaxed);
+            if let Some(at) = self.spill.put(&tail) {
+                return Tail::Spilled(at);
+            }
+            self.tails_kept.fetch_add(tail.len(), Relaxed);
+        }
+        Tail::Kept(Bytes::from(tail))
     }
 
     async fn dataset(&self, id: &VersionId) -> Result<Option<ObjectId>, LakeError> {
@@ -230,7 +249,12 @@ impl Reading {
             ));
         };
         let commit = match &s.tail {
-            Tail::Kept(tail) => mapping::commit_object(&tree, parents, tail),
+            Tail::Kept(tail) => {
+                let sub = tail.len();
+                self.tails_kept
+                    .fetch_sub(sub, std::sync::atomic::Ordering::Relaxed);
+                mapping::commit_object(&tree, parents, tail)
+            }
             Tail::Spilled(at) => {
                 let tail = self
                     .spill

@@ -6,8 +6,9 @@ use std::fmt;
 use gix::bstr::ByteSlice;
 
 /// A version ID: a UUID in canonical lower-case hyphenated form, safe to use as a path segment.
+/// Held inline (36 ASCII bytes, no allocation): a fetch keeps several per version.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct VersionId(String);
+pub struct VersionId([u8; 36]);
 
 /// A text that is not a version ID.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -32,16 +33,19 @@ impl VersionId {
                 shown: printable(s),
             });
         }
-        Ok(VersionId(s.to_ascii_lowercase()))
+        let mut id = [0u8; 36];
+        id.copy_from_slice(bytes);
+        id.make_ascii_lowercase();
+        Ok(VersionId(id))
     }
 
     pub fn as_str(&self) -> &str {
-        &self.0
+        std::str::from_utf8(&self.0).expect("a version ID is ASCII, checked by parse")
     }
 
     /// Seconds since the epoch held by a UUIDv7 (its first 48 bits are milliseconds).
     pub fn uuid_v7_seconds(&self) -> Option<u64> {
-        let hex: String = self.0.chars().filter(|c| *c != '-').collect();
+        let hex: String = self.as_str().chars().filter(|c| *c != '-').collect();
         let version = u8::from_str_radix(&hex[12..13], 16).ok()?;
         if version != 7 {
             return None;
@@ -53,13 +57,13 @@ impl VersionId {
 
 impl fmt::Display for VersionId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.as_str())
     }
 }
 
 impl fmt::Debug for VersionId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "VersionId({})", self.0)
+        write!(f, "VersionId({})", self.as_str())
     }
 }
 

@@ -11,8 +11,8 @@ pub mod gcs;
 pub mod http;
 pub mod lake;
 pub mod moto;
-pub mod s3lite;
 pub mod recorder;
+pub mod s3lite;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
