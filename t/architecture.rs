@@ -285,3 +285,44 @@ fn unsafe_code_is_only_the_one_audited_call() {
     let process = std::fs::read_to_string(src.join("process.rs")).unwrap();
     assert!(process.contains("// SAFETY:"));
 }
+
+/// Issue 7, item 14: the test hooks (crash points, the test panic, the peak-memory report) are
+/// read only by debug builds: every place in `src/` that names a `GIT_REMOTE_FDL_TEST_`
+/// variable is in a function or block under `#[cfg(debug_assertions)]`, and each such function
+/// of `testhook.rs` has a release twin that does nothing.
+#[test]
+fn test_hooks_are_compiled_only_into_debug_builds() {
+    let mut seen = 0;
+    for path in rust_files(&root().join("src")) {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            if !line.contains("GIT_REMOTE_FDL_TEST_") || line.trim_start().starts_with("//") {
+                continue;
+            }
+            seen += 1;
+            // The nearest attribute above at a lower indentation, or the enclosing fn's.
+            let gated = lines[..i]
+                .iter()
+                .rev()
+                .take(40)
+                .any(|l| l.trim() == "#[cfg(debug_assertions)]");
+            assert!(
+                gated,
+                "{}:{}: not under #[cfg(debug_assertions)]",
+                path.display(),
+                i + 1
+            );
+        }
+    }
+    assert!(seen >= 5, "the hooks were not found ({seen})");
+    let hooks = std::fs::read_to_string(root().join("src/testhook.rs")).unwrap();
+    for f in ["pub fn stop_at(", "pub fn record_peak_memory("] {
+        assert_eq!(
+            hooks.matches(f).count(),
+            2,
+            "{f}: a debug and a release version"
+        );
+    }
+    assert_eq!(hooks.matches("#[cfg(not(debug_assertions))]").count(), 2);
+}
