@@ -6,6 +6,7 @@ mod support;
 mod architecture;
 mod backends;
 mod bad_lakes;
+mod conformance;
 mod credentials;
 mod golden;
 mod hardening_edges;

@@ -7,6 +7,7 @@
 pub mod azurite;
 pub mod clouds;
 pub mod faults;
+pub mod folder_object_store;
 pub mod gcs;
 pub mod http;
 pub mod lake;
