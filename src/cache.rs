@@ -59,23 +59,25 @@ impl Cache {
             refs_changed: false,
             damaged: 0,
         };
-        if let Some((lines, damaged)) = checked_lines(&cache.dir.join("commits"), HEADER) {
+        let commits = cache.dir.join("commits");
+        // About a hundred bytes a line: room for all of them at once, not by doubling.
+        let lines = std::fs::metadata(&commits).map_or(0, |m| m.len() / 100) as usize;
+        cache.entries.reserve(lines);
+        cache.parents.reserve(lines);
+        if let Some(damaged) = checked_lines(&commits, HEADER, |line| cache.take_line(line)) {
             // A damaged file is written whole again, without the lines that failed.
             cache.rewrite = damaged > 0;
             cache.damaged = damaged;
-            for line in &lines {
-                cache.take_line(line);
-            }
         }
-        let (refs, _) = checked_lines(&cache.dir.join("refs"), REFS_HEADER).unwrap_or_default();
-        for line in refs {
+        let refs = cache.dir.join("refs");
+        checked_lines(&refs, REFS_HEADER, |line| {
             let mut parts = line.splitn(3, ' ');
             if let (Some(etag), Some(v), Some(name)) = (parts.next(), parts.next(), parts.next()) {
                 if let Ok(v) = VersionId::parse(v) {
                     cache.refs.insert(name.to_string(), (etag.to_string(), v));
                 }
             }
-        }
+        });
         cache
     }
 
@@ -208,26 +210,28 @@ fn with_checksums(lines: &[String]) -> String {
     out
 }
 
-/// The lines of a cache file whose header is `header` and whose checksums hold, and how many
-/// failed; `None` when the file is missing or has another header.
-fn checked_lines(path: &Path, header: &str) -> Option<(Vec<String>, usize)> {
+/// Hands each line of a cache file whose header is `header` and whose checksum holds to
+/// `each` (without its checksum); returns how many failed, `None` when the file is missing or
+/// has another header. Lines are not copied: a cache of 100,000 versions loads on every
+/// `ls-remote`.
+fn checked_lines(path: &Path, header: &str, mut each: impl FnMut(&str)) -> Option<usize> {
     let text = std::fs::read_to_string(path).ok()?;
-    if text.lines().next() != Some(header) {
+    let mut lines = text.lines();
+    if lines.next() != Some(header) {
         return None;
     }
-    let checked = |l: &str| {
+    let checked = |l: &'_ str| -> Option<()> {
         let (body, crc) = l.rsplit_once(' ')?;
-        (u32::from_str_radix(crc, 16).ok()? == crc32fast::hash(body.as_bytes()))
-            .then(|| body.to_string())
+        (u32::from_str_radix(crc, 16).ok()? == crc32fast::hash(body.as_bytes())).then_some(())
     };
-    let (mut good, mut damaged) = (Vec::new(), 0);
-    for line in text.lines().skip(1) {
+    let mut damaged = 0;
+    for line in lines {
         match checked(line) {
-            Some(body) => good.push(body),
+            Some(()) => each(line.rsplit_once(' ').map_or(line, |(body, _)| body)),
             None => damaged += 1,
         }
     }
-    Some((good, damaged))
+    Some(damaged)
 }
 
 /// Writes a whole cache file through a temporary file renamed into place.
