@@ -125,6 +125,13 @@ fn unknown_option(url: &StoreUrl, k: &str) -> StoreError {
     StoreError::Config(format!("unknown store option '{k}' for {url}"))
 }
 
+/// A store option's name as one of object_store's configuration keys of the store's kind.
+fn config_key<K: std::str::FromStr>(url: &StoreUrl, k: &str) -> Result<K, StoreError> {
+    k.to_ascii_lowercase()
+        .parse()
+        .map_err(|_| unknown_option(url, k))
+}
+
 fn build_s3(url: &StoreUrl, u: &Url, options: &[(String, String)]) -> Result<Built, StoreError> {
     let config_err = |e: object_store::Error| build_error(options, &e);
     let mut b = object_store::aws::AmazonS3Builder::from_env()
@@ -137,11 +144,7 @@ fn build_s3(url: &StoreUrl, u: &Url, options: &[(String, String)]) -> Result<Bui
             profile = Some(v.as_str());
             continue;
         }
-        let key = k
-            .to_ascii_lowercase()
-            .parse()
-            .map_err(|_| unknown_option(url, k))?;
-        b = b.with_config(key, v);
+        b = b.with_config(config_key(url, k)?, v);
     }
     // As in the AWS CLI, the profile is read even with keys in the environment: its region
     // counts, and a named profile that does not exist is an error.
@@ -242,11 +245,7 @@ fn build_azure(url: &StoreUrl, u: &Url, options: &[(String, String)]) -> Result<
         .with_url(u.as_str())
         .with_retry(super::retry_config());
     for (k, v) in options {
-        let key = k
-            .to_ascii_lowercase()
-            .parse()
-            .map_err(|_| unknown_option(url, k))?;
-        b = b.with_config(key, v);
+        b = b.with_config(config_key(url, k)?, v);
     }
     let container_url = azure_container_url(&b, u);
     let azure = b.build().map_err(config_err)?;
@@ -268,11 +267,7 @@ fn build_http(url: &StoreUrl, u: &Url, options: &[(String, String)]) -> Result<B
         .with_url(base)
         .with_retry(super::retry_config());
     for (k, v) in options {
-        let key = k
-            .to_ascii_lowercase()
-            .parse()
-            .map_err(|_| unknown_option(url, k))?;
-        b = b.with_config(key, v);
+        b = b.with_config(config_key(url, k)?, v);
     }
     let http = b.build().map_err(|e| build_error(options, &e))?;
     Ok((Arc::new(http), None))

@@ -61,6 +61,14 @@ impl Recorder {
 /// A proxy to `upstream` (`http://host:port`) that records every request.
 pub fn proxy(upstream: &str) -> Recorder {
     let upstream = upstream.trim_start_matches("http://").to_string();
+    listen(move |client, seen| relay(client, &upstream, seen))
+}
+
+/// A server on 127.0.0.1 that counts connections and hands each to `handle` on a thread.
+fn listen<F>(handle: F) -> Recorder
+where
+    F: Fn(TcpStream, &Mutex<Vec<Seen>>) -> std::io::Result<()> + Clone + Send + 'static,
+{
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -69,8 +77,8 @@ pub fn proxy(upstream: &str) -> Recorder {
     std::thread::spawn(move || {
         for client in listener.incoming().flatten() {
             n.fetch_add(1, Ordering::SeqCst);
-            let (s, up) = (s.clone(), upstream.clone());
-            std::thread::spawn(move || relay(client, &up, &s).ok());
+            let (s, handle) = (s.clone(), handle.clone());
+            std::thread::spawn(move || handle(client, &s).ok());
         }
     });
     Recorder {
@@ -102,23 +110,7 @@ fn relay(client: TcpStream, upstream: &str, seen: &Mutex<Vec<Seen>>) -> std::io:
 /// A server that answers every request with `status` and an empty body, and records each
 /// request's line.
 pub fn fixed(status: &'static str) -> Recorder {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let connections = Arc::new(AtomicUsize::new(0));
-    let (s, n) = (seen.clone(), connections.clone());
-    std::thread::spawn(move || {
-        for client in listener.incoming().flatten() {
-            n.fetch_add(1, Ordering::SeqCst);
-            let s = s.clone();
-            std::thread::spawn(move || answer(client, status, &s).ok());
-        }
-    });
-    Recorder {
-        endpoint: format!("http://127.0.0.1:{port}"),
-        seen,
-        connections,
-    }
+    listen(move |client, seen| answer(client, status, seen))
 }
 
 fn answer(client: TcpStream, status: &str, seen: &Mutex<Vec<Seen>>) -> std::io::Result<()> {
