@@ -102,13 +102,28 @@ impl TestEnv {
     /// A command run in `cwd` (relative to the test folder) with exactly the variables of
     /// `self.env`: none of the caller's (credentials, config, locale, `GIT_DIR`...) leaks in.
     pub fn command(&self, program: &str, cwd: &str, args: &[&str]) -> Command {
-        let mut c = Command::new(program);
+        let mut c = Command::new(self.resolve(program));
         c.args(args)
             .current_dir(self.path(cwd))
             .stdin(Stdio::null())
             .env_clear()
             .envs(self.env.iter().map(|(k, v)| (k, v)));
         c
+    }
+
+    /// `program` found on this environment's PATH. Spawned by a bare name under a PATH of its
+    /// own, a child is made by fork() rather than posix_spawn(): in a process holding thousands
+    /// of server threads (the benchmarks') that alone took 20 ms a command.
+    fn resolve(&self, program: &str) -> PathBuf {
+        if program.contains('/') {
+            return PathBuf::from(program);
+        }
+        let path = self.env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v);
+        path.into_iter()
+            .flat_map(|p| std::env::split_paths(p).collect::<Vec<_>>())
+            .map(|dir| dir.join(program))
+            .find(|candidate| is_executable(candidate))
+            .unwrap_or_else(|| PathBuf::from(program))
     }
 
     pub fn git(&self, cwd: &str, args: &[&str]) -> Output {
@@ -288,6 +303,11 @@ impl LakeAt {
 }
 
 /// `git ls-remote` output as `(oid, ref)` pairs.
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
 pub fn parse_ls_remote(out: &str) -> Vec<(String, String)> {
     out.lines()
         .filter_map(|l| l.split_once('\t'))
