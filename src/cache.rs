@@ -1,7 +1,9 @@
 //! The cache under the repository's git dir, an accelerator only: deleting it changes no
 //! result. It remembers each version's commit and parents (versions are immutable, so what was
 //! computed once holds forever), and each ref file's ETag with the version it held, so that a
-//! ref unchanged since the last listing is not read again.
+//! ref unchanged since the last listing is not read again. The refs are remembered by the
+//! lake's URL alone (an ETag names a file's content, whatever lake holds it): the helper needs
+//! their names before `fdl.json` is read, to list the refs in the same round trip.
 //!
 //! Every line carries its own checksum: a damaged or hand-edited line is ignored (and counted,
 //! so the caller can say so), never trusted. New versions
@@ -23,11 +25,13 @@ const REFS_HEADER: &str = "# git-remote-fdl refs v1: <etag> <version> <ref> <crc
 /// The cache of one lake in one repository.
 pub struct Cache {
     dir: PathBuf,
+    refs_path: PathBuf,
     pub entries: HashMap<VersionId, ObjectId>,
     pub parents: HashMap<VersionId, Vec<VersionId>>,
-    /// Lines not yet written, and whether the file must be written whole (it was missing,
-    /// damaged or of an older format).
-    pending: Vec<String>,
+    /// Lines not yet written, each with its checksum (one buffer: a first clone adds a
+    /// hundred thousand), and whether the file must be written whole (it was missing, damaged
+    /// or of an older format), in which case nothing is kept here.
+    pending: String,
     rewrite: bool,
     /// Each ref's ETag in the last listing, with the version it held.
     pub refs: HashMap<String, (String, VersionId)>,
@@ -45,15 +49,13 @@ impl Cache {
     /// The cache for a lake in `root`, one folder a lake (keyed by its URL and `id`): a
     /// repository's `fdl/`, or the user's cache outside any repository ([`user_cache_root`]).
     pub fn load_under(root: &Path, lake_url: &str, lake_id: Option<&str>) -> Cache {
-        let key: [u8; 20] =
-            Sha1::digest(format!("{lake_url}\n{}", lake_id.unwrap_or("")).as_bytes()).into();
-        let key: String = key[..8].iter().map(|b| format!("{b:02x}")).collect();
-        let dir = root.join(key);
+        let dir = root.join(key(&format!("{lake_url}\n{}", lake_id.unwrap_or(""))));
         let mut cache = Cache {
             dir,
+            refs_path: refs_path(root, lake_url),
             entries: HashMap::new(),
             parents: HashMap::new(),
-            pending: Vec::new(),
+            pending: String::new(),
             rewrite: true,
             refs: HashMap::new(),
             refs_changed: false,
@@ -69,15 +71,7 @@ impl Cache {
             cache.rewrite = damaged > 0;
             cache.damaged = damaged;
         }
-        let refs = cache.dir.join("refs");
-        checked_lines(&refs, REFS_HEADER, |line| {
-            let mut parts = line.splitn(3, ' ');
-            if let (Some(etag), Some(v), Some(name)) = (parts.next(), parts.next(), parts.next()) {
-                if let Ok(v) = VersionId::parse(v) {
-                    cache.refs.insert(name.to_string(), (etag.to_string(), v));
-                }
-            }
-        });
+        cache.refs = remembered_refs(&cache.refs_path);
         cache
     }
 
@@ -104,12 +98,9 @@ impl Cache {
             if self.entries.get(&v) == Some(&c) {
                 continue;
             }
-            let mut line = format!("{v} {c}");
-            for p in &parents {
-                line.push(' ');
-                line.push_str(p.as_str());
+            if !self.rewrite {
+                push_line(&mut self.pending, &v, &c, &parents);
             }
-            self.pending.push(line);
             self.entries.insert(v.clone(), c);
             self.parents.insert(v, parents);
         }
@@ -150,6 +141,14 @@ impl Cache {
         }
     }
 
+    /// Remembers ref files written since the last listing: `(name, etag, version)`.
+    pub fn remember_refs(&mut self, written: Vec<(String, String, VersionId)>) {
+        for (name, e_tag, v) in written {
+            self.refs.insert(name, (e_tag, v));
+            self.refs_changed = true;
+        }
+    }
+
     /// Writes what changed. New versions are appended; a missing or unusable file is written
     /// whole, to a temporary file renamed into place. Failure to write is not an error: it is
     /// only a cache.
@@ -161,20 +160,7 @@ impl Cache {
             return;
         }
         if self.rewrite {
-            let mut lines: Vec<String> = self
-                .entries
-                .iter()
-                .map(|(v, c)| {
-                    let mut line = format!("{v} {c}");
-                    for p in self.parents.get(v).into_iter().flatten() {
-                        line.push(' ');
-                        line.push_str(p.as_str());
-                    }
-                    line
-                })
-                .collect();
-            lines.sort();
-            if replace(&self.dir.join("commits"), HEADER, &lines) {
+            if self.write_whole() {
                 self.rewrite = false;
                 self.pending.clear();
             }
@@ -182,7 +168,7 @@ impl Cache {
             let appended = std::fs::OpenOptions::new()
                 .append(true)
                 .open(self.dir.join("commits"))
-                .and_then(|mut f| f.write_all(with_checksums(&self.pending).as_bytes()));
+                .and_then(|mut f| f.write_all(self.pending.as_bytes()));
             if appended.is_ok() {
                 self.pending.clear();
             }
@@ -194,11 +180,94 @@ impl Cache {
                 .map(|(name, (etag, v))| format!("{etag} {v} {name}"))
                 .collect();
             lines.sort();
-            if replace(&self.dir.join("refs"), REFS_HEADER, &lines) {
+            let lines = with_checksums(&lines);
+            if std::fs::create_dir_all(root_of(&self.refs_path)).is_ok()
+                && replace(&self.refs_path, REFS_HEADER, &lines)
+            {
                 self.refs_changed = false;
             }
         }
     }
+}
+
+/// A lake's name in a cache folder: 16 hex digits of the SHA-1 of `text`.
+fn key(text: &str) -> String {
+    let digest: [u8; 20] = Sha1::digest(text.as_bytes()).into();
+    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Where the refs of the lake at `lake_url` are remembered, under a cache `root`.
+fn refs_path(root: &Path, lake_url: &str) -> PathBuf {
+    root.join(format!("{}.refs", key(&format!("{lake_url}\nrefs"))))
+}
+
+fn root_of(path: &Path) -> &Path {
+    path.parent().unwrap_or(Path::new("."))
+}
+
+/// The refs remembered in `path`: `name -> (etag, version)`.
+fn remembered_refs(path: &Path) -> HashMap<String, (String, VersionId)> {
+    let mut refs = HashMap::new();
+    checked_lines(path, REFS_HEADER, |line| {
+        let mut parts = line.splitn(3, ' ');
+        if let (Some(etag), Some(v), Some(name)) = (parts.next(), parts.next(), parts.next()) {
+            if let Ok(v) = VersionId::parse(v) {
+                refs.insert(name.to_string(), (etag.to_string(), v));
+            }
+        }
+    });
+    refs
+}
+
+/// The names of the refs remembered for the lake at `lake_url` under `root`, sorted: where to
+/// split a listing of the refs made before the lake's cache can be found.
+pub fn remembered_ref_names(root: &Path, lake_url: &str) -> Vec<String> {
+    let mut names: Vec<String> = remembered_refs(&refs_path(root, lake_url))
+        .into_keys()
+        .collect();
+    names.sort();
+    names
+}
+
+/// Where caches are kept: the repository's `fdl/` folder, else the user's cache.
+pub fn root_for(git_dir: Option<&Path>) -> Option<PathBuf> {
+    match git_dir {
+        Some(d) => Some(d.join("fdl")),
+        None => user_cache_root(),
+    }
+}
+
+impl Cache {
+    /// Writes the commits file whole, sorted, line by line through a buffer (no copy of the
+    /// whole file in memory), to a temporary file renamed into place.
+    fn write_whole(&self) -> bool {
+        let mut sorted: Vec<&VersionId> = self.entries.keys().collect();
+        sorted.sort();
+        let path = self.dir.join("commits");
+        let mut line = String::new();
+        replace_with(&path, HEADER, |out| {
+            for v in sorted {
+                line.clear();
+                let parents = self.parents.get(v).map_or(&[][..], |p| &p[..]);
+                push_line(&mut line, v, &self.entries[v], parents);
+                out.write_all(line.as_bytes())?;
+            }
+            Ok(())
+        })
+    }
+}
+
+/// Appends one commits line, with its checksum, to `out`.
+fn push_line(out: &mut String, v: &VersionId, c: &ObjectId, parents: &[VersionId]) {
+    use std::fmt::Write as _;
+    let start = out.len();
+    let _ = write!(out, "{v} {c}");
+    for p in parents {
+        out.push(' ');
+        out.push_str(p.as_str());
+    }
+    let crc = crc32fast::hash(&out.as_bytes()[start..]);
+    let _ = writeln!(out, " {crc:08x}");
 }
 
 /// Each line followed by a space and its CRC-32, one per line.
@@ -234,14 +303,25 @@ fn checked_lines(path: &Path, header: &str, mut each: impl FnMut(&str)) -> Optio
     Some(damaged)
 }
 
-/// Writes a whole cache file through a temporary file renamed into place.
-fn replace(path: &Path, header: &str, lines: &[String]) -> bool {
+/// Writes a whole cache file (lines with their checksums) through a temporary file renamed
+/// into place.
+fn replace(path: &Path, header: &str, lines: &str) -> bool {
+    replace_with(path, header, |out| out.write_all(lines.as_bytes()))
+}
+
+/// Writes a cache file whose lines `write` gives, through a temporary file renamed into place.
+fn replace_with(
+    path: &Path,
+    header: &str,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> bool {
     let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
-    let written = std::fs::File::create(&tmp).and_then(|mut f| {
-        f.write_all(header.as_bytes())?;
-        f.write_all(b"\n")?;
-        f.write_all(with_checksums(lines).as_bytes())?;
-        f.sync_all()
+    let written = std::fs::File::create(&tmp).and_then(|f| {
+        let mut out = std::io::BufWriter::with_capacity(256 << 10, f);
+        out.write_all(header.as_bytes())?;
+        out.write_all(b"\n")?;
+        write(&mut out)?;
+        out.into_inner().map_err(|e| e.into_error())?.sync_all()
     });
     if written.is_ok() && std::fs::rename(&tmp, path).is_ok() {
         return true;

@@ -363,7 +363,12 @@ async fn open_remote(remote_name: &str, url: &StoreUrl) -> Result<Remote, Fatal>
     let repo = Repo::from_env().map_err(crate::remote::RemoteError::from)?;
     let opts = config::store_options(repo.as_ref(), remote_name)?;
     let store = Store::open(url, &opts).map_err(|e| Fatal::cannot_open(url, &e))?;
-    let lake = Lake::open(store).await?;
+    // Git lists the refs first whatever it does: they are listed beside fdl.json, in ranges
+    // split where the last listing's names say.
+    let hints = crate::cache::root_for(repo.as_ref().map(|r| r.git_dir()))
+        .map(|root| crate::cache::remembered_ref_names(&root, &url.to_string()))
+        .unwrap_or_default();
+    let lake = Lake::open_listing(store, &hints).await?;
     let policy = config::signature_policy(repo.as_ref(), remote_name)?;
     let mut remote = Remote::new(lake, repo);
     remote.require_signatures = policy;

@@ -85,8 +85,10 @@ pub struct Listing {
     built: HashMap<VersionId, Built>,
     /// For `list for-push`: each ref file's version token, for writes on condition.
     pub tokens: HashMap<String, Token>,
-    /// For `list for-push`: `refs.json` as read before the refs (`Some(None)`: there was none).
+    /// For `list for-push`: `refs.json` as read with the refs (`Some(None)`: there was none).
     pub refs_json: Option<Option<Versioned>>,
+    /// `refs.json` was read before the refs were listed, rather than beside them.
+    pub refs_json_first: bool,
 }
 
 impl Listing {
@@ -163,11 +165,12 @@ impl Drop for Remote {
 }
 
 /// HEAD, the refs, their tokens (for a push) and `refs.json` (for a push).
+/// HEAD, the refs, their tokens, and `refs.json` with whether it was read before the refs.
 type ReadRefs = (
     String,
     Vec<(String, VersionId)>,
     HashMap<String, Token>,
-    Option<Option<Versioned>>,
+    (Option<Option<Versioned>>, bool),
 );
 
 /// Versions a fetch built, with their commits.
@@ -188,11 +191,8 @@ impl Remote {
         // Outside a repository, the user's cache: a second `git ls-remote` of a lake reads only
         // the refs and what is new.
         let (url, id) = (lake.name(), lake.config.id.clone());
-        let cache = match &repo {
-            Some(r) => Some(Cache::load(r.git_dir(), &url, id.as_deref())),
-            None => crate::cache::user_cache_root()
-                .map(|root| Cache::load_under(&root, &url, id.as_deref())),
-        };
+        let root = crate::cache::root_for(repo.as_ref().map(|r| r.git_dir()));
+        let cache = root.map(|root| Cache::load_under(&root, &url, id.as_deref()));
         let remote = Remote {
             lake,
             repo,
@@ -235,8 +235,8 @@ impl Remote {
         self.list_with(progress, false).await
     }
 
-    /// `list for-push`: also the ref files' tokens, and `refs.json` read before the refs (a
-    /// later rewrite of `refs.json` is conditional on it, which keeps it equal to the ref files).
+    /// `list for-push`: also the ref files' tokens, and `refs.json` (read beside the refs, or
+    /// before them: a later rewrite of `refs.json` is conditional on it).
     pub async fn list_for_push(&mut self, progress: &dyn Progress) -> Result<Listing, RemoteError> {
         self.list_with(progress, true).await
     }
@@ -279,9 +279,19 @@ impl Remote {
         }
     }
 
+    /// Remembers ref files this process wrote (`name`, ETag, version): a listing that finds
+    /// them unchanged need not read them back.
+    pub fn remember_written_refs(&mut self, written: Vec<(String, String, VersionId)>) {
+        if let Some(cache) = self.cache.as_mut().filter(|_| !written.is_empty()) {
+            cache.remember_refs(written);
+            cache.save();
+        }
+    }
+
     /// HEAD and the refs; for a push also each ref file's token and `refs.json` (read before
     /// the refs).
     async fn read_refs(&mut self, for_push: bool) -> Result<ReadRefs, RemoteError> {
+        let refs_json_first = !self.lake.has_ref_listing_ahead();
         let refs_json = match for_push {
             true => Some(self.lake.refs_json_versioned().await?),
             false => {
@@ -320,7 +330,7 @@ impl Remote {
             true => refs,
             false => self.lake.git_compatible(refs),
         };
-        Ok((head, refs, tokens, refs_json))
+        Ok((head, refs, tokens, (refs_json, refs_json_first)))
     }
 
     async fn list_with(
@@ -328,7 +338,7 @@ impl Remote {
         progress: &dyn Progress,
         for_push: bool,
     ) -> Result<Listing, RemoteError> {
-        let (head, refs, tokens, refs_json) = self.read_refs(for_push).await?;
+        let (head, refs, tokens, (refs_json, refs_json_first)) = self.read_refs(for_push).await?;
         if !refs.iter().any(|(n, _)| *n == head) && !refs.is_empty() {
             self.lake_warn(format!(
                 "lake '{}': HEAD names {head}, which does not exist",
@@ -366,6 +376,7 @@ impl Remote {
             },
             tokens,
             refs_json,
+            refs_json_first,
         })
     }
 

@@ -169,7 +169,7 @@ fn a_store_that_throttles_slows_a_clone_down_but_does_not_fail_it() {
 }
 
 #[test]
-fn a_tag_push_takes_four_waves() {
+fn a_tag_push_takes_three_waves() {
     let server = s3lite::start();
     server.put_files("push", "lake/", &chain(200, 100).files);
     let t = env(&server);
@@ -178,20 +178,89 @@ fn a_tag_push_takes_four_waves() {
         &["clone", "-q", "--bare", "fdl::s3://push/lake/", "r.git"],
     );
     let tip = t.ok("r.git", &["rev-parse", "main"]).trim().to_string();
-    let spec = format!("{tip}:refs/tags/pushed");
-    let push = waves(&server, &t, "r.git", &["push", "-q", "origin", &spec]);
-    eprintln!("tag push: {push:?}");
-    // fdl.json, HEAD and refs.json; the ref listings; the tag; refs.json.
+    for tag in ["pushed", "again"] {
+        let spec = format!("{tip}:refs/tags/{tag}");
+        let push = waves(&server, &t, "r.git", &["push", "-q", "origin", &spec]);
+        eprintln!("tag push: {push:?}");
+        // fdl.json, HEAD, refs.json and the ref listings at once; the tag; refs.json beside
+        // the look for a racing ref in the tag's way.
+        assert!(
+            push.waves <= 3,
+            "tag push: {} waves, {} requests",
+            push.waves,
+            push.requests
+        );
+        // No ref file is read: the clone remembered their ETags, and the first push the ETag
+        // of the tag it wrote.
+        assert_eq!(push.gets, 3, "fdl.json, HEAD and refs.json only: {push:?}");
+        assert_eq!(
+            t.ok(
+                "r.git",
+                &["ls-remote", "origin", &format!("refs/tags/{tag}")]
+            ),
+            format!("{tip}\trefs/tags/{tag}\n")
+        );
+    }
+    let refs_json = String::from_utf8(server.get("push", "lake/refs.json").unwrap()).unwrap();
     assert!(
-        push.waves <= 4,
-        "tag push: {} waves, {} requests",
-        push.waves,
-        push.requests
+        refs_json.contains("refs/tags/pushed") && refs_json.contains("refs/tags/again"),
+        "{refs_json}"
     );
+}
+
+/// refs.json is read beside the ref listing. When another push moves a ref and rewrites
+/// refs.json after the listing was answered but before refs.json was, the two disagree: the
+/// push must then rewrite refs.json from the ref files read again, never from its listing
+/// (which would put the other push's ref back where it was).
+#[test]
+fn a_push_racing_another_between_its_listing_and_refs_json_keeps_the_other_ref() {
+    let server = s3lite::start();
+    let lake = chain(50, 5);
+    server.put_files("race", "lake/", &lake.files);
+    let t = env(&server);
+    t.ok(
+        ".",
+        &["clone", "-q", "--bare", "fdl::s3://race/lake/", "r.git"],
+    );
+    // The other push: it makes branch `other` at version 10, and refs.json says so.
+    let v10 = crate::support::vid(10);
+    let mut refs_json: serde_json::Value =
+        serde_json::from_slice(&server.get("race", "lake/refs.json").unwrap()).unwrap();
+    refs_of(&mut refs_json).insert(
+        "refs/heads/other".into(),
+        serde_json::Value::String(v10.clone()),
+    );
+    let refs_json = serde_json::to_vec(&refs_json).unwrap();
+    server.before_next_get("race", "lake/refs.json", move |objects| {
+        objects.insert(
+            "race/lake/refs/heads/other".into(),
+            std::sync::Arc::new(format!("{v10}\n").into_bytes()),
+        );
+        objects.insert("race/lake/refs.json".into(), std::sync::Arc::new(refs_json));
+    });
+    let tip = t.ok("r.git", &["rev-parse", "main"]).trim().to_string();
+    t.ok(
+        "r.git",
+        &["push", "-q", "origin", &format!("{tip}:refs/tags/mine")],
+    );
+    let mut written: serde_json::Value =
+        serde_json::from_slice(&server.get("race", "lake/refs.json").unwrap()).unwrap();
+    let refs = refs_of(&mut written).clone();
     assert_eq!(
-        t.ok("r.git", &["ls-remote", "origin", "refs/tags/pushed"]),
-        format!("{tip}\trefs/tags/pushed\n")
+        refs.get("refs/heads/other"),
+        Some(&serde_json::Value::String(crate::support::vid(10))),
+        "the other push's branch is kept: {refs:?}"
     );
+    assert!(refs.contains_key("refs/tags/mine"), "{refs:?}");
+}
+
+/// The map of refs in a `refs.json`: under `"refs"`, or the whole object.
+fn refs_of(v: &mut serde_json::Value) -> &mut serde_json::Map<String, serde_json::Value> {
+    let v = match v.get("refs").is_some() {
+        true => &mut v["refs"],
+        false => v,
+    };
+    v.as_object_mut().expect("refs.json holds an object")
 }
 
 #[test]
@@ -205,11 +274,25 @@ fn a_second_ls_remote_outside_any_repository_reads_only_the_refs() {
         first.gets > VERSIONS,
         "the first reads every version: {first:?}"
     );
-    // The user's cache (under HOME, a temporary folder here) remembers commits and ref ETags.
+    // The user's cache (under HOME, a temporary folder here) remembers commits (a folder a
+    // lake) and ref ETags (a file a lake URL, beside it).
     let cached: Vec<_> = std::fs::read_dir(t.path("home/.cache/git-remote-fdl"))
         .unwrap()
+        .map(|e| e.unwrap().path())
         .collect();
-    assert_eq!(cached.len(), 1, "one lake, one cache folder");
+    assert_eq!(
+        cached.iter().filter(|p| p.is_dir()).count(),
+        1,
+        "one lake, one cache folder: {cached:?}"
+    );
+    assert_eq!(
+        cached
+            .iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "refs"))
+            .count(),
+        1,
+        "one lake, one file of refs: {cached:?}"
+    );
     let second = waves(&server, &t, ".", &["ls-remote", url]);
     eprintln!("second ls-remote outside a repository: {second:?}");
     assert!(

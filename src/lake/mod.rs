@@ -167,6 +167,9 @@ pub struct Lake {
 struct ReadAhead {
     head: Option<Result<Option<Bytes>, StoreError>>,
     refs_json: Option<Result<Option<Versioned>, StoreError>>,
+    /// The listing of `refs/heads/` and `refs/tags/`, made beside `fdl.json` by
+    /// [`Lake::open_listing`].
+    ref_listing: Option<Result<Listed, LakeError>>,
 }
 
 impl Lake {
@@ -175,11 +178,33 @@ impl Lake {
     /// `HEAD` and `refs.json` are read alongside it: every listing needs `HEAD`, and a push (or
     /// a store that cannot list) `refs.json`, so neither costs a round trip of its own later.
     pub async fn open(store: Store) -> Result<Lake, LakeError> {
+        Lake::open_with(store, None).await
+    }
+
+    /// Opens a lake and lists its refs in the same round trip, for a caller that lists them
+    /// next (`git ls-remote`, fetch, push). The listing is split in ranges at `hints` (ref names
+    /// seen before, sorted), so that many refs still take one round trip; it is handed out by
+    /// the first ref listing, and thrown away if `fdl.json` says this is no lake.
+    pub async fn open_listing(store: Store, hints: &[String]) -> Result<Lake, LakeError> {
+        Lake::open_with(store, Some(hints)).await
+    }
+
+    async fn open_with(store: Store, hints: Option<&[String]>) -> Result<Lake, LakeError> {
         let lake = store.url().to_string();
-        let (raw, head, refs_json) = futures::join!(
+        // A folder lists its refs in one cheap walk when asked; a store that cannot list
+        // reads refs.json, which is read here anyway.
+        let hints = hints.filter(|_| store.can_list() && !store.is_local());
+        let listing = async {
+            match hints {
+                Some(hints) => Some(list_ref_folders(&store, hints).await),
+                None => None,
+            }
+        };
+        let (raw, head, refs_json, ref_listing) = futures::join!(
             store.get("fdl.json", SMALL_FILE_LIMIT),
             store.get("HEAD", SMALL_FILE_LIMIT),
-            store.get_versioned("refs.json", REFS_JSON_LIMIT)
+            store.get_versioned("refs.json", REFS_JSON_LIMIT),
+            listing
         );
         let raw = raw
             .map_err(|source| LakeError::Store {
@@ -187,6 +212,7 @@ impl Lake {
                 source,
             })?
             .ok_or_else(|| LakeError::NotALake { lake: lake.clone() })?;
+        let lake_name = lake.clone();
         let config = FdlConfig::parse(&raw).map_err(|why| LakeError::Config { lake, why })?;
         Ok(Lake {
             store,
@@ -195,6 +221,12 @@ impl Lake {
             read_ahead: Arc::new(Mutex::new(ReadAhead {
                 head: Some(head),
                 refs_json: Some(refs_json),
+                ref_listing: ref_listing.map(|l| {
+                    l.map_err(|source| LakeError::Store {
+                        lake: lake_name.clone(),
+                        source,
+                    })
+                }),
             })),
         })
     }
@@ -355,32 +387,28 @@ impl Lake {
         &self,
         known: &HashMap<String, (String, VersionId)>,
     ) -> Result<(Vec<String>, HashMap<String, String>), LakeError> {
-        let mut sorted: Vec<&String> = known.keys().collect();
-        sorted.sort();
-        let listing = |prefix: &'static str| {
-            let splits: Vec<String> = sorted
-                .iter()
-                .filter(|n| n.starts_with(prefix))
-                .skip(LIST_SPLIT - 1)
-                .step_by(LIST_SPLIT)
-                .map(|n| n.to_string())
-                .collect();
-            self.list_split(prefix, splits)
-        };
-        let listed = if self.store.is_local() {
+        let ahead = self
+            .read_ahead
+            .lock()
+            .expect("read-ahead lock")
+            .ref_listing
+            .take();
+        let listed = match ahead {
+            Some(listed) => listed?,
             // One walk of a folder is cheap, and sees a symlinked refs/heads or refs/tags as an
             // entry to name in a warning rather than a path to refuse.
-            self.store
+            None if self.store.is_local() => self
+                .store
                 .list("refs/")
                 .await
-                .map_err(|e| self.store_err(e))?
-        } else {
-            let (heads, tags) = futures::join!(listing("refs/heads/"), listing("refs/tags/"));
-            let (mut listed, tags) = (heads?, tags?);
-            listed.files.extend(tags.files);
-            listed.skipped.extend(tags.skipped);
-            listed.e_tags.extend(tags.e_tags);
-            listed
+                .map_err(|e| self.store_err(e))?,
+            None => {
+                let mut sorted: Vec<String> = known.keys().cloned().collect();
+                sorted.sort();
+                list_ref_folders(&self.store, &sorted)
+                    .await
+                    .map_err(|e| self.store_err(e))?
+            }
         };
         let is_ref = |f: &str| f.starts_with("refs/heads/") || f.starts_with("refs/tags/");
         for (path, why) in &listed.skipped {
@@ -407,29 +435,6 @@ impl Lake {
             }
         }
         Ok((names, listed.e_tags))
-    }
-
-    /// Lists `prefix` in ranges split at `splits` (sorted paths; each ends a range), side
-    /// by side.
-    async fn list_split(&self, prefix: &str, splits: Vec<String>) -> Result<Listed, LakeError> {
-        let mut bounds: Vec<Option<&str>> = vec![None];
-        bounds.extend(splits.iter().map(|s| Some(s.as_str())));
-        bounds.push(None);
-        let ranges = bounds.windows(2).map(|w| {
-            let (after, until) = (w[0], w[1]);
-            async move { self.store.list_range(prefix, after, until, None).await }
-        });
-        let parts = futures::future::try_join_all(ranges)
-            .await
-            .map_err(|e| self.store_err(e))?;
-        let mut all = Listed::default();
-        for part in parts {
-            all.files.extend(part.files);
-            all.skipped.extend(part.skipped);
-            all.e_tags.extend(part.e_tags);
-        }
-        all.files.dedup();
-        Ok(all)
     }
 
     async fn refs_from_json(&self) -> Result<Vec<(String, VersionId)>, LakeError> {
@@ -477,6 +482,13 @@ impl Lake {
     /// `refs.json` as it is now, with its version token; `None` if there is none.
     pub async fn refs_json_versioned(&self) -> Result<Option<Versioned>, LakeError> {
         self.refs_json_raw().await.map_err(|e| self.store_err(e))
+    }
+
+    /// Whether the refs were listed beside `fdl.json` ([`Lake::open_listing`]) and not handed
+    /// out yet.
+    pub fn has_ref_listing_ahead(&self) -> bool {
+        let ahead = self.read_ahead.lock().expect("read-ahead lock");
+        ahead.ref_listing.is_some()
     }
 
     /// Lets go of `refs.json` read with `fdl.json`, when no push will use it.
@@ -764,6 +776,48 @@ fn range_splits(
         })
         .collect()
 }
+
+/// Lists `refs/heads/` and `refs/tags/` side by side, each in ranges split at the names
+/// `sorted` holds (one range per [`LIST_SPLIT`] of them), so that many refs cost one round trip.
+async fn list_ref_folders(store: &Store, sorted: &[String]) -> Result<Listed, StoreError> {
+    let listing = |prefix: &'static str| {
+        let splits: Vec<&str> = sorted
+            .iter()
+            .filter(|n| n.starts_with(prefix))
+            .skip(LIST_SPLIT - 1)
+            .step_by(LIST_SPLIT)
+            .map(|n| n.as_str())
+            .collect();
+        list_split(store, prefix, splits)
+    };
+    let (heads, tags) = futures::join!(listing("refs/heads/"), listing("refs/tags/"));
+    let (mut listed, tags) = (heads?, tags?);
+    listed.files.extend(tags.files);
+    listed.skipped.extend(tags.skipped);
+    listed.e_tags.extend(tags.e_tags);
+    Ok(listed)
+}
+
+/// Lists `prefix` in ranges split at `splits` (sorted paths; each ends a range), side by side.
+async fn list_split(store: &Store, prefix: &str, splits: Vec<&str>) -> Result<Listed, StoreError> {
+    let mut bounds: Vec<Option<&str>> = vec![None];
+    bounds.extend(splits.into_iter().map(Some));
+    bounds.push(None);
+    let ranges = bounds.windows(2).map(|w| {
+        let (after, until) = (w[0], w[1]);
+        async move { store.list_range(prefix, after, until, None).await }
+    });
+    let parts = futures::future::try_join_all(ranges).await?;
+    let mut all = Listed::default();
+    for part in parts {
+        all.files.extend(part.files);
+        all.skipped.extend(part.skipped);
+        all.e_tags.extend(part.e_tags);
+    }
+    all.files.dedup();
+    Ok(all)
+}
+
 #[cfg(test)]
 mod tests {
     use super::without_conflicts;

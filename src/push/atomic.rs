@@ -4,7 +4,7 @@
 //! it. So it is written last, when nothing after it can fail, and an atomic push creates at
 //! most one.
 
-use super::write::{write, Done};
+use super::write::{write, Done, Written};
 use super::{Action, Planned, Plans, Rejection};
 use crate::remote::Remote;
 use crate::store::{WriteError, WriteMode};
@@ -14,7 +14,7 @@ pub(super) async fn write_all(
     remote: &Remote,
     planned: &Plans,
     warnings: &mut Vec<String>,
-) -> Vec<Result<bool, Rejection>> {
+) -> Vec<Written> {
     let plans: Vec<&Planned> = planned
         .iter()
         .map(|p| {
@@ -43,7 +43,12 @@ pub(super) async fn write_all(
     let Some((failed_at, why)) = failure else {
         return plans
             .iter()
-            .map(|p| Ok(done.iter().any(|(_, q)| q.dst == p.dst)))
+            .map(|p| {
+                Ok(done
+                    .iter()
+                    .find(|(_, q)| q.dst == p.dst)
+                    .map(|(d, _)| d.clone()))
+            })
             .collect();
     };
     undo(remote, &done, warnings).await;

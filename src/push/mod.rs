@@ -186,19 +186,25 @@ pub async fn push(
             .collect();
         return report;
     }
-    let remote: &Remote = remote;
+    let writer: &Remote = remote;
     let outcomes = if opts.atomic {
-        atomic::write_all(remote, &planned, &mut report.warnings).await
+        atomic::write_all(writer, &planned, &mut report.warnings).await
     } else {
-        write::write_all(remote, &planned).await
+        write::write_all(writer, &planned).await
     };
     let mut changed: Vec<(String, Option<VersionId>)> = Vec::new();
+    // Ref files as this push left them, with their ETags: the next listing need not read them.
+    let mut written: Vec<(String, String, VersionId)> = Vec::new();
     let mut uncertain = false;
     for ((update, p), outcome) in updates.iter().zip(&planned).zip(outcomes) {
         let result = match (p, outcome) {
-            (Ok(p), Ok(wrote)) => {
-                if wrote {
+            (Ok(p), Ok(done)) => {
+                if let Some(done) = done {
                     changed.push((p.dst.clone(), p.action.target()));
+                    let e_tag = done.new_token.and_then(|t| t.e_tag);
+                    if let (Some(e_tag), Some(v)) = (e_tag, p.action.target()) {
+                        written.push((p.dst.clone(), e_tag, v));
+                    }
                 }
                 Ok(p.action.forced())
             }
@@ -212,15 +218,15 @@ pub async fn push(
         report.results.push((update.dst.clone(), result));
     }
     crate::testhook::stop_at(crate::testhook::Point::BeforeRefsJson);
-    let deferred = deferred_checks(remote, &planned, &report, opts);
+    let deferred = deferred_checks(writer, &planned, &report, opts);
     // After a write of unknown outcome, what Git listed plus our changes may be wrong:
     // refs.json is then rebuilt from the ref files themselves. Created tags are looked after
     // meanwhile: they stay in the lake whatever the look finds.
     let checks = deferred
         .iter()
-        .map(|i| write::check_created_tag(remote, &report.results[*i].0));
+        .map(|i| write::check_created_tag(writer, &report.results[*i].0));
     let ((attempts, warning), checks) = futures::join!(
-        refs_json::update(remote, listing, &changed, uncertain),
+        refs_json::update(writer, listing, &changed, uncertain),
         futures::future::join_all(checks)
     );
     for (i, check) in deferred.into_iter().zip(checks) {
@@ -230,6 +236,7 @@ pub async fn push(
     }
     report.refs_json_attempts = attempts;
     report.warnings.extend(warning);
+    remote.remember_written_refs(written);
     report
 }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use crate::backoff::Backoff;
-use crate::lake::files::render_refs_json;
+use crate::lake::files::{parse_refs_json, render_refs_json};
 use crate::lake::{check_ref_name, Lake, VersionId};
 use crate::remote::{Listing, Remote};
 use crate::store::{Token, WriteError, WriteMode};
@@ -22,8 +22,8 @@ struct State {
 }
 
 /// Rewrites `refs.json`. The first attempt uses the refs Git listed (read after `refs.json`'s
-/// token) plus this push's changes, unless `fresh_first`; on a conflict, the token and then the
-/// ref files are read again. Returns the attempts made, and a warning on giving up. Entries
+/// token, or beside it and agreeing with it) plus this push's changes, unless `fresh_first`; on
+/// a conflict, the token and then the ref files are read again. Returns the attempts made, and a warning on giving up. Entries
 /// other than branches and tags (a host's own) are kept.
 pub(super) async fn update(
     remote: &Remote,
@@ -35,6 +35,10 @@ pub(super) async fn update(
     let Some(snapshot) = &listing.refs_json else {
         return (0, None);
     };
+    // Read beside the ref listing rather than before it, refs.json's token covers every ref
+    // write that finished before the listing only if the two agree.
+    let fresh_first = fresh_first
+        || (!listing.refs_json_first && !agrees(snapshot.as_ref().map(|v| &v.bytes[..]), listing));
     let mut state = (!fresh_first).then(|| State {
         current: snapshot
             .as_ref()
@@ -94,6 +98,29 @@ pub(super) async fn update(
         lake.name()
     );
     (ATTEMPTS, Some(warning))
+}
+
+/// Whether `refs.json` (its bytes; `None`: there is none) names exactly the branches and tags
+/// the ref files held when Git listed them. Any difference may be a ref write that finished
+/// between the two reads, which a rewrite from the listing would undo.
+fn agrees(refs_json: Option<&[u8]>, listing: &Listing) -> bool {
+    let named: Option<HashMap<String, String>> = match refs_json {
+        None => Some(HashMap::new()),
+        Some(raw) => parse_refs_json(raw).ok().map(|pairs| {
+            pairs
+                .into_iter()
+                .filter(|(n, _)| n.starts_with("refs/heads/") || n.starts_with("refs/tags/"))
+                .map(|(n, v)| (n, v.trim().to_string()))
+                .collect()
+        }),
+    };
+    named.is_some_and(|named| {
+        named.len() == listing.refs.len()
+            && listing
+                .refs
+                .iter()
+                .all(|(n, v)| named.get(n).is_some_and(|x| x == v.as_str()))
+    })
 }
 
 fn listed_plus_changes(

@@ -30,9 +30,9 @@ pub(super) struct Done {
 pub(super) type Written = Result<Option<Done>, Rejection>;
 
 /// A plain push: deletions first, so that a folder they empty can hold a new ref; then the
-/// rest, concurrently. Results keep Git's order: `Ok(true)` if the lake changed.
-pub(super) async fn write_all(remote: &Remote, planned: &Plans) -> Vec<Result<bool, Rejection>> {
-    let mut outcomes: Vec<Option<Result<bool, Rejection>>> = vec![None; planned.len()];
+/// rest, concurrently. Results keep Git's order: `Ok(Some(_))` if the lake changed.
+pub(super) async fn write_all(remote: &Remote, planned: &Plans) -> Vec<Written> {
+    let mut outcomes: Vec<Option<Written>> = vec![None; planned.len()];
     for deletes in [true, false] {
         let batch: Vec<usize> = (0..planned.len())
             .filter(|i| planned[*i].as_ref().is_ok_and(|p| p.action.is_delete()) == deletes)
@@ -47,7 +47,7 @@ pub(super) async fn write_all(remote: &Remote, planned: &Plans) -> Vec<Result<bo
         .collect()
         .await;
         for (i, r) in batch.into_iter().zip(results) {
-            outcomes[i] = Some(r.map(|done| done.is_some()));
+            outcomes[i] = Some(r);
         }
     }
     outcomes

@@ -4,7 +4,7 @@
 //! credentials and sent with object_store's HTTP client (no retry layer of its own: a few
 //! retries here, and an answer after a retry is never taken for a conflict).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use http::{Method, StatusCode};
@@ -19,7 +19,7 @@ use super::{redact, Token};
 #[derive(Debug, Clone)]
 pub(crate) enum Deleter {
     /// S3: a presigned (SigV4) DELETE URL plus `If-Match`.
-    S3(Arc<dyn Signer>, HttpClient),
+    S3(Arc<dyn Signer>, LazyClient),
     /// Azure: the container's URL, signed per request as object_store signs its own (Shared
     /// Key, bearer token or SAS), plus `If-Match`. Not a service SAS URL: object_store signs
     /// those over the percent-encoded name, which Azure refuses for names like `fix#9`.
@@ -27,13 +27,13 @@ pub(crate) enum Deleter {
         container_url: url::Url,
         account: String,
         credentials: object_store::azure::AzureCredentialProvider,
-        client: HttpClient,
+        client: LazyClient,
     },
     /// GCS: the XML API object URL (`<base>/<bucket>`) and an OAuth bearer token.
     Gcs {
         bucket_url: String,
         credentials: object_store::gcp::GcpCredentialProvider,
-        client: HttpClient,
+        client: LazyClient,
     },
 }
 
@@ -49,9 +49,35 @@ pub(crate) enum Outcome {
     Unsupported(String),
 }
 
+/// The HTTP client for these requests, built by the first one: most sessions delete nothing,
+/// and building a client reads every root certificate of the system.
+#[derive(Debug, Clone)]
+pub(crate) struct LazyClient {
+    env_prefix: &'static str,
+    options: Vec<(String, String)>,
+    client: Arc<OnceLock<Result<HttpClient, String>>>,
+}
+
+impl LazyClient {
+    pub(crate) fn new(env_prefix: &'static str, options: &[(String, String)]) -> LazyClient {
+        LazyClient {
+            env_prefix,
+            options: options.to_vec(),
+            client: Arc::default(),
+        }
+    }
+
+    fn get(&self) -> Result<&HttpClient, SendError> {
+        let built = self.client.get_or_init(|| {
+            http_client(self.env_prefix, &self.options).map_err(|e| redact(&e.to_string()))
+        });
+        built.as_ref().map_err(|e| Fatal(e.clone()))
+    }
+}
+
 /// The HTTP client for these requests, with the store's client settings (proxy, certificates,
 /// timeouts) from the environment variables with `env_prefix` and then the options.
-pub(crate) fn http_client(
+fn http_client(
     env_prefix: &str,
     options: &[(String, String)],
 ) -> Result<HttpClient, object_store::Error> {
@@ -128,6 +154,7 @@ impl Deleter {
             ),
         };
         let resp = client
+            .get()?
             .execute(req)
             .await
             .map_err(|e| Retry(redact(&e.to_string())))?;

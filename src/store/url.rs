@@ -154,7 +154,7 @@ fn build_s3(url: &StoreUrl, u: &Url, options: &[(String, String)]) -> Result<Bui
         b = with_aws_chain(b, url, profile, region)?;
     }
     let s3 = Arc::new(b.build().map_err(config_err)?);
-    let client = super::delete::http_client("AWS_", options).map_err(config_err)?;
+    let client = super::delete::LazyClient::new("AWS_", options);
     Ok((s3.clone(), Some(Deleter::S3(s3, client))))
 }
 
@@ -234,7 +234,7 @@ fn build_gcs(url: &StoreUrl, u: &Url, options: &[(String, String)]) -> Result<Bu
     let deleter = Deleter::Gcs {
         bucket_url,
         credentials: gcs.credentials().clone(),
-        client: super::delete::http_client("GOOGLE_", options).map_err(config_err)?,
+        client: super::delete::LazyClient::new("GOOGLE_", options),
     };
     Ok((Arc::new(gcs), Some(deleter)))
 }
@@ -249,15 +249,12 @@ fn build_azure(url: &StoreUrl, u: &Url, options: &[(String, String)]) -> Result<
     }
     let container_url = azure_container_url(&b, u);
     let azure = b.build().map_err(config_err)?;
-    let deleter = match container_url {
-        Some((container_url, account)) => Some(Deleter::Azure {
-            container_url,
-            account,
-            credentials: azure.credentials().clone(),
-            client: super::delete::http_client("AZURE_", options).map_err(config_err)?,
-        }),
-        None => None,
-    };
+    let deleter = container_url.map(|(container_url, account)| Deleter::Azure {
+        container_url,
+        account,
+        credentials: azure.credentials().clone(),
+        client: super::delete::LazyClient::new("AZURE_", options),
+    });
     Ok((Arc::new(azure), deleter))
 }
 

@@ -50,6 +50,8 @@ struct Waves {
     released: u64,
 }
 
+type BeforeGet = Box<dyn FnOnce(&mut BTreeMap<String, Arc<Vec<u8>>>) + Send>;
+
 #[derive(Default)]
 struct State {
     objects: Mutex<BTreeMap<String, Arc<Vec<u8>>>>,
@@ -58,6 +60,9 @@ struct State {
     throttle_above: AtomicU64,
     counts: Mutex<Counts>,
     in_flight: AtomicU64,
+    /// Run once before the next GET of this object: another writer's work, done while a
+    /// client's request is on its way.
+    before_get: Mutex<Option<(String, BeforeGet)>>,
     waves: Mutex<Waves>,
     wave_done: Condvar,
 }
@@ -135,6 +140,19 @@ impl S3Lite {
     /// Answers in waves, each once no request has come for `quiet` (`None`: at once).
     pub fn set_waves(&self, quiet: Option<Duration>) {
         self.state.waves.lock().unwrap().quiet = quiet;
+    }
+
+    /// Holds the next GET of `bucket/key` back for 200 ms (requests sent beside it are
+    /// answered meanwhile), then runs `change` on the objects before answering it: a race with
+    /// another writer, made to happen.
+    pub fn before_next_get(
+        &self,
+        bucket: &str,
+        key: &str,
+        change: impl FnOnce(&mut BTreeMap<String, Arc<Vec<u8>>>) + Send + 'static,
+    ) {
+        *self.state.before_get.lock().unwrap() =
+            Some((format!("{bucket}/{key}"), Box::new(change)));
     }
 
     pub fn reset(&self) {
@@ -278,6 +296,19 @@ fn serve(stream: TcpStream, state: &State) -> std::io::Result<()> {
         let above = state.throttle_above.load(Ordering::SeqCst);
         let throttled = above > 0 && now > above;
         let wave = if throttled { 0 } else { hold(state) };
+        if req.method == "GET" && req.param("list-type").is_none() {
+            let hook = {
+                let mut armed = state.before_get.lock().unwrap();
+                match armed.as_ref() {
+                    Some((key, _)) if *key == req.path => armed.take(),
+                    _ => None,
+                }
+            };
+            if let Some((_, change)) = hook {
+                std::thread::sleep(Duration::from_millis(200));
+                change(&mut state.objects.lock().unwrap());
+            }
+        }
         let (status, headers, body) = if throttled {
             ("503 Slow Down", vec![], error_xml("SlowDown"))
         } else {
