@@ -119,7 +119,7 @@ pub async fn verify(
     let rows = versions
         .into_iter()
         .map(|(version, b)| {
-            let verdict = b.verdict.unwrap_or(Verdict::Missing);
+            let verdict = b.verdict.map_or(Verdict::Missing, |v| *v);
             let signer = match &verdict {
                 Verdict::Good { principal, .. } => principal.clone(),
                 _ if b.author_email.is_empty() => "-".to_string(),

@@ -186,32 +186,35 @@ impl Walk<'_> {
                 stack.extend(parents.iter().cloned());
             }
         }
-        let mut missing: Vec<(VersionId, Summary)> = Vec::new();
+        // Summaries stay where they are: only IDs and record blobs go to the readers.
+        let mut missing: Vec<(VersionId, ObjectId)> = Vec::new();
         for v in reachable {
-            if !matches!(st.data.get(&v), Some(Ok(d)) if !d.dataset_read()) {
+            let Some(Ok(d)) = st.data.get_mut(&v) else {
+                continue;
+            };
+            if d.dataset_read() {
                 continue;
             }
-            if let Some(Ok(mut d)) = st.data.remove(&v) {
-                if st.no_dataset.contains(&v) {
-                    d.set_no_dataset();
-                    st.data.insert(v, Ok(d));
-                } else {
-                    missing.push((v, d));
-                }
+            if st.no_dataset.contains(&v) {
+                d.set_no_dataset();
+            } else {
+                missing.push((v, d.record_blob()));
             }
         }
         let mut reads = spread_reads(
             self.reading,
             missing,
             1,
-            |reading, (id, mut d)| async move {
-                let r = reading.add_dataset(&id, &mut d).await;
-                (id, r.map(|()| d))
+            |reading, (id, record_blob)| async move {
+                let r = reading.dataset_and_tree(&id, record_blob).await;
+                (id, r)
             },
         );
         while let Some(batch) = reads.recv().await {
             for (v, r) in batch {
-                st.data.insert(v, Ok(r?));
+                if let Some(Ok(d)) = st.data.get_mut(&v) {
+                    d.add_dataset(r?);
+                }
             }
         }
         Ok(())

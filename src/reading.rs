@@ -19,7 +19,7 @@ const SPILL_FROM: usize = 64 << 10;
 /// Commit tails kept in memory at once, at most; beyond, they wait in the spill file. A clone
 /// builds commits only when their parents are known, so a long history holds a tail for
 /// every version read until then.
-const TAILS_IN_MEMORY: usize = 24 << 20;
+const TAILS_IN_MEMORY: usize = 8 << 20;
 
 /// How versions are read: from which lake, into which pack, with which signature check.
 #[derive(Clone)]
@@ -50,13 +50,30 @@ pub struct Summary {
     tail: Tail,
     pub author_email: String,
     pub time: u64,
-    /// The signature's verdict, when reading checks signatures.
-    pub verdict: Option<Verdict>,
+    /// The signature's verdict, when reading checks signatures (boxed: most reads check
+    /// none, and a clone holds a summary for every version).
+    pub verdict: Option<Box<Verdict>>,
+}
+
+/// A version's `dataset.json` blob (`None`: it has none) and its tree.
+pub struct DatasetAndTree {
+    dataset: Option<ObjectId>,
+    tree: ObjectId,
 }
 
 impl Summary {
     pub fn dataset_read(&self) -> bool {
         self.dataset_blob.is_some()
+    }
+
+    pub fn record_blob(&self) -> ObjectId {
+        self.record_blob
+    }
+
+    /// Takes what [`Reading::dataset_and_tree`] read.
+    pub fn add_dataset(&mut self, read: DatasetAndTree) {
+        self.dataset_blob = Some(read.dataset);
+        self.tree = Some(read.tree);
     }
 
     /// Records that the version has no `dataset.json` (a listing showed none).
@@ -71,7 +88,7 @@ pub struct Built {
     pub parents: Vec<VersionId>,
     pub author_email: String,
     pub time: u64,
-    pub verdict: Option<Verdict>,
+    pub verdict: Option<Box<Verdict>>,
 }
 
 impl Reading {
@@ -131,15 +148,21 @@ impl Reading {
         Ok(Some(summary))
     }
 
-    /// Reads `dataset.json` into a summary read without it.
-    pub async fn add_dataset(
+    /// Reads `dataset.json` of a version read without it, and makes its tree: what
+    /// [`Summary::add_dataset`] takes. Only the record's blob goes to the reading task, not the
+    /// summary: a first clone reads a hundred thousand of these at once.
+    pub async fn dataset_and_tree(
         &self,
         id: &VersionId,
-        summary: &mut Summary,
-    ) -> Result<(), LakeError> {
-        summary.dataset_blob = Some(self.dataset(id).await?);
-        self.make_tree(summary);
-        Ok(())
+        record_blob: ObjectId,
+    ) -> Result<DatasetAndTree, LakeError> {
+        let dataset = self.dataset(id).await?;
+        let tree = mapping::tree_object(dataset, record_blob);
+        self.keep(Kind::Tree, &tree.data);
+        Ok(DatasetAndTree {
+            dataset,
+            tree: tree.id,
+        })
     }
 
     async fn record(&self, id: &VersionId) -> Result<Option<Summary>, LakeError> {
@@ -172,12 +195,12 @@ impl Reading {
                 principal: &record.author.email,
                 time,
             };
-            signatures::verify(
+            Box::new(signatures::verify(
                 &subject,
                 &c.trusted,
                 &c.namespace,
                 &self.lake.config.signers,
-            )
+            ))
         });
         let record_blob = self.keep(Kind::Blob, &raw.bytes);
         let tail = mapping::commit_tail(id, &record);
