@@ -104,7 +104,13 @@ fn measure(server: &S3Lite, versions: u64, delay_ms: u64, rows: &mut Vec<Row>) {
             .map(|c| run(server, &t, ".", &[&["clone", "-q", "--bare", url, c]]))
             .collect(),
     );
-    push("cold clone", cold, Goal::RoundTrips(40.0));
+    // The issue sets this goal at 2,000 versions; beyond, the store's requests in flight
+    // (fdlConcurrency, 256) bound it: about requests / 256 round trips.
+    let clone_goal = match versions <= 2_000 {
+        true => Goal::RoundTrips(40.0),
+        false => Goal::Report("no goal set (40 round trips at 2,000 versions)"),
+    };
+    push("cold clone", cold, clone_goal);
     // The same, as a fetch into an empty repository: Git then writes each ref as a file (a
     // clone writes one packed-refs file), which is most of the time on a slow disk.
     let empty_fetch = median(
@@ -177,6 +183,8 @@ fn measure_large(server: &S3Lite, versions: u64, delay_ms: u64, rows: &mut Vec<R
 
 enum Goal {
     None,
+    /// Shown, not judged.
+    Report(&'static str),
     Seconds(f64),
     RoundTrips(f64),
     /// At most this many times another operation's wall time.
@@ -187,6 +195,7 @@ impl Goal {
     fn judge(&self, wall: f64, rt: f64, delay_ms: u64) -> (String, Option<bool>) {
         match *self {
             Goal::None => ("(the baseline of the next row)".into(), None),
+            Goal::Report(what) => (format!("({what})"), None),
             Goal::Seconds(n) => (format!("<= {n} s"), Some(wall <= n)),
             Goal::RoundTrips(n) if delay_ms > 0 => (format!("<= {n} round trips"), Some(rt <= n)),
             Goal::RoundTrips(n) => (format!("<= {n} round trips (needs a delay)"), None),
