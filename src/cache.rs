@@ -89,6 +89,12 @@ impl Cache {
         self.parents.insert(v, parents);
     }
 
+    /// Makes room for `more` versions at once (a clone adds every version of the lake).
+    pub fn reserve(&mut self, more: usize) {
+        self.entries.reserve(more);
+        self.parents.reserve(more);
+    }
+
     /// Adds versions with their commits and parents; written by [`Cache::save`].
     pub fn extend(
         &mut self,

@@ -18,6 +18,9 @@ use crate::progress::Progress;
 pub use crate::reading::{Built, Reading, Summary};
 
 /// Results a reading task hands over at once.
+/// A version's objects: its record's blob, its dataset's blob, its tree and its commit.
+const OBJECTS_PER_VERSION: usize = 4;
+
 const SEND_BATCH: usize = 64;
 
 /// Tasks that read versions side by side.
@@ -163,6 +166,12 @@ impl Walk<'_> {
                 st.no_dataset.insert(v.clone());
             }
             rest.push((v, with_datasets && dataset != Some(false)));
+        }
+        // A listing says how many versions come: room for them all at once (see
+        // `PackWriter::reserve`); four objects a version at most.
+        st.data.reserve(rest.len());
+        if let Some(sink) = &self.reading.sink {
+            sink.reserve(rest.len() * OBJECTS_PER_VERSION);
         }
         self.read_batch(st, rest, true).await;
     }
@@ -404,6 +413,8 @@ pub fn compute_commits(
     named_by: &HashMap<VersionId, String>,
 ) -> Result<Resolved, LakeError> {
     let mut out = Resolved::default();
+    out.commits.reserve(data.len());
+    out.built.reserve(data.len());
     let mut visiting: HashSet<VersionId> = HashSet::new();
     let commit_of = |out: &Resolved, v: &VersionId| known.get(v).or(out.commits.get(v)).copied();
     for (tip, _) in tips {

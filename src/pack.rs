@@ -65,6 +65,13 @@ impl PackWriter {
         })
     }
 
+    /// Makes room for `more` objects at once: tables that grow by doubling hold the old and
+    /// the new copy at the moment they grow, and leave the old one as a hole in the heap.
+    pub fn reserve(&mut self, more: usize) {
+        self.entries.reserve(more);
+        self.seen.reserve(more);
+    }
+
     pub fn contains(&self, id: &ObjectId) -> bool {
         self.seen.contains(id)
     }
@@ -193,6 +200,11 @@ impl PackSink {
     }
 
     /// Adds an object (once). Small objects are compressed on the caller's thread first.
+    /// See [`PackWriter::reserve`].
+    pub fn reserve(&self, more: usize) {
+        self.with(|w| w.reserve(more));
+    }
+
     pub fn add(&self, kind: Kind, id: ObjectId, data: &[u8]) {
         if data.len() >= STREAM_FROM {
             self.with(|w| w.append(kind, id, data));

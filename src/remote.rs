@@ -270,6 +270,7 @@ impl Remote {
         built: &HashMap<VersionId, Built>,
     ) {
         if let Some(cache) = &mut self.cache {
+            cache.reserve(built.len());
             cache.extend(
                 built
                     .iter()
@@ -355,16 +356,16 @@ impl Remote {
         let empty = HashMap::new();
         let known = cache.as_ref().map_or(&empty, |c| &c.entries);
         let resolved = history::resolve(&reading, &tips, known, progress).await;
-        let mut commits = HashMap::new();
-        for (v, _) in &tips {
-            if let Some(c) = known.get(v) {
-                commits.insert(v.clone(), *c);
-            }
-        }
+        let tips_known: Vec<(VersionId, ObjectId)> = tips
+            .iter()
+            .filter_map(|(v, _)| Some((v.clone(), *known.get(v)?)))
+            .collect();
         self.cache = cache;
         let resolved = resolved?;
         self.remember(&resolved.commits, &resolved.built);
-        commits.extend(resolved.commits);
+        // The map of every version read, grown by a few tips rather than copied.
+        let mut commits = resolved.commits;
+        commits.extend(tips_known);
         Ok(Listing {
             head: Some(head),
             refs,

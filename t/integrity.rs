@@ -384,12 +384,12 @@ fn a_cache_entry_edited_by_hand_is_not_trusted() {
         .trim()
         .to_string();
     let fdl = t.path("work/.git/fdl");
+    // The lake's folder (its refs' ETags are in a file beside it).
     let dir = std::fs::read_dir(&fdl)
         .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+        .map(|e| e.unwrap().path())
+        .find(|p| p.is_dir())
+        .unwrap();
     let cache = dir.join("commits");
     let entries = std::fs::read_to_string(&cache).unwrap();
     assert!(entries.contains(&main), "{entries}");
