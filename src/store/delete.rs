@@ -18,8 +18,9 @@ use super::{redact, Token};
 /// How a store deletes on condition.
 #[derive(Debug, Clone)]
 pub(crate) enum Deleter {
-    /// S3: a presigned (SigV4) DELETE URL plus `If-Match`.
-    S3(Arc<dyn Signer>, LazyClient),
+    /// S3: a presigned (SigV4) DELETE URL plus `If-Match`; no signer when requests are
+    /// not signed (`aws_skip_signature`).
+    S3(Option<Arc<dyn Signer>>, LazyClient),
     /// Azure: the container's URL, signed per request as object_store signs its own (Shared
     /// Key, bearer token or SAS), plus `If-Match`. Not a service SAS URL: object_store signs
     /// those over the percent-encoded name, which Azure refuses for names like `fix#9`.
@@ -187,11 +188,14 @@ type Request = http::Request<HttpRequestBody>;
 
 /// S3: a presigned DELETE URL with `If-Match`.
 async fn s3_request(
-    signer: &Arc<dyn Signer>,
+    signer: &Option<Arc<dyn Signer>>,
     path: &StorePath,
     expected: &Token,
 ) -> Result<Request, SendError> {
     let etag = etag_of(expected)?;
+    let signer = signer
+        .as_ref()
+        .ok_or_else(|| Unsigned("requests are not signed (aws_skip_signature)".into()))?;
     let url = signer
         .signed_url(Method::DELETE, path, Duration::from_secs(300))
         .await

@@ -150,12 +150,52 @@ fn build_s3(url: &StoreUrl, u: &Url, options: &[(String, String)]) -> Result<Bui
     // counts, and a named profile that does not exist is an error.
     let profile = super::aws::Profile::chosen(profile);
     let (mut b, region) = with_profile_region(b, profile.as_ref())?;
-    if !has_explicit_credentials(&b) {
+    let unsigned = truthy(b.get_config_value(&object_store::aws::AmazonS3ConfigKey::SkipSignature));
+    if unsigned {
+        // Never asked for (requests go unsigned); without it object_store would build an
+        // instance-metadata client, reading every system root certificate for nothing.
+        b = b.with_credentials(Arc::new(object_store::StaticCredentialProvider::new(
+            object_store::aws::AwsCredential {
+                key_id: String::new(),
+                secret_key: String::new(),
+                token: None,
+            },
+        )));
+    } else if !has_explicit_credentials(&b) {
         b = with_aws_chain(b, url, profile, region)?;
     }
+    let plain = is_plain_http(b.get_config_value(&object_store::aws::AmazonS3ConfigKey::Endpoint));
+    if plain {
+        b = b.with_config(
+            object_store::aws::AmazonS3ConfigKey::Client(NO_SYSTEM_CERTIFICATES),
+            "true",
+        );
+    }
     let s3 = Arc::new(b.build().map_err(config_err)?);
-    let client = super::delete::LazyClient::new("AWS_", options);
-    Ok((s3.clone(), Some(Deleter::S3(s3, client))))
+    let client = super::delete::LazyClient::new("AWS_", &with_plain_http(options, plain));
+    let signer = (!unsigned).then(|| s3.clone() as Arc<dyn object_store::signer::Signer>);
+    Ok((s3.clone(), Some(Deleter::S3(signer, client))))
+}
+
+/// A client for an `http://` endpoint never verifies a certificate: it need not read the
+/// system's (every file of /etc/ssl/certs, a few milliseconds each session).
+const NO_SYSTEM_CERTIFICATES: object_store::ClientConfigKey =
+    object_store::ClientConfigKey::NoSystemCertificates;
+
+fn is_plain_http(endpoint: Option<String>) -> bool {
+    endpoint.is_some_and(|e| {
+        e.get(..7)
+            .is_some_and(|s| s.eq_ignore_ascii_case("http://"))
+    })
+}
+
+/// `options`, plus no system certificates for a plain-HTTP endpoint.
+fn with_plain_http(options: &[(String, String)], plain: bool) -> Vec<(String, String)> {
+    let mut out = options.to_vec();
+    if plain {
+        out.push((NO_SYSTEM_CERTIFICATES.as_ref().to_string(), "true".into()));
+    }
+    out
 }
 
 /// Keys object_store uses as they are, before any profile: `AWS_ACCESS_KEY_ID` with
@@ -265,6 +305,9 @@ fn build_http(url: &StoreUrl, u: &Url, options: &[(String, String)]) -> Result<B
         .with_retry(super::retry_config());
     for (k, v) in options {
         b = b.with_config(config_key(url, k)?, v);
+    }
+    if u.scheme() == "http" {
+        b = b.with_config(NO_SYSTEM_CERTIFICATES, "true");
     }
     let http = b.build().map_err(|e| build_error(options, &e))?;
     Ok((Arc::new(http), None))
