@@ -26,6 +26,8 @@ const REFS_HEADER: &str = "# git-remote-fdl refs v1: <etag> <version> <ref> <crc
 pub struct Cache {
     dir: PathBuf,
     refs_path: PathBuf,
+    /// `fdl.json`'s `id` of the lake this cache is of (empty: the lake has none).
+    lake_id: String,
     pub entries: HashMap<VersionId, ObjectId>,
     pub parents: HashMap<VersionId, Vec<VersionId>>,
     /// Lines not yet written, each with its checksum (one buffer: a first clone adds a
@@ -53,6 +55,7 @@ impl Cache {
         let mut cache = Cache {
             dir,
             refs_path: refs_path(root, lake_url),
+            lake_id: lake_id.unwrap_or("").to_string(),
             entries: HashMap::new(),
             parents: HashMap::new(),
             pending: String::new(),
@@ -71,8 +74,13 @@ impl Cache {
             cache.rewrite = damaged > 0;
             cache.damaged = damaged;
         }
-        cache.refs = remembered_refs(&cache.refs_path);
+        cache.refs = remembered_refs(&cache.refs_path).refs;
         cache
+    }
+
+    /// Whether this is the cache of the lake whose `fdl.json` has `lake_id`.
+    pub fn is_of(&self, lake_id: Option<&str>) -> bool {
+        self.lake_id == lake_id.unwrap_or("")
     }
 
     fn take_line(&mut self, line: &str) {
@@ -186,6 +194,8 @@ impl Cache {
                 .map(|(name, (etag, v))| format!("{etag} {v} {name}"))
                 .collect();
             lines.sort();
+            // The lake's id, so that the next session finds this cache before fdl.json.
+            lines.push(format!("{ID_LINE} {}", self.lake_id));
             let lines = with_checksums(&lines);
             if std::fs::create_dir_all(root_of(&self.refs_path)).is_ok()
                 && replace(&self.refs_path, REFS_HEADER, &lines)
@@ -211,28 +221,41 @@ fn root_of(path: &Path) -> &Path {
     path.parent().unwrap_or(Path::new("."))
 }
 
-/// The refs remembered in `path`: `name -> (etag, version)`.
-fn remembered_refs(path: &Path) -> HashMap<String, (String, VersionId)> {
-    let mut refs = HashMap::new();
+/// What the file of refs of a lake URL remembers.
+#[derive(Default)]
+pub struct Remembered {
+    /// `name -> (etag, version)`.
+    pub refs: HashMap<String, (String, VersionId)>,
+    /// `fdl.json`'s `id` when the file was written (`Some("")`: the lake had none).
+    pub lake_id: Option<String>,
+}
+
+/// The line of the refs file that holds the lake's id (no ref line starts with it: an ETag
+/// comes first).
+const ID_LINE: &str = "@lake-id";
+
+/// The refs remembered in `path`, and the lake's id.
+fn remembered_refs(path: &Path) -> Remembered {
+    let mut out = Remembered::default();
     checked_lines(path, REFS_HEADER, |line| {
+        if let Some(id) = line.strip_prefix(ID_LINE) {
+            out.lake_id = Some(id.trim_start_matches(' ').to_string());
+            return;
+        }
         let mut parts = line.splitn(3, ' ');
         if let (Some(etag), Some(v), Some(name)) = (parts.next(), parts.next(), parts.next()) {
             if let Ok(v) = VersionId::parse(v) {
-                refs.insert(name.to_string(), (etag.to_string(), v));
+                out.refs.insert(name.to_string(), (etag.to_string(), v));
             }
         }
     });
-    refs
+    out
 }
 
-/// The names of the refs remembered for the lake at `lake_url` under `root`, sorted: where to
-/// split a listing of the refs made before the lake's cache can be found.
-pub fn remembered_ref_names(root: &Path, lake_url: &str) -> Vec<String> {
-    let mut names: Vec<String> = remembered_refs(&refs_path(root, lake_url))
-        .into_keys()
-        .collect();
-    names.sort();
-    names
+/// What the file of refs of the lake at `lake_url` under `root` remembers: where to split a
+/// listing of the refs, and which cache to load, before `fdl.json` is read.
+pub fn remembered(root: &Path, lake_url: &str) -> Remembered {
+    remembered_refs(&refs_path(root, lake_url))
 }
 
 /// Where caches are kept: the repository's `fdl/` folder, else the user's cache.
@@ -315,7 +338,10 @@ fn replace(path: &Path, header: &str, lines: &str) -> bool {
     replace_with(path, header, |out| out.write_all(lines.as_bytes()))
 }
 
-/// Writes a cache file whose lines `write` gives, through a temporary file renamed into place.
+/// Writes a cache file whose lines `write` gives, through a temporary file renamed into place
+/// (readers see the old file or the new one). Not flushed to disk: after a crash a file cut
+/// short fails its header or its lines' checksums, and is computed again, as a missing one is;
+/// a push waits for no disk.
 fn replace_with(
     path: &Path,
     header: &str,
@@ -327,7 +353,7 @@ fn replace_with(
         out.write_all(header.as_bytes())?;
         out.write_all(b"\n")?;
         write(&mut out)?;
-        out.into_inner().map_err(|e| e.into_error())?.sync_all()
+        out.flush()
     });
     if written.is_ok() && std::fs::rename(&tmp, path).is_ok() {
         return true;
@@ -386,5 +412,36 @@ mod tests {
         assert_eq!((c.entries.len(), c.damaged), (2, 1));
         assert!(!c.entries.contains_key(&vid(1)));
         assert_eq!(c.refs, refs);
+    }
+
+    #[test]
+    fn the_refs_file_names_the_lake_so_its_cache_is_found_before_fdl_json() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("fdl");
+        assert!(remembered(&root, "s3://b/lake/").lake_id.is_none());
+        let mut c = Cache::load_under(&root, "s3://b/lake/", Some("id-1"));
+        c.extend([(vid(1), ObjectId([1; 20]), vec![])]);
+        let mut refs = HashMap::new();
+        refs.insert("refs/heads/main".to_string(), ("\"e\"".to_string(), vid(1)));
+        c.set_refs(refs.clone());
+        c.save();
+        let r = remembered(&root, "s3://b/lake/");
+        assert_eq!((r.refs, r.lake_id.as_deref()), (refs, Some("id-1")));
+        let c = Cache::load_under(&root, "s3://b/lake/", Some("id-1"));
+        assert!(c.is_of(Some("id-1")) && !c.is_of(Some("id-2")) && !c.is_of(None));
+        assert_eq!(c.entries.len(), 1);
+        // Another URL remembers nothing; a lake without an id is remembered as such.
+        assert!(remembered(&root, "s3://b/other/").refs.is_empty());
+        let mut c = Cache::load_under(&root, "s3://b/other/", None);
+        c.set_refs(HashMap::from([(
+            "refs/tags/v1".to_string(),
+            ("\"f\"".to_string(), vid(1)),
+        )]));
+        c.save();
+        assert_eq!(
+            remembered(&root, "s3://b/other/").lake_id.as_deref(),
+            Some("")
+        );
+        assert!(c.is_of(None));
     }
 }

@@ -4,6 +4,7 @@
 
 use std::io::{BufRead, Write};
 
+use crate::cache::Cache;
 use crate::config;
 use crate::fatal::Fatal;
 use crate::lake::Lake;
@@ -364,13 +365,30 @@ async fn open_remote(remote_name: &str, url: &StoreUrl) -> Result<Remote, Fatal>
     let opts = config::store_options(repo.as_ref(), remote_name)?;
     let store = Store::open(url, &opts).map_err(|e| Fatal::cannot_open(url, &e))?;
     // Git lists the refs first whatever it does: they are listed beside fdl.json, in ranges
-    // split where the last listing's names say.
-    let hints = crate::cache::root_for(repo.as_ref().map(|r| r.git_dir()))
-        .map(|root| crate::cache::remembered_ref_names(&root, &url.to_string()))
+    // split where the last listing's names say, while the cache of the lake last seen at this
+    // URL is loaded (kept if fdl.json names the same lake).
+    let url_text = url.to_string();
+    let root = crate::cache::root_for(repo.as_ref().map(|r| r.git_dir()));
+    let remembered = root
+        .as_ref()
+        .map(|root| crate::cache::remembered(root, &url_text))
         .unwrap_or_default();
+    let mut hints: Vec<String> = remembered.refs.into_keys().collect();
+    hints.sort();
+    let preload = root.zip(remembered.lake_id).map(|(root, id)| {
+        tokio::task::spawn_blocking(move || {
+            let id = Some(id.as_str()).filter(|i| !i.is_empty());
+            Cache::load_under(&root, &url_text, id)
+        })
+    });
     let lake = Lake::open_listing(store, &hints).await?;
+    let cache = match preload {
+        Some(loading) => loading.await.ok(),
+        None => None,
+    };
     let policy = config::signature_policy(repo.as_ref(), remote_name)?;
-    let mut remote = Remote::new(lake, repo);
+    let cache = cache.filter(|c| c.is_of(lake.config.id.as_deref()));
+    let mut remote = Remote::with_cache(lake, repo, cache);
     remote.require_signatures = policy;
     Ok(remote)
 }

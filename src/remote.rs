@@ -188,11 +188,17 @@ pub struct FetchOutcome {
 
 impl Remote {
     pub fn new(lake: Lake, repo: Option<Repo>) -> Remote {
+        Remote::with_cache(lake, repo, None)
+    }
+
+    /// A remote with the lake's cache `loaded` already (loaded here when `None`).
+    pub fn with_cache(lake: Lake, repo: Option<Repo>, loaded: Option<Cache>) -> Remote {
         // Outside a repository, the user's cache: a second `git ls-remote` of a lake reads only
         // the refs and what is new.
         let (url, id) = (lake.name(), lake.config.id.clone());
         let root = crate::cache::root_for(repo.as_ref().map(|r| r.git_dir()));
-        let cache = root.map(|root| Cache::load_under(&root, &url, id.as_deref()));
+        let cache =
+            loaded.or_else(|| root.map(|root| Cache::load_under(&root, &url, id.as_deref())));
         let remote = Remote {
             lake,
             repo,
