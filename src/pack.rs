@@ -2,7 +2,6 @@
 //! compressed, to a file as they are made, then the version-2 index; ready to be renamed into a
 //! repository's `objects/pack/`. The helper keeps each object's ID and offset, not its bytes.
 
-use std::collections::HashSet;
 use std::fs::File;
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -28,7 +27,9 @@ pub struct PackWriter {
     path: PathBuf,
     len: u64,
     entries: Vec<(ObjectId, u64, u32)>,
-    seen: HashSet<ObjectId>,
+    /// The objects in the pack, as indexes into `entries` hashed by the ID's first bytes (a
+    /// SHA-1 is spread evenly already): 5 bytes a slot, not the 21 of a set of IDs.
+    seen: hashbrown::HashTable<u32>,
     z: Compress,
     /// The first write that failed: the pack is then unusable, and `finish` says why.
     failed: Option<std::io::Error>,
@@ -58,7 +59,7 @@ impl PackWriter {
             path: path.to_path_buf(),
             len: 12,
             entries: Vec::new(),
-            seen: HashSet::new(),
+            seen: hashbrown::HashTable::new(),
             z: Compress::new(flate2::Compression::fast(), true),
             failed: None,
             done: false,
@@ -69,11 +70,24 @@ impl PackWriter {
     /// the new copy at the moment they grow, and leave the old one as a hole in the heap.
     pub fn reserve(&mut self, more: usize) {
         self.entries.reserve(more);
-        self.seen.reserve(more);
+        let entries = &self.entries;
+        self.seen
+            .reserve(more, |&i| id_hash(&entries[i as usize].0));
     }
 
     pub fn contains(&self, id: &ObjectId) -> bool {
-        self.seen.contains(id)
+        let entries = &self.entries;
+        self.seen
+            .find(id_hash(id), |&i| entries[i as usize].0 == *id)
+            .is_some()
+    }
+
+    /// Records the entry just pushed as the object `id`.
+    fn add_seen(&mut self, id: &ObjectId) {
+        let index = (self.entries.len() - 1) as u32;
+        let entries = &self.entries;
+        self.seen
+            .insert_unique(id_hash(id), index, |&i| id_hash(&entries[i as usize].0));
     }
 
     pub fn len(&self) -> usize {
@@ -86,7 +100,7 @@ impl PackWriter {
 
     /// Appends an entry encoded by [`encode_entry`], unless the object is there already.
     pub fn append_encoded(&mut self, id: ObjectId, entry: &[u8]) {
-        if self.failed.is_some() || !self.seen.insert(id) {
+        if self.failed.is_some() || self.contains(&id) {
             return;
         }
         let offset = self.len;
@@ -94,6 +108,7 @@ impl PackWriter {
             Ok(()) => {
                 self.len += entry.len() as u64;
                 self.entries.push((id, offset, crc32fast::hash(entry)));
+                self.add_seen(&id);
             }
             Err(e) => self.failed = Some(e),
         }
@@ -101,7 +116,7 @@ impl PackWriter {
 
     /// Compresses and appends `data` in pieces, never holding its compressed form whole.
     pub fn append(&mut self, kind: Kind, id: ObjectId, data: &[u8]) {
-        if self.failed.is_some() || self.seen.contains(&id) {
+        if self.failed.is_some() || self.contains(&id) {
             return;
         }
         let offset = self.len;
@@ -122,9 +137,9 @@ impl PackWriter {
         })();
         match written {
             Ok(n) => {
-                self.seen.insert(id);
                 self.len += n;
                 self.entries.push((id, offset, crc.finalize()));
+                self.add_seen(&id);
             }
             Err(e) => self.failed = Some(e),
         }
@@ -296,6 +311,13 @@ pub fn index_ids(idx: &[u8]) -> Option<Vec<ObjectId>> {
 
 /// The version-2 pack index (gitformat-pack(5)): fan-out, sorted IDs, CRC-32s, offsets, then
 /// the pack's checksum and the index's own.
+/// A hash of an object ID for the table of objects seen: its first eight bytes.
+fn id_hash(id: &ObjectId) -> u64 {
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&id.0[..8]);
+    u64::from_le_bytes(first)
+}
+
 fn index(entries: &mut [(ObjectId, u64, u32)], checksum: &[u8; 20]) -> Vec<u8> {
     entries.sort_by_key(|e| e.0);
     let mut out = Vec::with_capacity(8 + 1024 + entries.len() * 28 + 40);
@@ -338,6 +360,23 @@ mod tests {
     use super::*;
     use crate::mapping::Object;
     use std::io::Read;
+
+    #[test]
+    fn objects_whose_ids_share_their_first_bytes_are_told_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = PackWriter::create(&dir.path().join("tmp.pack")).unwrap();
+        w.reserve(3);
+        let id = |last: u8| {
+            let mut b = [7u8; 20];
+            b[19] = last;
+            ObjectId(b)
+        };
+        for last in 0..1000u16 {
+            w.append_encoded(id((last % 250) as u8), b"entry");
+        }
+        assert_eq!(w.len(), 250);
+        assert!(w.contains(&id(249)) && !w.contains(&ObjectId([7u8; 20].map(|b| b + 1))));
+    }
 
     #[test]
     fn gix_reads_the_pack_and_index_back() {
