@@ -51,6 +51,18 @@ impl Cache {
     /// The cache for a lake in `root`, one folder a lake (keyed by its URL and `id`): a
     /// repository's `fdl/`, or the user's cache outside any repository ([`user_cache_root`]).
     pub fn load_under(root: &Path, lake_url: &str, lake_id: Option<&str>) -> Cache {
+        let refs = remembered(root, lake_url).refs;
+        Cache::load_with_refs(root, lake_url, lake_id, refs)
+    }
+
+    /// [`Cache::load_under`], with the refs already read from the file of refs
+    /// ([`remembered`]).
+    pub fn load_with_refs(
+        root: &Path,
+        lake_url: &str,
+        lake_id: Option<&str>,
+        refs: HashMap<String, (String, VersionId)>,
+    ) -> Cache {
         let dir = root.join(key(&format!("{lake_url}\n{}", lake_id.unwrap_or(""))));
         let mut cache = Cache {
             dir,
@@ -60,7 +72,7 @@ impl Cache {
             parents: HashMap::new(),
             pending: String::new(),
             rewrite: true,
-            refs: HashMap::new(),
+            refs,
             refs_changed: false,
             damaged: 0,
         };
@@ -74,7 +86,6 @@ impl Cache {
             cache.rewrite = damaged > 0;
             cache.damaged = damaged;
         }
-        cache.refs = remembered_refs(&cache.refs_path).refs;
         cache
     }
 

@@ -373,12 +373,13 @@ async fn open_remote(remote_name: &str, url: &StoreUrl) -> Result<Remote, Fatal>
         .as_ref()
         .map(|root| crate::cache::remembered(root, &url_text))
         .unwrap_or_default();
-    let mut hints: Vec<String> = remembered.refs.into_keys().collect();
+    let mut hints: Vec<String> = remembered.refs.keys().cloned().collect();
     hints.sort();
+    let refs = remembered.refs;
     let preload = root.zip(remembered.lake_id).map(|(root, id)| {
         tokio::task::spawn_blocking(move || {
             let id = Some(id.as_str()).filter(|i| !i.is_empty());
-            Cache::load_under(&root, &url_text, id)
+            Cache::load_with_refs(&root, &url_text, id, refs)
         })
     });
     let lake = Lake::open_listing(store, &hints).await?;
