@@ -5,6 +5,10 @@
 //! lake's URL alone (an ETag names a file's content, whatever lake holds it): the helper needs
 //! their names before `fdl.json` is read, to list the refs in the same round trip.
 //!
+//! The file of refs also holds the commit of each version the refs held (the tips), so that a
+//! listing whose refs are all known answers without reading the commits file, whose size
+//! grows with history: a no-op fetch costs O(refs), not O(versions).
+//!
 //! Every line carries its own checksum: a damaged or hand-edited line is ignored (and counted,
 //! so the caller can say so), never trusted. New versions
 //! are appended; the file is rewritten only when it was missing or unreadable.
@@ -12,6 +16,8 @@
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use sha1::{Digest, Sha1};
 
@@ -20,7 +26,8 @@ use crate::mapping::ObjectId;
 
 const HEADER: &str =
     "# git-remote-fdl cache v3, mapping v1: <version> <commit> [<parent>...] <crc32>";
-const REFS_HEADER: &str = "# git-remote-fdl refs v1: <etag> <version> <ref> <crc32>";
+const REFS_HEADER: &str =
+    "# git-remote-fdl refs v2: <etag> <version> <ref> | @tip <version> <commit> <crc32>";
 
 /// The cache of one lake in one repository.
 pub struct Cache {
@@ -28,6 +35,8 @@ pub struct Cache {
     refs_path: PathBuf,
     /// `fdl.json`'s `id` of the lake this cache is of (empty: the lake has none).
     lake_id: String,
+    /// Whether the commits file was read into `entries` and `parents` ([`Cache::load_commits`]).
+    loaded: bool,
     pub entries: HashMap<VersionId, ObjectId>,
     pub parents: HashMap<VersionId, Vec<VersionId>>,
     /// Lines not yet written, each with its checksum (one buffer: a first clone adds a
@@ -37,61 +46,50 @@ pub struct Cache {
     rewrite: bool,
     /// Each ref's ETag in the last listing, with the version it held.
     pub refs: HashMap<String, (String, VersionId)>,
+    /// The commit of each version the refs held at the last listing (kept in the file of refs).
+    pub tips: HashMap<VersionId, ObjectId>,
     refs_changed: bool,
     /// Lines dropped on loading because their checksum failed.
     pub damaged: usize,
 }
 
-impl Cache {
-    /// The cache for the lake at `lake_url` (with `fdl.json`'s `id`, if any) in `git_dir`.
-    pub fn load(git_dir: &Path, lake_url: &str, lake_id: Option<&str>) -> Cache {
-        Cache::load_under(&git_dir.join("fdl"), lake_url, lake_id)
-    }
+/// What the commits file holds, read apart from the [`Cache`] it belongs to (on a blocking
+/// thread, while the first round trip is under way).
+#[derive(Default)]
+pub struct Commits {
+    entries: HashMap<VersionId, ObjectId>,
+    parents: HashMap<VersionId, Vec<VersionId>>,
+    rewrite: bool,
+    damaged: usize,
+}
 
-    /// The cache for a lake in `root`, one folder a lake (keyed by its URL and `id`): a
-    /// repository's `fdl/`, or the user's cache outside any repository ([`user_cache_root`]).
-    pub fn load_under(root: &Path, lake_url: &str, lake_id: Option<&str>) -> Cache {
-        let refs = remembered(root, lake_url).refs;
-        Cache::load_with_refs(root, lake_url, lake_id, refs)
-    }
-
-    /// [`Cache::load_under`], with the refs already read from the file of refs
-    /// ([`remembered`]).
-    pub fn load_with_refs(
-        root: &Path,
-        lake_url: &str,
-        lake_id: Option<&str>,
-        refs: HashMap<String, (String, VersionId)>,
-    ) -> Cache {
-        let dir = root.join(key(&format!("{lake_url}\n{}", lake_id.unwrap_or(""))));
-        let mut cache = Cache {
-            dir,
-            refs_path: refs_path(root, lake_url),
-            lake_id: lake_id.unwrap_or("").to_string(),
-            entries: HashMap::new(),
-            parents: HashMap::new(),
-            pending: String::new(),
+impl Commits {
+    /// Reads the commits file at `path`. Gives up (with what it read, to be thrown away) once
+    /// `cancel` is set.
+    fn load(path: &Path, cancel: &AtomicBool) -> Commits {
+        // About a hundred bytes a line: room for all of them at once, not by doubling.
+        let lines = std::fs::metadata(path).map_or(0, |m| m.len() / 100) as usize;
+        let mut out = Commits {
+            entries: HashMap::with_capacity(lines),
+            parents: HashMap::with_capacity(lines),
             rewrite: true,
-            refs,
-            refs_changed: false,
             damaged: 0,
         };
-        let commits = cache.dir.join("commits");
-        // About a hundred bytes a line: room for all of them at once, not by doubling.
-        let lines = std::fs::metadata(&commits).map_or(0, |m| m.len() / 100) as usize;
-        cache.entries.reserve(lines);
-        cache.parents.reserve(lines);
-        if let Some(damaged) = checked_lines(&commits, HEADER, |line| cache.take_line(line)) {
+        let mut seen = 0usize;
+        let damaged = checked_lines(path, HEADER, |line| {
+            seen += 1;
+            if seen % 4096 == 0 && cancel.load(Ordering::Relaxed) {
+                return false;
+            }
+            out.take_line(line);
+            true
+        });
+        if let Some(damaged) = damaged {
             // A damaged file is written whole again, without the lines that failed.
-            cache.rewrite = damaged > 0;
-            cache.damaged = damaged;
+            out.rewrite = damaged > 0;
+            out.damaged = damaged;
         }
-        cache
-    }
-
-    /// Whether this is the cache of the lake whose `fdl.json` has `lake_id`.
-    pub fn is_of(&self, lake_id: Option<&str>) -> bool {
-        self.lake_id == lake_id.unwrap_or("")
+        out
     }
 
     fn take_line(&mut self, line: &str) {
@@ -107,9 +105,117 @@ impl Cache {
         self.entries.insert(v.clone(), c);
         self.parents.insert(v, parents);
     }
+}
+
+/// The commits file of a cache being read on a blocking thread. Dropped unused (every ref
+/// was known from the file of refs), it stops reading within a few thousand lines, so the
+/// session ends without waiting for it.
+pub struct Preload {
+    handle: Option<tokio::task::JoinHandle<Commits>>,
+    cancel: Arc<AtomicBool>,
+}
+
+impl Preload {
+    /// Starts reading the commits file of `cache` (inside a tokio runtime).
+    pub fn start(cache: &Cache) -> Preload {
+        let (path, cancel) = (cache.path(), Arc::new(AtomicBool::new(false)));
+        let flag = cancel.clone();
+        let handle = tokio::task::spawn_blocking(move || Commits::load(&path, &flag));
+        Preload {
+            handle: Some(handle),
+            cancel,
+        }
+    }
+
+    /// What was read; `None` if the reading thread failed.
+    pub async fn wait(mut self) -> Option<Commits> {
+        self.handle.take()?.await.ok()
+    }
+}
+
+impl Drop for Preload {
+    fn drop(&mut self) {
+        self.cancel.store(true, Ordering::Relaxed);
+    }
+}
+
+impl Cache {
+    /// The cache for the lake at `lake_url` (with `fdl.json`'s `id`, if any) in `git_dir`.
+    pub fn load(git_dir: &Path, lake_url: &str, lake_id: Option<&str>) -> Cache {
+        Cache::load_under(&git_dir.join("fdl"), lake_url, lake_id)
+    }
+
+    /// The cache for a lake in `root`, one folder a lake (keyed by its URL and `id`): a
+    /// repository's `fdl/`, or the user's cache outside any repository ([`user_cache_root`]).
+    pub fn load_under(root: &Path, lake_url: &str, lake_id: Option<&str>) -> Cache {
+        let mut cache = Cache::open(root, lake_url, lake_id, remembered(root, lake_url));
+        cache.load_commits();
+        cache
+    }
+
+    /// The cache with what the file of refs `remembered` ([`remembered`]), its commits file
+    /// not read yet: [`Cache::load_commits`] or [`Cache::take_commits`] when they are needed.
+    pub fn open(
+        root: &Path,
+        lake_url: &str,
+        lake_id: Option<&str>,
+        remembered: Remembered,
+    ) -> Cache {
+        Cache {
+            dir: root.join(key(&format!("{lake_url}\n{}", lake_id.unwrap_or("")))),
+            refs_path: refs_path(root, lake_url),
+            lake_id: lake_id.unwrap_or("").to_string(),
+            loaded: false,
+            entries: HashMap::new(),
+            parents: HashMap::new(),
+            pending: String::new(),
+            // Known once the commits file is read: nothing is written whole before.
+            rewrite: false,
+            refs: remembered.refs,
+            tips: remembered.tips,
+            refs_changed: false,
+            damaged: 0,
+        }
+    }
+
+    /// Whether the commits file was read.
+    pub fn is_loaded(&self) -> bool {
+        self.loaded
+    }
+
+    /// Reads the commits file, if not read yet.
+    pub fn load_commits(&mut self) {
+        if !self.loaded {
+            self.take_commits(Commits::load(&self.path(), &AtomicBool::new(false)));
+        }
+    }
+
+    /// Takes the commits file as a [`Preload`] read it.
+    pub fn take_commits(&mut self, commits: Commits) {
+        self.entries = commits.entries;
+        self.parents = commits.parents;
+        self.rewrite = commits.rewrite;
+        self.damaged = commits.damaged;
+        self.pending.clear();
+        self.loaded = true;
+    }
+
+    /// The commit of `version` as far as known without reading the commits file: a tip.
+    pub fn known_commit(&self, version: &VersionId) -> Option<ObjectId> {
+        self.tips
+            .get(version)
+            .or_else(|| self.entries.get(version))
+            .copied()
+    }
+
+    /// Whether this is the cache of the lake whose `fdl.json` has `lake_id`.
+    pub fn is_of(&self, lake_id: Option<&str>) -> bool {
+        self.lake_id == lake_id.unwrap_or("")
+    }
 
     /// Makes room for `more` versions at once (a clone adds every version of the lake).
     pub fn reserve(&mut self, more: usize) {
+        self.load_commits();
         self.entries.reserve(more);
         self.parents.reserve(more);
     }
@@ -119,6 +225,8 @@ impl Cache {
         &mut self,
         more: impl IntoIterator<Item = (VersionId, ObjectId, Vec<VersionId>)>,
     ) {
+        // Appending needs to know whether the file is usable (or is written whole).
+        self.load_commits();
         for (v, c, parents) in more {
             if self.entries.get(&v) == Some(&c) {
                 continue;
@@ -166,9 +274,21 @@ impl Cache {
         }
     }
 
-    /// Remembers ref files written since the last listing: `(name, etag, version)`.
+    /// Remembers the commit of each version the refs of a listing held.
+    pub fn set_tips(&mut self, tips: HashMap<VersionId, ObjectId>) {
+        if tips != self.tips {
+            self.tips = tips;
+            self.refs_changed = true;
+        }
+    }
+
+    /// Remembers ref files written since the last listing: `(name, etag, version)`, and the
+    /// version's commit where it is known.
     pub fn remember_refs(&mut self, written: Vec<(String, String, VersionId)>) {
         for (name, e_tag, v) in written {
+            if let Some(c) = self.known_commit(&v) {
+                self.tips.insert(v.clone(), c);
+            }
             self.refs.insert(name, (e_tag, v));
             self.refs_changed = true;
         }
@@ -204,6 +324,7 @@ impl Cache {
                 .iter()
                 .map(|(name, (etag, v))| format!("{etag} {v} {name}"))
                 .collect();
+            lines.extend(self.tips.iter().map(|(v, c)| format!("{TIP_LINE} {v} {c}")));
             lines.sort();
             // The lake's id, so that the next session finds this cache before fdl.json.
             lines.push(format!("{ID_LINE} {}", self.lake_id));
@@ -237,6 +358,8 @@ fn root_of(path: &Path) -> &Path {
 pub struct Remembered {
     /// `name -> (etag, version)`.
     pub refs: HashMap<String, (String, VersionId)>,
+    /// The commit of each version the refs held.
+    pub tips: HashMap<VersionId, ObjectId>,
     /// `fdl.json`'s `id` when the file was written (`Some("")`: the lake had none).
     pub lake_id: Option<String>,
 }
@@ -245,13 +368,25 @@ pub struct Remembered {
 /// comes first).
 const ID_LINE: &str = "@lake-id";
 
+/// The lines of the refs file that hold a tip's commit.
+const TIP_LINE: &str = "@tip";
+
 /// The refs remembered in `path`, and the lake's id.
 fn remembered_refs(path: &Path) -> Remembered {
     let mut out = Remembered::default();
     checked_lines(path, REFS_HEADER, |line| {
         if let Some(id) = line.strip_prefix(ID_LINE) {
             out.lake_id = Some(id.trim_start_matches(' ').to_string());
-            return;
+            return true;
+        }
+        if let Some(tip) = line.strip_prefix(TIP_LINE) {
+            let mut parts = tip.trim_start_matches(' ').split(' ');
+            if let (Some(v), Some(c)) = (parts.next(), parts.next()) {
+                if let (Ok(v), Some(c)) = (VersionId::parse(v), ObjectId::from_hex(c)) {
+                    out.tips.insert(v, c);
+                }
+            }
+            return true;
         }
         let mut parts = line.splitn(3, ' ');
         if let (Some(etag), Some(v), Some(name)) = (parts.next(), parts.next(), parts.next()) {
@@ -259,6 +394,7 @@ fn remembered_refs(path: &Path) -> Remembered {
                 out.refs.insert(name.to_string(), (etag.to_string(), v));
             }
         }
+        true
     });
     out
 }
@@ -320,10 +456,10 @@ fn with_checksums(lines: &[String]) -> String {
 }
 
 /// Hands each line of a cache file whose header is `header` and whose checksum holds to
-/// `each` (without its checksum); returns how many failed, `None` when the file is missing or
-/// has another header. Lines are not copied: a cache of 100,000 versions loads on every
-/// `ls-remote`.
-fn checked_lines(path: &Path, header: &str, mut each: impl FnMut(&str)) -> Option<usize> {
+/// `each` (without its checksum), until `each` says stop; returns how many failed, `None`
+/// when the file is missing or has another header. Lines are not copied: a fetch of a lake of
+/// 100,000 versions reads them all.
+fn checked_lines(path: &Path, header: &str, mut each: impl FnMut(&str) -> bool) -> Option<usize> {
     let text = std::fs::read_to_string(path).ok()?;
     let mut lines = text.lines();
     if lines.next() != Some(header) {
@@ -336,7 +472,11 @@ fn checked_lines(path: &Path, header: &str, mut each: impl FnMut(&str)) -> Optio
     let mut damaged = 0;
     for line in lines {
         match checked(line) {
-            Some(()) => each(line.rsplit_once(' ').map_or(line, |(body, _)| body)),
+            Some(()) => {
+                if !each(line.rsplit_once(' ').map_or(line, |(body, _)| body)) {
+                    break;
+                }
+            }
             None => damaged += 1,
         }
     }
@@ -454,5 +594,33 @@ mod tests {
             Some("")
         );
         assert!(c.is_of(None));
+    }
+
+    #[test]
+    fn tips_are_remembered_and_an_unread_commits_file_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("fdl");
+        let mut c = Cache::load_under(&root, "s3://b/lake/", Some("id-1"));
+        c.extend([(vid(1), ObjectId([1; 20]), vec![])]);
+        c.set_refs(HashMap::from([(
+            "refs/heads/main".to_string(),
+            ("\"e\"".to_string(), vid(1)),
+        )]));
+        c.set_tips(HashMap::from([(vid(1), ObjectId([1; 20]))]));
+        c.save();
+        let r = remembered(&root, "s3://b/lake/");
+        assert_eq!(r.tips, HashMap::from([(vid(1), ObjectId([1; 20]))]));
+        // Opened, not read: saving changed refs leaves the commits file as it was.
+        let mut c = Cache::open(&root, "s3://b/lake/", Some("id-1"), r);
+        assert!(!c.is_loaded() && c.entries.is_empty());
+        assert_eq!(c.known_commit(&vid(1)), Some(ObjectId([1; 20])));
+        c.set_tips(HashMap::new());
+        c.save();
+        // Adding versions reads the file first, so it is appended to, not replaced.
+        c.extend([(vid(2), ObjectId([2; 20]), vec![vid(1)])]);
+        c.save();
+        let c = Cache::load_under(&root, "s3://b/lake/", Some("id-1"));
+        assert_eq!((c.entries.len(), c.damaged), (2, 0));
+        assert!(c.tips.is_empty());
     }
 }

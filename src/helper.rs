@@ -4,7 +4,7 @@
 
 use std::io::{BufRead, Write};
 
-use crate::cache::Cache;
+use crate::cache::{Cache, Preload};
 use crate::config;
 use crate::fatal::Fatal;
 use crate::lake::Lake;
@@ -365,8 +365,8 @@ async fn open_remote(remote_name: &str, url: &StoreUrl) -> Result<Remote, Fatal>
     let opts = config::store_options(repo.as_ref(), remote_name)?;
     let store = Store::open(url, &opts).map_err(|e| Fatal::cannot_open(url, &e))?;
     // Git lists the refs first whatever it does: they are listed beside fdl.json, in ranges
-    // split where the last listing's names say, while the cache of the lake last seen at this
-    // URL is loaded (kept if fdl.json names the same lake).
+    // split where the last listing's names say. The cache of the lake last seen at this URL
+    // is opened from the file of refs (kept if fdl.json names the same lake).
     let url_text = url.to_string();
     let root = crate::cache::root_for(repo.as_ref().map(|r| r.git_dir()));
     let remembered = root
@@ -375,21 +375,21 @@ async fn open_remote(remote_name: &str, url: &StoreUrl) -> Result<Remote, Fatal>
         .unwrap_or_default();
     let mut hints: Vec<String> = remembered.refs.keys().cloned().collect();
     hints.sort();
-    let refs = remembered.refs;
-    let preload = root.zip(remembered.lake_id).map(|(root, id)| {
-        tokio::task::spawn_blocking(move || {
-            let id = Some(id.as_str()).filter(|i| !i.is_empty());
-            Cache::load_with_refs(&root, &url_text, id, refs)
-        })
+    let cache = root.zip(remembered.lake_id.clone()).map(|(root, id)| {
+        let id = Some(id.as_str()).filter(|i| !i.is_empty());
+        Cache::open(&root, &url_text, id, remembered)
     });
+    // Where a round trip takes time, the commits file is read meanwhile (and left unread if
+    // every ref turns out known); a folder answers at once, so it is read only if needed.
+    let preload = cache
+        .as_ref()
+        .filter(|_| !store.is_local())
+        .map(Preload::start);
     let lake = Lake::open_listing(store, &hints).await?;
-    let cache = match preload {
-        Some(loading) => loading.await.ok(),
-        None => None,
-    };
     let policy = config::signature_policy(repo.as_ref(), remote_name)?;
     let cache = cache.filter(|c| c.is_of(lake.config.id.as_deref()));
-    let mut remote = Remote::with_cache(lake, repo, cache);
+    let preload = preload.filter(|_| cache.is_some());
+    let mut remote = Remote::with_cache(lake, repo, cache, preload);
     remote.require_signatures = policy;
     Ok(remote)
 }

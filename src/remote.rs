@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 
 use std::sync::Arc;
 
-use crate::cache::Cache;
+use crate::cache::{Cache, Preload};
 use crate::history::{self, Built, Reading, Summary};
 use crate::lake::{Lake, LakeError, VersionId};
 use crate::mapping::ObjectId;
@@ -123,6 +123,8 @@ pub struct Remote {
     pub lake: Lake,
     pub repo: Option<Repo>,
     cache: Option<Cache>,
+    /// The cache's commits file, being read while the first round trip is under way.
+    preload: Option<Preload>,
     warnings: std::sync::Mutex<Vec<String>>,
     /// When set, a fetch brings only versions signed by a trusted key.
     pub require_signatures: Option<Policy>,
@@ -188,34 +190,60 @@ pub struct FetchOutcome {
 
 impl Remote {
     pub fn new(lake: Lake, repo: Option<Repo>) -> Remote {
-        Remote::with_cache(lake, repo, None)
+        Remote::with_cache(lake, repo, None, None)
     }
 
-    /// A remote with the lake's cache `loaded` already (loaded here when `None`).
-    pub fn with_cache(lake: Lake, repo: Option<Repo>, loaded: Option<Cache>) -> Remote {
+    /// A remote with the lake's cache `opened` already, its commits file maybe being read by
+    /// `preload` (the whole cache is loaded here when `None`).
+    pub fn with_cache(
+        lake: Lake,
+        repo: Option<Repo>,
+        opened: Option<Cache>,
+        preload: Option<Preload>,
+    ) -> Remote {
         // Outside a repository, the user's cache: a second `git ls-remote` of a lake reads only
         // the refs and what is new.
         let (url, id) = (lake.name(), lake.config.id.clone());
         let root = crate::cache::root_for(repo.as_ref().map(|r| r.git_dir()));
         let cache =
-            loaded.or_else(|| root.map(|root| Cache::load_under(&root, &url, id.as_deref())));
+            opened.or_else(|| root.map(|root| Cache::load_under(&root, &url, id.as_deref())));
         let remote = Remote {
             lake,
             repo,
             cache,
+            preload,
             warnings: Default::default(),
             require_signatures: None,
             sink: None,
         };
-        if let Some(c) = remote.cache.as_ref().filter(|c| c.damaged > 0) {
-            remote.lake_warn(format!(
+        remote.warn_if_damaged();
+        remote
+    }
+
+    fn warn_if_damaged(&self) {
+        if let Some(c) = self.cache.as_ref().filter(|c| c.damaged > 0) {
+            self.lake_warn(format!(
                 "the commit cache {} had {} damaged entr{}: not trusted, computed again from the lake",
                 c.path().display(),
                 c.damaged,
                 if c.damaged == 1 { "y" } else { "ies" }
             ));
         }
-        remote
+    }
+
+    /// Reads the cache's commits file, if it was not read yet (taking what the preload read).
+    async fn load_cache(&mut self) {
+        let Some(cache) = self.cache.as_mut().filter(|c| !c.is_loaded()) else {
+            return;
+        };
+        match self.preload.take() {
+            Some(preload) => match preload.wait().await {
+                Some(commits) => cache.take_commits(commits),
+                None => cache.load_commits(),
+            },
+            None => cache.load_commits(),
+        }
+        self.warn_if_damaged();
     }
 
     /// How this remote reads versions: into the session's pack when `into_pack` (and there is
@@ -253,8 +281,12 @@ impl Remote {
         version: &VersionId,
         named_by: &str,
     ) -> Result<ObjectId, RemoteError> {
-        if let Some(c) = self.cache.as_ref().and_then(|c| c.entries.get(version)) {
-            return Ok(*c);
+        if let Some(c) = self.cache.as_ref().and_then(|c| c.known_commit(version)) {
+            return Ok(c);
+        }
+        self.load_cache().await;
+        if let Some(c) = self.cache.as_ref().and_then(|c| c.known_commit(version)) {
+            return Ok(c);
         }
         let reading = self.reading(false)?;
         let tips = [(version.clone(), named_by.to_string())];
@@ -276,6 +308,10 @@ impl Remote {
         built: &HashMap<VersionId, Built>,
     ) {
         if let Some(cache) = &mut self.cache {
+            if built.is_empty() {
+                cache.save();
+                return;
+            }
             cache.reserve(built.len());
             cache.extend(
                 built
@@ -358,9 +394,21 @@ impl Remote {
             .collect();
         // A push's listing writes no objects: no fetch follows it.
         let reading = self.reading(!for_push)?;
+        // Tips known from the file of refs: the commits file (O(history)) is not read.
+        let all_known = self
+            .cache
+            .as_ref()
+            .is_some_and(|c| tips.iter().all(|(v, _)| c.tips.contains_key(v)));
+        if !all_known {
+            self.load_cache().await;
+        }
         let cache = self.cache.take();
         let empty = HashMap::new();
-        let known = cache.as_ref().map_or(&empty, |c| &c.entries);
+        let known = match &cache {
+            Some(c) if all_known => &c.tips,
+            Some(c) => &c.entries,
+            None => &empty,
+        };
         let resolved = history::resolve(&reading, &tips, known, progress).await;
         let tips_known: Vec<(VersionId, ObjectId)> = tips
             .iter()
@@ -368,10 +416,16 @@ impl Remote {
             .collect();
         self.cache = cache;
         let resolved = resolved?;
-        self.remember(&resolved.commits, &resolved.built);
         // The map of every version read, grown by a few tips rather than copied.
         let mut commits = resolved.commits;
         commits.extend(tips_known);
+        if let Some(cache) = &mut self.cache {
+            let tip_commits = tips
+                .iter()
+                .filter_map(|(v, _)| Some((v.clone(), *commits.get(v)?)));
+            cache.set_tips(tip_commits.collect());
+        }
+        self.remember(&commits, &resolved.built);
         Ok(Listing {
             head: Some(head),
             refs,
@@ -410,6 +464,7 @@ impl Remote {
             None => return Ok(FetchOutcome::default()),
         }
         let reading = self.reading(true)?;
+        self.load_cache().await;
         let cache = self.cache.take();
         let kept = Kept::read(cache.as_ref());
         let fetched = self

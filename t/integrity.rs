@@ -393,8 +393,13 @@ fn a_cache_entry_edited_by_hand_is_not_trusted() {
     let cache = dir.join("commits");
     let entries = std::fs::read_to_string(&cache).unwrap();
     assert!(entries.contains(&main), "{entries}");
-    // Point main's version at an older commit, as a hand edit would.
+    // Point main's version at an older commit, as a hand edit would, in the commits file and
+    // in the file of refs (which remembers the tips' commits).
     std::fs::write(&cache, entries.replace(&main, &older)).unwrap();
+    let refs_file = refs_file_of(&fdl);
+    let refs = std::fs::read_to_string(&refs_file).unwrap();
+    assert!(refs.contains(&main), "{refs}");
+    std::fs::write(&refs_file, refs.replace(&main, &older)).unwrap();
     let out = t.git("work", &["ls-remote", "origin", "refs/heads/main"]);
     assert_eq!(text(&out.stdout), format!("{main}\trefs/heads/main\n"));
     assert_eq!(
@@ -407,4 +412,75 @@ fn a_cache_entry_edited_by_hand_is_not_trusted() {
     // The cache was repaired: no warning the next time.
     let out = t.git("work", &["ls-remote", "origin", "refs/heads/main"]);
     assert_eq!(text(&out.stderr), "");
+}
+
+/// The file of refs in a cache folder (`<key>.refs`, beside each lake's folder).
+fn refs_file_of(fdl: &std::path::Path) -> std::path::PathBuf {
+    std::fs::read_dir(fdl)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "refs"))
+        .unwrap()
+}
+
+#[test]
+fn a_no_op_fetch_answers_from_the_file_of_refs_and_never_reads_the_commits_file() {
+    for place in [Where::Local, Where::S3] {
+        let mut t = TestEnv::new();
+        let mut l = lake();
+        let at = t.lake_at(place, "lake", &l);
+        t.ok(".", &["clone", "-q", "--bare", &at.url, "work.git"]);
+        let listed = t.ok("work.git", &["ls-remote", "origin"]);
+        let fdl = t.path("work.git/fdl");
+        let dir = std::fs::read_dir(&fdl)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.is_dir())
+            .unwrap();
+        // A commits file the helper could not use: had it been read, it would be written
+        // again whole (it is only a cache).
+        let commits = dir.join("commits");
+        std::fs::write(&commits, "not a cache\n").unwrap();
+        t.ok("work.git", &["fetch", "-q", "origin"]);
+        assert_eq!(
+            t.ok("work.git", &["ls-remote", "origin"]),
+            listed,
+            "{place:?}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&commits).unwrap(),
+            "not a cache\n",
+            "{place:?}: the commits file was read"
+        );
+        // A ref that moved needs the history: the commits file is read, found unusable, and
+        // written whole again with every version.
+        let before = l.files.clone();
+        l.chain(5, 5);
+        l.branch("main", 5).refs_json();
+        for (path, bytes) in l.files.iter().filter(|(p, b)| before.get(*p) != Some(b)) {
+            at.write(path, std::str::from_utf8(bytes).unwrap());
+        }
+        t.ok("work.git", &["fetch", "-q", "origin"]);
+        let rewritten = std::fs::read_to_string(&commits).unwrap();
+        assert!(
+            rewritten.starts_with("# git-remote-fdl cache"),
+            "{place:?}: {rewritten}"
+        );
+        assert_eq!(rewritten.lines().count(), 1 + 5, "{place:?}: {rewritten}");
+        let v5 = vid(5);
+        assert_eq!(
+            t.ok(
+                "work.git",
+                &[
+                    "log",
+                    "-1",
+                    "--format=%(trailers:key=FDL-Version,valueonly)",
+                    "FETCH_HEAD"
+                ]
+            )
+            .trim(),
+            v5,
+            "{place:?}"
+        );
+    }
 }
