@@ -12,6 +12,9 @@ use sha1::{Digest, Sha1};
 
 use crate::mapping::{Kind, ObjectId};
 
+mod deflate;
+use deflate::SmallDeflate;
+
 /// Lower-case hex of `bytes`.
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
@@ -243,8 +246,14 @@ impl PackSink {
 pub fn encode_entry(kind: Kind, data: &[u8], out: &mut Vec<u8>) {
     entry_header(kind, data.len(), out);
     thread_local! {
+        static SMALL: std::cell::RefCell<SmallDeflate> = std::cell::RefCell::default();
         static Z: std::cell::RefCell<Compress> =
             std::cell::RefCell::new(Compress::new(flate2::Compression::fast(), true));
+    }
+    // Most objects of a lake are small: zlib would spend more on setting up each stream than
+    // on compressing it.
+    if data.len() <= deflate::SMALL_MAX {
+        return SMALL.with(|z| z.borrow_mut().compress(data, out));
     }
     Z.with(|z| {
         deflate_with(&mut z.borrow_mut(), data, |piece| {
