@@ -231,8 +231,11 @@ impl<W: Write> Session<W> {
                 name: i.name.clone(),
             })
             .collect();
+        let lock_pack = self.options.check_connectivity;
         let remote = self.remote().await?;
-        let outcome = remote.fetch(&mut listing, &wants, progress.as_ref()).await;
+        let outcome = remote
+            .fetch(&mut listing, &wants, lock_pack, progress.as_ref())
+            .await;
         let lake_name = crate::redact::for_terminal(&remote.lake.name());
         self.show_warnings(&[]);
         let outcome = outcome?;
@@ -246,9 +249,11 @@ impl<W: Write> Session<W> {
         }
         self.listing = Some(listing);
         // Git may skip its own walk over every fetched object when the helper vouches for it;
-        // the helper does only when it wrote the whole closure itself.
-        if self.options.check_connectivity && outcome.self_contained {
-            self.out.send("connectivity-ok\n")?;
+        // the helper does only when it wrote the whole closure itself, into one pack that Git
+        // finds by its `.keep` file (and removes when the fetch is over).
+        if let (true, Some(lock)) = (outcome.self_contained, &outcome.lock) {
+            let lock = lock.to_string_lossy();
+            self.out.send(&format!("lock {lock}\nconnectivity-ok\n"))?;
         }
         self.out.send("\n")
     }

@@ -186,6 +186,9 @@ pub struct FetchOutcome {
     /// Every object the wanted commits reach was written now (nothing was already there), so
     /// the repository is connected by construction.
     pub self_contained: bool,
+    /// The `.keep` file that holds the self-contained pack for Git (`lock_pack`), which Git
+    /// removes once its refs are updated.
+    pub lock: Option<std::path::PathBuf>,
 }
 
 impl Remote {
@@ -453,10 +456,13 @@ impl Remote {
     }
 
     /// Writes into the local repository every object the wanted commits need and it lacks.
+    /// With `lock_pack`, a pack that holds all they reach is kept by a `.keep` file for Git,
+    /// which can then skip its own walk over the objects (`check-connectivity`).
     pub async fn fetch(
         &mut self,
         listing: &mut Listing,
         wants: &[Want],
+        lock_pack: bool,
         progress: &dyn Progress,
     ) -> Result<FetchOutcome, RemoteError> {
         match &self.repo {
@@ -477,12 +483,12 @@ impl Remote {
         let repo = self.repo.as_ref().expect("checked above");
         // What an earlier `ls-remote` read is in the repository from now on.
         repo.install_kept(&kept.packs)?;
-        let n_objects = match writer {
+        let (n_objects, lock) = match writer {
             Some(w) if outcome.versions > 0 => {
                 trace_step(&format!("fetch: completing a pack of {} objects", w.len()));
-                repo.install_pack(w)?
+                repo.install_pack(w, lock_pack && outcome.self_contained)?
             }
-            _ => 0,
+            _ => (0, None),
         };
         trace_step("fetch: pack written");
         if n_objects > 0 {
@@ -493,6 +499,9 @@ impl Remote {
         self.remember(&commits, &built);
         Ok(FetchOutcome {
             objects: n_objects,
+            // Only a pack holding every object vouches for the repository.
+            self_contained: outcome.self_contained && lock.is_some(),
+            lock,
             ..outcome
         })
     }
@@ -574,6 +583,7 @@ impl Remote {
             objects: 0,
             // Objects kept from an earlier session are not vouched for: Git checks them.
             self_contained: !reached_existing && kept.packs.is_empty(),
+            lock: None,
         };
         Ok((outcome, computed))
     }

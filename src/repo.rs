@@ -195,30 +195,45 @@ impl Repo {
     }
 
     /// Completes a pack and makes Git see it: the pack renamed into place first, then its
-    /// index, each complete on disk before its rename. Returns how many objects it holds.
-    pub fn install_pack(&self, writer: PackWriter) -> Result<usize, RepoError> {
+    /// index, each complete on disk before its rename. With `locked`, a `.keep` file is made
+    /// beside it before Git can see it (as `git index-pack --keep` does), for Git to remove
+    /// once the fetch is over. Returns how many objects it holds, and the `.keep` file.
+    pub fn install_pack(
+        &self,
+        writer: PackWriter,
+        locked: bool,
+    ) -> Result<(usize, Option<PathBuf>), RepoError> {
         if writer.is_empty() {
-            return Ok(0); // dropping the writer removes its file
+            return Ok((0, None)); // dropping the writer removes its file
         }
         crate::testhook::stop_at(crate::testhook::Point::WritingPack);
         let pack = writer.finish().map_err(|e| self.write_error(e))?;
         let pack_dir = self.pack_dir();
         let name = format!("pack-{}", crate::pack::hex(&pack.checksum));
         let tmp_idx = pack_dir.join(temporary_name(&format!("{name}.idx")));
+        let keep = locked.then(|| std::path::absolute(pack_dir.join(format!("{name}.keep"))));
+        let keep = keep.transpose().map_err(|e| self.write_error(e))?;
         let installed = (|| -> std::io::Result<()> {
             let mut f = std::fs::File::create(&tmp_idx)?;
             f.write_all(&pack.index)?;
             f.sync_all()?;
+            if let Some(keep) = &keep {
+                let why = format!("git-remote-fdl {} on {}\n", std::process::id(), host_tag());
+                std::fs::write(keep, why)?;
+            }
             std::fs::rename(&pack.path, pack_dir.join(format!("{name}.pack")))?;
             std::fs::rename(&tmp_idx, pack_dir.join(format!("{name}.idx")))
         })();
         if let Err(e) = installed {
-            for leftover in [&pack.path, &tmp_idx] {
+            for leftover in [Some(&pack.path), Some(&tmp_idx), keep.as_ref()]
+                .into_iter()
+                .flatten()
+            {
                 let _ = std::fs::remove_file(leftover);
             }
             return Err(self.write_error(e));
         }
-        Ok(pack.objects)
+        Ok((pack.objects, keep))
     }
 
     /// Completes a pack of objects no fetch took, and keeps it in `dir` (pack and index) for

@@ -516,3 +516,58 @@ fn a_listing_reads_dataset_json_only_of_reachable_versions() {
     );
     assert_eq!(t.ok("work", &["rev-list", "--count", "HEAD"]), "10\n");
 }
+
+#[test]
+fn a_clone_vouches_for_its_pack_so_git_skips_its_walk_and_no_keep_file_is_left() {
+    let mut t = TestEnv::new();
+    let mut l = small_lake();
+    let url = t.local_lake("lake", &l);
+    t.set("GIT_REMOTE_FDL_DEBUG", "1");
+    let out = t
+        .command("git", ".", &["clone", "-q", "--bare", &url, "c.git"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let trace = String::from_utf8_lossy(&out.stderr);
+    let pack_dir = t.path("c.git/objects/pack");
+    let lock = trace
+        .lines()
+        .find_map(|l| l.split_once("-> lock ").map(|(_, p)| p.to_string()))
+        .unwrap_or_else(|| panic!("no lock line:\n{trace}"));
+    assert!(
+        lock.starts_with(&pack_dir.display().to_string()) && lock.ends_with(".keep"),
+        "{lock}"
+    );
+    assert!(trace.contains("-> connectivity-ok\n"), "{trace}");
+    // Git removed the .keep file once the clone was done; the repository is whole.
+    let left: Vec<String> = std::fs::read_dir(&pack_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.ends_with(".pack") && !n.ends_with(".idx"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    t.ok("c.git", &["fsck", "--no-dangling"]);
+    // A fetch on top of history already there vouches for nothing.
+    l.chain(4, 4);
+    l.branch("main", 4);
+    l.write_dir(&t.path("lake"));
+    let out = t
+        .command(
+            "git",
+            "c.git",
+            &["fetch", "-q", "origin", "+refs/heads/*:refs/heads/*"],
+        )
+        .output()
+        .unwrap();
+    let trace = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{trace}");
+    assert!(
+        !trace.contains("connectivity-ok") && !trace.contains("-> lock"),
+        "{trace}"
+    );
+    t.ok("c.git", &["fsck", "--no-dangling"]);
+}

@@ -153,7 +153,8 @@ fn parse_push(rest: &str) -> Result<PushItem, ProtocolError> {
 
 /// The reply to `capabilities`.
 pub fn capabilities(push: bool) -> String {
-    let mut out = String::from("fetch\noption\n");
+    // `check-connectivity`: Git then asks whether a clone's pack holds everything it needs.
+    let mut out = String::from("fetch\ncheck-connectivity\noption\n");
     if push {
         out.push_str("push\n");
     }
@@ -423,7 +424,7 @@ mod tests {
 
     #[test]
     fn replies() {
-        assert_eq!(capabilities(false), "fetch\noption\n\n");
+        assert_eq!(capabilities(false), "fetch\ncheck-connectivity\noption\n\n");
         let l = list(
             &[
                 ListLine::Ref {
