@@ -213,6 +213,9 @@ impl Repo {
         let tmp_idx = pack_dir.join(temporary_name(&format!("{name}.idx")));
         let keep = locked.then(|| std::path::absolute(pack_dir.join(format!("{name}.keep"))));
         let keep = keep.transpose().map_err(|e| self.write_error(e))?;
+        // Git reads the path back from a protocol line and removes that file: a path that
+        // line cannot carry exactly (not UTF-8, or a line break in it) is not handed over.
+        let keep = keep.filter(|k| k.to_str().is_some_and(|t| !t.contains(['\n', '\r'])));
         let installed = (|| -> std::io::Result<()> {
             let mut f = std::fs::File::create(&tmp_idx)?;
             f.write_all(&pack.index)?;

@@ -571,3 +571,36 @@ fn a_clone_vouches_for_its_pack_so_git_skips_its_walk_and_no_keep_file_is_left()
     );
     t.ok("c.git", &["fsck", "--no-dangling"]);
 }
+
+#[test]
+fn a_repository_whose_path_a_protocol_line_cannot_carry_gets_no_lock_line() {
+    // Git removes the file a `lock` line names: a line break in the path would make it read
+    // another path, so none is named, and Git checks the objects itself.
+    let mut t = TestEnv::new();
+    let url = t.local_lake("lake", &small_lake());
+    t.set("GIT_REMOTE_FDL_DEBUG", "1");
+    let out = t
+        .command("git", ".", &["clone", "-q", "--bare", &url, "a\nb.git"])
+        .output()
+        .unwrap();
+    let trace = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{trace}");
+    assert!(
+        !trace.contains("-> lock") && !trace.contains("connectivity-ok"),
+        "{trace}"
+    );
+    assert!(!trace.contains("unexpectedly said"), "{trace}");
+    let pack_dir = t.path("a\nb.git/objects/pack");
+    let keeps = std::fs::read_dir(&pack_dir)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "keep")
+        })
+        .count();
+    assert_eq!(keeps, 0);
+    t.ok("a\nb.git", &["fsck", "--no-dangling"]);
+}
