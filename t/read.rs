@@ -523,16 +523,7 @@ fn a_clone_vouches_for_its_pack_so_git_skips_its_walk_and_no_keep_file_is_left()
     let mut l = small_lake();
     let url = t.local_lake("lake", &l);
     t.set("GIT_REMOTE_FDL_DEBUG", "1");
-    let out = t
-        .command("git", ".", &["clone", "-q", "--bare", &url, "c.git"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let trace = String::from_utf8_lossy(&out.stderr);
+    let trace = stderr_of_ok(&t, ".", &["clone", "-q", "--bare", &url, "c.git"]);
     let pack_dir = t.path("c.git/objects/pack");
     let lock = trace
         .lines()
@@ -555,16 +546,8 @@ fn a_clone_vouches_for_its_pack_so_git_skips_its_walk_and_no_keep_file_is_left()
     l.chain(4, 4);
     l.branch("main", 4);
     l.write_dir(&t.path("lake"));
-    let out = t
-        .command(
-            "git",
-            "c.git",
-            &["fetch", "-q", "origin", "+refs/heads/*:refs/heads/*"],
-        )
-        .output()
-        .unwrap();
-    let trace = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{trace}");
+    let fetch = ["fetch", "-q", "origin", "+refs/heads/*:refs/heads/*"];
+    let trace = stderr_of_ok(&t, "c.git", &fetch);
     assert!(
         !trace.contains("connectivity-ok") && !trace.contains("-> lock"),
         "{trace}"
@@ -579,12 +562,8 @@ fn a_repository_whose_path_a_protocol_line_cannot_carry_gets_no_lock_line() {
     let mut t = TestEnv::new();
     let url = t.local_lake("lake", &small_lake());
     t.set("GIT_REMOTE_FDL_DEBUG", "1");
-    let out = t
-        .command("git", ".", &["clone", "-q", "--bare", &url, "a\nb.git"])
-        .output()
-        .unwrap();
-    let trace = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{trace}");
+    let clone = ["clone", "-q", "--bare", &url, "a\nb.git"];
+    let trace = stderr_of_ok(&t, ".", &clone);
     assert!(
         !trace.contains("-> lock") && !trace.contains("connectivity-ok"),
         "{trace}"
@@ -603,4 +582,12 @@ fn a_repository_whose_path_a_protocol_line_cannot_carry_gets_no_lock_line() {
         .count();
     assert_eq!(keeps, 0);
     t.ok("a\nb.git", &["fsck", "--no-dangling"]);
+}
+
+/// Runs git, insists it succeeds, and returns what it wrote on stderr (a trace, here).
+fn stderr_of_ok(t: &TestEnv, cwd: &str, args: &[&str]) -> String {
+    let out = t.git(cwd, args);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "git {args:?}:\n{err}");
+    err
 }
