@@ -202,6 +202,9 @@ impl<W: Write> Session<W> {
         }
         if self.remote.is_none() {
             self.record_absolute_url(&url);
+            // A push needs history only for a commit no ref holds: it reads the commits file
+            // then, not beside every listing.
+            self.remote = Some(open_remote(&self.remote_name, &url, !for_push).await?);
         }
         let remote = self.remote().await?;
         let listing = if for_push {
@@ -333,7 +336,7 @@ impl<W: Write> Session<W> {
     async fn remote(&mut self) -> Result<&mut Remote, Fatal> {
         if self.remote.is_none() {
             let url = self.store_url()?;
-            self.remote = Some(open_remote(&self.remote_name, &url).await?);
+            self.remote = Some(open_remote(&self.remote_name, &url, true).await?);
         }
         Ok(self.remote.as_mut().expect("just opened"))
     }
@@ -364,8 +367,9 @@ impl<W: Write> Session<W> {
     }
 }
 
-/// Opens the lake a remote names, with the remote's configuration.
-async fn open_remote(remote_name: &str, url: &StoreUrl) -> Result<Remote, Fatal> {
+/// Opens the lake a remote names, with the remote's configuration; with `preload`, the
+/// cache's commits file is read meanwhile (where a round trip takes time).
+async fn open_remote(remote_name: &str, url: &StoreUrl, preload: bool) -> Result<Remote, Fatal> {
     let repo = Repo::from_env().map_err(crate::remote::RemoteError::from)?;
     let opts = config::store_options(repo.as_ref(), remote_name)?;
     let store = Store::open(url, &opts).map_err(|e| Fatal::cannot_open(url, &e))?;
@@ -388,7 +392,7 @@ async fn open_remote(remote_name: &str, url: &StoreUrl) -> Result<Remote, Fatal>
     // every ref turns out known); a folder answers at once, so it is read only if needed.
     let preload = cache
         .as_ref()
-        .filter(|_| !store.is_local())
+        .filter(|_| preload && !store.is_local())
         .map(Preload::start);
     let lake = Lake::open_listing(store, &hints).await?;
     let policy = config::signature_policy(repo.as_ref(), remote_name)?;
