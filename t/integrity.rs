@@ -384,12 +384,7 @@ fn a_cache_entry_edited_by_hand_is_not_trusted() {
         .trim()
         .to_string();
     let fdl = t.path("work/.git/fdl");
-    // The lake's folder (its refs' ETags are in a file beside it).
-    let dir = std::fs::read_dir(&fdl)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.is_dir())
-        .unwrap();
+    let dir = cache_dir_of(&fdl);
     let cache = dir.join("commits");
     let entries = std::fs::read_to_string(&cache).unwrap();
     assert!(entries.contains(&main), "{entries}");
@@ -416,10 +411,22 @@ fn a_cache_entry_edited_by_hand_is_not_trusted() {
 
 /// The file of refs in a cache folder (`<key>.refs`, beside each lake's folder).
 fn refs_file_of(fdl: &std::path::Path) -> std::path::PathBuf {
-    std::fs::read_dir(fdl)
+    first_entry(fdl, |p| p.extension().is_some_and(|e| e == "refs"))
+}
+
+/// The one lake's folder in a cache folder (its commits file, its kept packs).
+fn cache_dir_of(fdl: &std::path::Path) -> std::path::PathBuf {
+    first_entry(fdl, |p| p.is_dir())
+}
+
+fn first_entry(
+    dir: &std::path::Path,
+    keep: impl Fn(&std::path::Path) -> bool,
+) -> std::path::PathBuf {
+    std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|e| e == "refs"))
+        .find(|p| keep(p))
         .unwrap()
 }
 
@@ -431,12 +438,7 @@ fn a_no_op_fetch_answers_from_the_file_of_refs_and_never_reads_the_commits_file(
         let at = t.lake_at(place, "lake", &l);
         t.ok(".", &["clone", "-q", "--bare", &at.url, "work.git"]);
         let listed = t.ok("work.git", &["ls-remote", "origin"]);
-        let fdl = t.path("work.git/fdl");
-        let dir = std::fs::read_dir(&fdl)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .find(|p| p.is_dir())
-            .unwrap();
+        let dir = cache_dir_of(&t.path("work.git/fdl"));
         // A commits file the helper could not use: had it been read, it would be written
         // again whole (it is only a cache).
         let commits = dir.join("commits");
