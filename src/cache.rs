@@ -55,7 +55,6 @@ pub struct Cache {
 
 /// What the commits file holds, read apart from the [`Cache`] it belongs to (on a blocking
 /// thread, while the first round trip is under way).
-#[derive(Default)]
 pub struct Commits {
     entries: HashMap<VersionId, ObjectId>,
     parents: HashMap<VersionId, Vec<VersionId>>,

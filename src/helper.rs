@@ -254,7 +254,7 @@ impl<W: Write> Session<W> {
         // Git may skip its own walk over every fetched object when the helper vouches for it;
         // the helper does only when it wrote the whole closure itself, into one pack that Git
         // finds by its `.keep` file (and removes when the fetch is over).
-        if let (true, Some(lock)) = (outcome.self_contained, &outcome.lock) {
+        if let Some(lock) = &outcome.lock {
             let lock = lock.to_string_lossy();
             self.out.send(&format!("lock {lock}\nconnectivity-ok\n"))?;
         }

@@ -499,8 +499,6 @@ impl Remote {
         self.remember(&commits, &built);
         Ok(FetchOutcome {
             objects: n_objects,
-            // Only a pack holding every object vouches for the repository.
-            self_contained: outcome.self_contained && lock.is_some(),
             lock,
             ..outcome
         })
