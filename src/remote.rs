@@ -132,6 +132,16 @@ pub struct Remote {
     sink: Option<Arc<PackSink>>,
 }
 
+/// A cache being saved on a blocking thread ([`Remote::remember_written_refs`]).
+pub struct Saving(Option<tokio::task::JoinHandle<Cache>>);
+
+impl Saving {
+    /// The cache, once saved (`None` if none was lent).
+    pub async fn done(self) -> Option<Cache> {
+        self.0?.await.ok()
+    }
+}
+
 /// Packs of objects an earlier session read but did not fetch (`git ls-remote` in this
 /// repository), and the objects they hold.
 #[derive(Default)]
@@ -325,12 +335,25 @@ impl Remote {
         }
     }
 
-    /// Remembers ref files this process wrote (`name`, ETag, version): a listing that finds
-    /// them unchanged need not read them back.
-    pub fn remember_written_refs(&mut self, written: Vec<(String, String, VersionId)>) {
-        if let Some(cache) = self.cache.as_mut().filter(|_| !written.is_empty()) {
+    /// Remembers ref files this process wrote (`name`, ETag, version), so that a listing that
+    /// finds them unchanged need not read them back. The cache is lent to a blocking thread
+    /// that saves it while the push's last round trip is under way; [`Remote::take_back`]
+    /// takes it back.
+    pub fn remember_written_refs(&mut self, written: Vec<(String, String, VersionId)>) -> Saving {
+        let Some(mut cache) = self.cache.take_if(|_| !written.is_empty()) else {
+            return Saving(None);
+        };
+        Saving(Some(tokio::task::spawn_blocking(move || {
             cache.remember_refs(written);
             cache.save();
+            cache
+        })))
+    }
+
+    /// The cache back from [`Remote::remember_written_refs`], once saved.
+    pub fn take_back(&mut self, saved: Option<Cache>) {
+        if saved.is_some() {
+            self.cache = saved;
         }
     }
 

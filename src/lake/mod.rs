@@ -781,14 +781,12 @@ fn range_splits(
 /// `sorted` holds (one range per [`LIST_SPLIT`] of them), so that many refs cost one round trip.
 async fn list_ref_folders(store: &Store, sorted: &[String]) -> Result<Listed, StoreError> {
     let listing = |prefix: &'static str| {
-        let splits: Vec<&str> = sorted
+        let names: Vec<&str> = sorted
             .iter()
             .filter(|n| n.starts_with(prefix))
-            .skip(LIST_SPLIT - 1)
-            .step_by(LIST_SPLIT)
             .map(|n| n.as_str())
             .collect();
-        list_split(store, prefix, splits)
+        list_split(store, prefix, even_splits(&names))
     };
     let (heads, tags) = futures::join!(listing("refs/heads/"), listing("refs/tags/"));
     let (mut listed, tags) = (heads?, tags?);
@@ -798,14 +796,37 @@ async fn list_ref_folders(store: &Store, sorted: &[String]) -> Result<Listed, St
     Ok(listed)
 }
 
+/// Where to split a listing of `names` (sorted): in as few ranges as hold [`LIST_SPLIT`]
+/// names each, of even sizes, so that their answers are parsed side by side in the same time.
+fn even_splits<'a>(names: &[&'a str]) -> Vec<&'a str> {
+    let ranges = names.len().div_ceil(LIST_SPLIT).max(1);
+    (1..ranges)
+        .map(|i| names[i * names.len() / ranges - 1])
+        .collect()
+}
+
 /// Lists `prefix` in ranges split at `splits` (sorted paths; each ends a range), side by side.
 async fn list_split(store: &Store, prefix: &str, splits: Vec<&str>) -> Result<Listed, StoreError> {
     let mut bounds: Vec<Option<&str>> = vec![None];
     bounds.extend(splits.into_iter().map(Some));
     bounds.push(None);
+    // Each range is a task of its own: its answer is parsed on a worker, beside the others'.
     let ranges = bounds.windows(2).map(|w| {
-        let (after, until) = (w[0], w[1]);
-        async move { store.list_range(prefix, after, until, None).await }
+        let (store, prefix) = (store.clone(), prefix.to_string());
+        let (after, until) = (w[0].map(str::to_string), w[1].map(str::to_string));
+        let range = async move {
+            store
+                .list_range(&prefix, after.as_deref(), until.as_deref(), None)
+                .await
+        };
+        async move {
+            tokio::spawn(range).await.unwrap_or_else(|e| {
+                Err(StoreError::Failed {
+                    path: "refs/".to_string(),
+                    message: format!("listing stopped: {e}"),
+                })
+            })
+        }
     });
     let parts = futures::future::try_join_all(ranges).await?;
     let mut all = Listed::default();

@@ -187,11 +187,16 @@ pub async fn push(
         return report;
     }
     let writer: &Remote = remote;
-    let outcomes = if opts.atomic {
-        atomic::write_all(writer, &planned, &mut report.warnings).await
-    } else {
-        write::write_all(writer, &planned).await
+    let writes = async {
+        match opts.atomic {
+            true => atomic::write_all(writer, &planned, &mut report.warnings).await,
+            false => write::write_all(writer, &planned).await,
+        }
     };
+    // refs.json as it will be if every write lands, worked out while they are in flight.
+    let (outcomes, prepared) = futures::join!(writes, async {
+        refs_json::prepare(listing, planned_changes(&planned))
+    });
     let mut changed: Vec<(String, Option<VersionId>)> = Vec::new();
     // Ref files as this push left them, with their ETags: the next listing need not read them.
     let mut written: Vec<(String, String, VersionId)> = Vec::new();
@@ -218,6 +223,9 @@ pub async fn push(
         report.results.push((update.dst.clone(), result));
     }
     crate::testhook::stop_at(crate::testhook::Point::BeforeRefsJson);
+    // The refs written are saved in the cache while refs.json is written.
+    let saving = remote.remember_written_refs(written);
+    let writer: &Remote = remote;
     let deferred = deferred_checks(writer, &planned, &report, opts);
     // After a write of unknown outcome, what Git listed plus our changes may be wrong:
     // refs.json is then rebuilt from the ref files themselves. Created tags are looked after
@@ -225,10 +233,12 @@ pub async fn push(
     let checks = deferred
         .iter()
         .map(|i| write::check_created_tag(writer, &report.results[*i].0));
-    let ((attempts, warning), checks) = futures::join!(
-        refs_json::update(writer, listing, &changed, uncertain),
-        futures::future::join_all(checks)
+    let ((attempts, warning), checks, saved) = futures::join!(
+        refs_json::update(writer, listing, &changed, uncertain, prepared),
+        futures::future::join_all(checks),
+        saving.done()
     );
+    remote.take_back(saved);
     for (i, check) in deferred.into_iter().zip(checks) {
         if let Some(why) = check {
             report.results[i].1 = Err(why);
@@ -236,8 +246,17 @@ pub async fn push(
     }
     report.refs_json_attempts = attempts;
     report.warnings.extend(warning);
-    remote.remember_written_refs(written);
     report
+}
+
+/// The refs the push changes if all its writes land, in the order their results come.
+fn planned_changes(planned: &Plans) -> Vec<(String, Option<VersionId>)> {
+    planned
+        .iter()
+        .flatten()
+        .filter(|p| !matches!(p.action, Action::UpToDate))
+        .map(|p| (p.dst.clone(), p.action.target()))
+        .collect()
 }
 
 /// The refs whose look for a racing ref in the way runs beside the `refs.json` write: tags

@@ -21,57 +21,88 @@ struct State {
     refs: HashMap<String, VersionId>,
 }
 
+/// The first attempt's work, which needs only the listing and the changes a push plans: done
+/// while the push's ref writes are in flight ([`prepare`]), used if the writes changed just
+/// those refs.
+pub(super) struct Prepared {
+    changes: Vec<(String, Option<VersionId>)>,
+    /// Whether the listing's refs.json covers every ref write before the listing.
+    covers: bool,
+    /// What the first attempt writes, when `covers`.
+    wanted: Option<Bytes>,
+}
+
+/// Works out the first attempt for `changes`; `None` for a lake without a listed refs.json
+/// token (nothing is written then).
+pub(super) fn prepare(
+    listing: &Listing,
+    changes: Vec<(String, Option<VersionId>)>,
+) -> Option<Prepared> {
+    let snapshot = listing.refs_json.as_ref()?;
+    let current = snapshot.as_ref().map(|v| &v.bytes[..]);
+    // Read beside the ref listing rather than before it, refs.json's token covers every ref
+    // write that finished before the listing only if the two agree.
+    let covers = listing.refs_json_first || agrees(current, listing);
+    let wanted = covers.then(|| render(current, listed_plus_changes(listing, &changes)));
+    Some(Prepared {
+        changes,
+        covers,
+        wanted,
+    })
+}
+
 /// Rewrites `refs.json`. The first attempt uses the refs Git listed (read after `refs.json`'s
-/// token, or beside it and agreeing with it) plus this push's changes, unless `fresh_first`; on
-/// a conflict, the token and then the ref files are read again. Returns the attempts made, and a warning on giving up. Entries
-/// other than branches and tags (a host's own) are kept.
+/// token, or beside it and agreeing with it) plus this push's `changed` refs, unless
+/// `uncertain`; on a conflict, the token and then the ref files are read again. Returns the
+/// attempts made, and a warning on giving up. Entries other than branches and tags (a host's
+/// own) are kept. `prepared` is used if it was worked out for `changed`.
 pub(super) async fn update(
     remote: &Remote,
     listing: &Listing,
     changed: &[(String, Option<VersionId>)],
-    fresh_first: bool,
+    uncertain: bool,
+    prepared: Option<Prepared>,
 ) -> (u32, Option<String>) {
     let lake = &remote.lake;
     let Some(snapshot) = &listing.refs_json else {
         return (0, None);
     };
-    // Read beside the ref listing rather than before it, refs.json's token covers every ref
-    // write that finished before the listing only if the two agree.
-    let fresh_first = fresh_first
-        || (!listing.refs_json_first && !agrees(snapshot.as_ref().map(|v| &v.bytes[..]), listing));
-    let mut state = (!fresh_first).then(|| State {
-        current: snapshot
-            .as_ref()
-            .map(|v| (v.bytes.clone(), v.token.clone())),
-        refs: listed_plus_changes(listing, changed),
-    });
+    let prepared = match prepared.filter(|p| p.changes == changed) {
+        Some(p) => p,
+        None => match prepare(listing, changed.to_vec()) {
+            Some(p) => p,
+            None => return (0, None),
+        },
+    };
+    let mut first = match (uncertain, prepared.covers, prepared.wanted) {
+        (false, true, Some(wanted)) => Some((
+            snapshot
+                .as_ref()
+                .map(|v| (v.bytes.clone(), v.token.clone())),
+            wanted,
+        )),
+        _ => None,
+    };
     let mut backoff = Backoff::new(Duration::from_millis(5), Duration::from_millis(200))
         .with_jitter(Duration::from_millis(5));
     for attempt in 1..=ATTEMPTS {
-        let s = match state.take() {
-            Some(s) => s,
+        let (current, wanted) = match first.take() {
+            Some(f) => f,
             None => match read_state(lake).await {
-                Some(s) => s,
+                Some(s) => {
+                    let wanted = render(s.current.as_ref().map(|(b, _)| &b[..]), s.refs);
+                    (s.current, wanted)
+                }
                 None => {
                     backoff.wait().await;
                     continue;
                 }
             },
         };
-        let mut pairs: Vec<(String, VersionId)> = s
-            .refs
-            .into_iter()
-            .filter(|(n, _)| check_ref_name(n).is_ok())
-            .collect();
-        pairs.sort();
-        let wanted = Bytes::from(render_refs_json(
-            s.current.as_ref().map(|(b, _)| &b[..]),
-            &pairs,
-        ));
-        if s.current.as_ref().is_some_and(|(b, _)| *b == wanted) {
+        if current.as_ref().is_some_and(|(b, _)| *b == wanted) {
             return (attempt - 1, None);
         }
-        let mode = match s.current {
+        let mode = match current {
             Some((_, t)) => WriteMode::Update(t),
             None => WriteMode::Create,
         };
@@ -98,6 +129,16 @@ pub(super) async fn update(
         lake.name()
     );
     (ATTEMPTS, Some(warning))
+}
+
+/// The `refs.json` that names `refs` (those Git can hold), keeping `current`'s other entries.
+fn render(current: Option<&[u8]>, refs: HashMap<String, VersionId>) -> Bytes {
+    let mut pairs: Vec<(String, VersionId)> = refs
+        .into_iter()
+        .filter(|(n, _)| check_ref_name(n).is_ok())
+        .collect();
+    pairs.sort();
+    Bytes::from(render_refs_json(current, &pairs))
 }
 
 /// Whether `refs.json` (its bytes; `None`: there is none) names exactly the branches and tags
