@@ -109,6 +109,8 @@ struct Session<W: Write> {
     url: String,
     options: Options,
     remote: Option<Remote>,
+    /// The lake being opened since the session began (see [`Opening`]).
+    opening: Option<Opening>,
     listing: Option<Listing>,
     /// Flags for a partial history Git passed on (`--depth`, ...), said once, then emptied.
     ignored_flags: Vec<&'static str>,
@@ -126,6 +128,7 @@ impl<W: Write> Session<W> {
             url: url.to_string(),
             options: Options::default(),
             remote: None,
+            opening: None,
             listing: None,
             ignored_flags: Vec::new(),
             warned_partial: false,
@@ -134,6 +137,10 @@ impl<W: Write> Session<W> {
 
     /// Reads requests until Git ends the session.
     async fn serve(&mut self, mut input: impl BufRead) -> Result<(), Fatal> {
+        self.opening = self
+            .store_url()
+            .ok()
+            .and_then(|url| Opening::start(&self.remote_name, url));
         let mut parser = Parser::default();
         let mut buf = Vec::new();
         loop {
@@ -204,7 +211,8 @@ impl<W: Write> Session<W> {
             self.record_absolute_url(&url);
             // A push needs history only for a commit no ref holds: it reads the commits file
             // then, not beside every listing.
-            self.remote = Some(open_remote(&self.remote_name, &url, !for_push).await?);
+            let opening = self.opening.take();
+            self.remote = Some(open_remote(&self.remote_name, &url, !for_push, opening).await?);
         }
         let remote = self.remote().await?;
         let listing = if for_push {
@@ -336,7 +344,8 @@ impl<W: Write> Session<W> {
     async fn remote(&mut self) -> Result<&mut Remote, Fatal> {
         if self.remote.is_none() {
             let url = self.store_url()?;
-            self.remote = Some(open_remote(&self.remote_name, &url, true).await?);
+            let opening = self.opening.take();
+            self.remote = Some(open_remote(&self.remote_name, &url, true, opening).await?);
         }
         Ok(self.remote.as_mut().expect("just opened"))
     }
@@ -367,34 +376,89 @@ impl<W: Write> Session<W> {
     }
 }
 
-/// Opens the lake a remote names, with the remote's configuration; with `preload`, the
-/// cache's commits file is read meanwhile (where a round trip takes time).
-async fn open_remote(remote_name: &str, url: &StoreUrl, preload: bool) -> Result<Remote, Fatal> {
+/// The lake being opened since the session began. Git lists the refs first whatever it does
+/// (`list`, `list for-push`), so on a cloud store the first round trip (`fdl.json`, HEAD,
+/// `refs.json` and the ref listing) is under way while Git and the helper exchange
+/// capabilities and options. Errors wait for the listing that needs the lake.
+struct Opening(tokio::task::JoinHandle<Result<Lake, Fatal>>);
+
+impl Opening {
+    /// Starts opening the lake at `url` (a cloud store: a folder answers at once, and a
+    /// relative one is first recorded absolute), on a worker: the protocol loop reads Git.
+    fn start(remote_name: &str, url: StoreUrl) -> Option<Opening> {
+        if matches!(url, StoreUrl::Local(_)) {
+            return None;
+        }
+        let name = remote_name.to_string();
+        Some(Opening(tokio::spawn(async move {
+            let prepared = tokio::task::spawn_blocking(move || store_and_hints(&name, &url));
+            let (store, hints) = prepared
+                .await
+                .map_err(|e| Fatal::new(format!("cannot open the lake: {e}")))??;
+            Ok(Lake::open_listing(store, &hints).await?)
+        })))
+    }
+
+    async fn lake(self) -> Result<Lake, Fatal> {
+        self.0
+            .await
+            .map_err(|e| Fatal::new(format!("cannot open the lake: {e}")))?
+    }
+}
+
+/// The store a remote names, with its configuration, and where its ref listing splits (the
+/// names the last listing found).
+fn store_and_hints(remote_name: &str, url: &StoreUrl) -> Result<(Store, Vec<String>), Fatal> {
     let repo = Repo::from_env().map_err(crate::remote::RemoteError::from)?;
     let opts = config::store_options(repo.as_ref(), remote_name)?;
     let store = Store::open(url, &opts).map_err(|e| Fatal::cannot_open(url, &e))?;
+    let root = crate::cache::root_for(repo.as_ref().map(|r| r.git_dir()));
+    let hints = root
+        .map(|root| crate::cache::remembered_names(&root, &url.to_string()))
+        .unwrap_or_default();
+    Ok((store, hints))
+}
+
+/// Opens the lake a remote names, with the remote's configuration (`opening`, if started);
+/// with `preload`, the cache's commits file is read meanwhile (where a round trip takes time).
+async fn open_remote(
+    remote_name: &str,
+    url: &StoreUrl,
+    preload: bool,
+    opening: Option<Opening>,
+) -> Result<Remote, Fatal> {
     // Git lists the refs first whatever it does: they are listed beside fdl.json, in ranges
-    // split where the last listing's names say. The cache of the lake last seen at this URL
-    // is opened from the file of refs (kept if fdl.json names the same lake).
+    // split where the last listing's names say.
+    let opening = match opening {
+        Some(o) => o,
+        None => {
+            let (store, hints) = store_and_hints(remote_name, url)?;
+            Opening(tokio::spawn(async move {
+                Ok(Lake::open_listing(store, &hints).await?)
+            }))
+        }
+    };
+    // Meanwhile, the cache of the lake last seen at this URL is opened from the file of refs
+    // (kept if fdl.json names the same lake).
+    let repo = Repo::from_env().map_err(crate::remote::RemoteError::from)?;
     let url_text = url.to_string();
     let root = crate::cache::root_for(repo.as_ref().map(|r| r.git_dir()));
     let remembered = root
         .as_ref()
         .map(|root| crate::cache::remembered(root, &url_text))
         .unwrap_or_default();
-    let mut hints: Vec<String> = remembered.refs.keys().cloned().collect();
-    hints.sort();
     let cache = root.zip(remembered.lake_id.clone()).map(|(root, id)| {
         let id = Some(id.as_str()).filter(|i| !i.is_empty());
         Cache::open(&root, &url_text, id, remembered)
     });
     // Where a round trip takes time, the commits file is read meanwhile (and left unread if
     // every ref turns out known); a folder answers at once, so it is read only if needed.
+    let is_local = matches!(url, StoreUrl::Local(_));
     let preload = cache
         .as_ref()
-        .filter(|_| preload && !store.is_local())
+        .filter(|_| preload && !is_local)
         .map(Preload::start);
-    let lake = Lake::open_listing(store, &hints).await?;
+    let lake = opening.lake().await?;
     let policy = config::signature_policy(repo.as_ref(), remote_name)?;
     let cache = cache.filter(|c| c.is_of(lake.config.id.as_deref()));
     let preload = preload.filter(|_| cache.is_some());

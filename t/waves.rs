@@ -311,3 +311,72 @@ fn a_second_ls_remote_outside_any_repository_reads_only_the_refs() {
     std::fs::remove_dir_all(t.path("home/.cache/git-remote-fdl")).unwrap();
     assert_eq!(t.ok(".", &["ls-remote", url]), listed);
 }
+
+/// Git lists the refs first whatever it does, so the helper starts its first round trip when
+/// the session begins: while Git is still sending options, fdl.json, HEAD, refs.json and the
+/// ref listing are already under way. Here Git's side is played by hand and stops after
+/// `capabilities`: the requests arrive all the same, and the listing that follows is right.
+#[test]
+fn the_first_round_trip_leaves_before_git_asks_for_the_refs() {
+    use std::io::{BufRead, BufReader, Write};
+    // A few requests: a small server (see `s3lite::start_with`).
+    let server = s3lite::start_with(64);
+    server.put_files("early", "lake/", &chain(20, 3).files);
+    let t = env(&server);
+    let mut helper = t
+        .command(
+            env!("CARGO_BIN_EXE_git-remote-fdl"),
+            ".",
+            &["origin", "s3://early/lake/"],
+        )
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut to_helper = helper.stdin.take().unwrap();
+    let mut from_helper = BufReader::new(helper.stdout.take().unwrap());
+    to_helper.write_all(b"capabilities\n").unwrap();
+    let mut line = String::new();
+    while from_helper.read_line(&mut line).unwrap() > 0 && !line.ends_with("\n\n") {}
+    assert!(line.contains("push\n"), "capabilities: {line:?}");
+    // Nothing more from Git yet: wait (up to a minute, on a loaded machine) for the requests.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while server.counts().requests < 4 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let early = server.counts();
+    assert!(
+        early.gets >= 2 && early.lists >= 1,
+        "before Git asked for the refs: {early:?}"
+    );
+    to_helper.write_all(b"list\n").unwrap();
+    let mut listed = Vec::new();
+    loop {
+        line.clear();
+        from_helper.read_line(&mut line).unwrap();
+        if line == "\n" || line.is_empty() {
+            break;
+        }
+        listed.push(line.trim_end().to_string());
+    }
+    drop(to_helper);
+    let out = helper.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(listed.len(), 5, "HEAD, main and three tags: {listed:?}");
+    assert_eq!(listed[0], "@refs/heads/main HEAD");
+    // The same commits as a clone finds.
+    t.ok(
+        ".",
+        &["clone", "-q", "--bare", "fdl::s3://early/lake/", "c.git"],
+    );
+    let main = t.ok("c.git", &["rev-parse", "main"]);
+    assert!(
+        listed.contains(&format!("{} refs/heads/main", main.trim())),
+        "{listed:?}"
+    );
+}

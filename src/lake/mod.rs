@@ -340,16 +340,26 @@ impl Lake {
         known: &HashMap<String, (String, VersionId)>,
     ) -> Result<RefsSeen, LakeError> {
         let (names, e_tags) = self.ref_names(known).await?;
-        let e_tags = &e_tags;
-        let reads = names.into_iter().map(|name| async move {
-            let listed = e_tags.get(&name);
-            if let Some((tag, v)) = known.get(&name).filter(|(t, _)| Some(t) == listed) {
-                let token = Token {
-                    e_tag: Some(tag.clone()),
-                    version: None,
-                };
-                return Ok(Some((name, v.clone(), token)));
+        // Refs unchanged since they were last read are taken as remembered, without a future
+        // each: a lake of a thousand tags mostly holds those.
+        let mut unchanged = Vec::with_capacity(names.len());
+        let mut to_read = Vec::new();
+        for name in names {
+            match known
+                .get(&name)
+                .filter(|(t, _)| Some(t) == e_tags.get(&name))
+            {
+                Some((tag, v)) => {
+                    let token = Token {
+                        e_tag: Some(tag.clone()),
+                        version: None,
+                    };
+                    unchanged.push((name, v.clone(), token));
+                }
+                None => to_read.push(name),
             }
+        }
+        let reads = to_read.into_iter().map(|name| async move {
             let got = self
                 .store
                 .get_versioned(&name, SMALL_FILE_LIMIT)
@@ -363,14 +373,14 @@ impl Lake {
             })?;
             Ok(Some((name, id, got.token)))
         });
-        let got: Vec<_> = futures::stream::iter(reads)
+        let read: Vec<_> = futures::stream::iter(reads)
             .buffer_unordered(self.store.concurrency())
             .try_filter_map(|x| async move { Ok(x) })
             .try_collect()
             .await?;
-        let mut refs = Vec::with_capacity(got.len());
-        let mut remember = HashMap::new();
-        for (name, v, token) in got {
+        let mut refs = Vec::with_capacity(unchanged.len() + read.len());
+        let mut remember = HashMap::with_capacity(refs.capacity());
+        for (name, v, token) in unchanged.into_iter().chain(read) {
             if let Some(tag) = &token.e_tag {
                 remember.insert(name.clone(), (tag.clone(), v.clone()));
             }

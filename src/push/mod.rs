@@ -197,31 +197,11 @@ pub async fn push(
     let (outcomes, prepared) = futures::join!(writes, async {
         refs_json::prepare(listing, planned_changes(&planned))
     });
-    let mut changed: Vec<(String, Option<VersionId>)> = Vec::new();
-    // Ref files as this push left them, with their ETags: the next listing need not read them.
-    let mut written: Vec<(String, String, VersionId)> = Vec::new();
-    let mut uncertain = false;
-    for ((update, p), outcome) in updates.iter().zip(&planned).zip(outcomes) {
-        let result = match (p, outcome) {
-            (Ok(p), Ok(done)) => {
-                if let Some(done) = done {
-                    changed.push((p.dst.clone(), p.action.target()));
-                    let e_tag = done.new_token.and_then(|t| t.e_tag);
-                    if let (Some(e_tag), Some(v)) = (e_tag, p.action.target()) {
-                        written.push((p.dst.clone(), e_tag, v));
-                    }
-                }
-                Ok(p.action.forced())
-            }
-            (_, Err(why)) => {
-                // An atomic push that failed may have written and undone refs meanwhile.
-                uncertain |= why.is_uncertain() || opts.atomic;
-                Err(why)
-            }
-            (Err(why), Ok(_)) => Err(why.clone()),
-        };
-        report.results.push((update.dst.clone(), result));
-    }
+    let Settled {
+        changed,
+        written,
+        uncertain,
+    } = settle(&mut report, updates, &planned, outcomes, opts.atomic);
     crate::testhook::stop_at(crate::testhook::Point::BeforeRefsJson);
     // The refs written are saved in the cache while refs.json is written.
     let saving = remote.remember_written_refs(written);
@@ -247,6 +227,52 @@ pub async fn push(
     report.refs_json_attempts = attempts;
     report.warnings.extend(warning);
     report
+}
+
+/// What the writes did, beyond each ref's result.
+struct Settled {
+    changed: Vec<(String, Option<VersionId>)>,
+    /// Ref files as this push left them, with their ETags: the next listing need not read them.
+    written: Vec<(String, String, VersionId)>,
+    /// Whether a ref may hold another value than its result says.
+    uncertain: bool,
+}
+
+/// Each ref's result from its plan and its write's outcome, into `report`.
+fn settle(
+    report: &mut PushReport,
+    updates: &[RefUpdate],
+    planned: &Plans,
+    outcomes: Vec<write::Written>,
+    atomic: bool,
+) -> Settled {
+    let mut settled = Settled {
+        changed: Vec::new(),
+        written: Vec::new(),
+        uncertain: false,
+    };
+    for ((update, p), outcome) in updates.iter().zip(planned).zip(outcomes) {
+        let result = match (p, outcome) {
+            (Ok(p), Ok(done)) => {
+                if let Some(done) = done {
+                    settled.changed.push((p.dst.clone(), p.action.target()));
+                    let e_tag = done.new_token.and_then(|t| t.e_tag);
+                    if let (Some(e_tag), Some(v)) = (e_tag, p.action.target()) {
+                        settled.written.push((p.dst.clone(), e_tag, v));
+                    }
+                }
+                Ok(p.action.forced())
+            }
+            (_, Err(why)) => {
+                // An atomic push that failed may have written and undone refs meanwhile.
+                settled.uncertain |= why.is_uncertain() || atomic;
+                Err(why)
+            }
+            (Err(why), Ok(_)) => Err(why.clone()),
+        };
+        report.results.push((update.dst.clone(), result));
+    }
+    settled
 }
 
 /// The refs the push changes if all its writes land, in the order their results come.

@@ -72,6 +72,13 @@ const ACCEPTORS: usize = 2500;
 
 /// Starts a server; objects are keyed `<bucket>/<key>`.
 pub fn start() -> S3Lite {
+    start_with(ACCEPTORS)
+}
+
+/// Starts a server that serves `acceptors` connections at once. Its threads live as long as
+/// the test process, and each costs memory maps (stack, guard pages, signal stack): a process
+/// holds about six servers of [`ACCEPTORS`]; a test that makes a few requests takes a small one.
+pub fn start_with(acceptors: usize) -> S3Lite {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     // Thousands of connections may come at once: a short queue would drop some for a second.
     unsafe { libc::listen(std::os::fd::AsRawFd::as_raw_fd(&listener), 4096) };
@@ -80,7 +87,7 @@ pub fn start() -> S3Lite {
     let state = Arc::new(State::default());
     // Threads wait for connections beforehand: spawning one per connection as thousands come
     // at once would make the last ones wait, and split a wave in two.
-    for _ in 0..ACCEPTORS {
+    for _ in 0..acceptors {
         let (s, l) = (state.clone(), listener.clone());
         std::thread::Builder::new()
             .stack_size(256 << 10)
