@@ -391,7 +391,10 @@ impl Opening {
         }
         let name = remote_name.to_string();
         Some(Opening(tokio::spawn(async move {
-            let prepared = tokio::task::spawn_blocking(move || store_and_hints(&name, &url));
+            let prepared = tokio::task::spawn_blocking(move || {
+                let repo = Repo::from_env().map_err(crate::remote::RemoteError::from)?;
+                store_and_hints(&name, &url, repo.as_ref())
+            });
             let (store, hints) = prepared
                 .await
                 .map_err(|e| Fatal::new(format!("cannot open the lake: {e}")))??;
@@ -408,11 +411,14 @@ impl Opening {
 
 /// The store a remote names, with its configuration, and where its ref listing splits (the
 /// names the last listing found).
-fn store_and_hints(remote_name: &str, url: &StoreUrl) -> Result<(Store, Vec<String>), Fatal> {
-    let repo = Repo::from_env().map_err(crate::remote::RemoteError::from)?;
-    let opts = config::store_options(repo.as_ref(), remote_name)?;
+fn store_and_hints(
+    remote_name: &str,
+    url: &StoreUrl,
+    repo: Option<&Repo>,
+) -> Result<(Store, Vec<String>), Fatal> {
+    let opts = config::store_options(repo, remote_name)?;
     let store = Store::open(url, &opts).map_err(|e| Fatal::cannot_open(url, &e))?;
-    let root = crate::cache::root_for(repo.as_ref().map(|r| r.git_dir()));
+    let root = crate::cache::root_for(repo.map(|r| r.git_dir()));
     let hints = root
         .map(|root| crate::cache::remembered_names(&root, &url.to_string()))
         .unwrap_or_default();
@@ -427,12 +433,13 @@ async fn open_remote(
     preload: bool,
     opening: Option<Opening>,
 ) -> Result<Remote, Fatal> {
+    let repo = Repo::from_env().map_err(crate::remote::RemoteError::from)?;
     // Git lists the refs first whatever it does: they are listed beside fdl.json, in ranges
     // split where the last listing's names say.
     let opening = match opening {
         Some(o) => o,
         None => {
-            let (store, hints) = store_and_hints(remote_name, url)?;
+            let (store, hints) = store_and_hints(remote_name, url, repo.as_ref())?;
             Opening(tokio::spawn(async move {
                 Ok(Lake::open_listing(store, &hints).await?)
             }))
@@ -440,7 +447,6 @@ async fn open_remote(
     };
     // Meanwhile, the cache of the lake last seen at this URL is opened from the file of refs
     // (kept if fdl.json names the same lake).
-    let repo = Repo::from_env().map_err(crate::remote::RemoteError::from)?;
     let url_text = url.to_string();
     let root = crate::cache::root_for(repo.as_ref().map(|r| r.git_dir()));
     let remembered = root
