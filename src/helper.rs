@@ -410,7 +410,7 @@ impl Opening {
 }
 
 /// The store a remote names, with its configuration, and where its ref listing splits (the
-/// names the last listing found).
+/// names the last listing found; none for a folder, which lists its refs in one walk).
 fn store_and_hints(
     remote_name: &str,
     url: &StoreUrl,
@@ -418,7 +418,7 @@ fn store_and_hints(
 ) -> Result<(Store, Vec<String>), Fatal> {
     let opts = config::store_options(repo, remote_name)?;
     let store = Store::open(url, &opts).map_err(|e| Fatal::cannot_open(url, &e))?;
-    let root = crate::cache::root_for(repo.map(|r| r.git_dir()));
+    let root = crate::cache::root_for(repo.map(|r| r.git_dir())).filter(|_| !store.is_local());
     let hints = root
         .map(|root| crate::cache::remembered_names(&root, &url.to_string()))
         .unwrap_or_default();
