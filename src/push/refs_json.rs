@@ -26,9 +26,8 @@ struct State {
 /// those refs.
 pub(super) struct Prepared {
     changes: Vec<(String, Option<VersionId>)>,
-    /// Whether the listing's refs.json covers every ref write before the listing.
-    covers: bool,
-    /// What the first attempt writes, when `covers`.
+    /// What the first attempt writes; `None` when the listing's refs.json may miss a ref write
+    /// that finished before the listing (then refs.json and the refs are read again first).
     wanted: Option<Bytes>,
 }
 
@@ -44,11 +43,7 @@ pub(super) fn prepare(
     // write that finished before the listing only if the two agree.
     let covers = listing.refs_json_first || agrees(current, listing);
     let wanted = covers.then(|| render(current, listed_plus_changes(listing, &changes)));
-    Some(Prepared {
-        changes,
-        covers,
-        wanted,
-    })
+    Some(Prepared { changes, wanted })
 }
 
 /// Rewrites `refs.json`. The first attempt uses the refs Git listed (read after `refs.json`'s
@@ -74,8 +69,8 @@ pub(super) async fn update(
             None => return (0, None),
         },
     };
-    let mut first = match (uncertain, prepared.covers, prepared.wanted) {
-        (false, true, Some(wanted)) => Some((
+    let mut first = match (uncertain, prepared.wanted) {
+        (false, Some(wanted)) => Some((
             snapshot
                 .as_ref()
                 .map(|v| (v.bytes.clone(), v.token.clone())),
