@@ -642,7 +642,7 @@ impl Lake {
         let start = after.map(|a| format!("versions/{a}"));
         let first = self
             .store
-            .list_range("versions/", start.as_deref(), None, Some(LIST_PAGE))
+            .list_range("versions/", start.as_deref(), None, Some(LIST_PAGE), None)
             .await
             .map_err(|e| self.store_err(e))?;
         let mut found = VersionFiles::default();
@@ -676,7 +676,7 @@ impl Lake {
             let (after, until) = (w[0].clone(), w[1].clone());
             async move {
                 self.store
-                    .list_range("versions/", after.as_deref(), until.as_deref(), None)
+                    .list_range("versions/", after.as_deref(), until.as_deref(), None, None)
                     .await
             }
         });
@@ -796,7 +796,10 @@ async fn list_ref_folders(store: &Store, sorted: &[String]) -> Result<Listed, St
             .filter(|n| n.starts_with(prefix))
             .map(|n| n.as_str())
             .collect();
-        list_split(store, prefix, even_splits(&names))
+        let splits = even_splits(&names);
+        // Each range holds about as many names as when they were last listed.
+        let expected = names.len() / (splits.len() + 1);
+        list_split(store, prefix, splits, expected)
     };
     let (heads, tags) = futures::join!(listing("refs/heads/"), listing("refs/tags/"));
     let (mut listed, tags) = (heads?, tags?);
@@ -815,8 +818,14 @@ fn even_splits<'a>(names: &[&'a str]) -> Vec<&'a str> {
         .collect()
 }
 
-/// Lists `prefix` in ranges split at `splits` (sorted paths; each ends a range), side by side.
-async fn list_split(store: &Store, prefix: &str, splits: Vec<&str>) -> Result<Listed, StoreError> {
+/// Lists `prefix` in ranges split at `splits` (sorted paths; each ends a range), side by side,
+/// each expected to hold about `expected` paths.
+async fn list_split(
+    store: &Store,
+    prefix: &str,
+    splits: Vec<&str>,
+    expected: usize,
+) -> Result<Listed, StoreError> {
     let mut bounds: Vec<Option<&str>> = vec![None];
     bounds.extend(splits.into_iter().map(Some));
     bounds.push(None);
@@ -826,7 +835,13 @@ async fn list_split(store: &Store, prefix: &str, splits: Vec<&str>) -> Result<Li
         let (after, until) = (w[0].map(str::to_string), w[1].map(str::to_string));
         let range = async move {
             store
-                .list_range(&prefix, after.as_deref(), until.as_deref(), None)
+                .list_range(
+                    &prefix,
+                    after.as_deref(),
+                    until.as_deref(),
+                    None,
+                    Some(expected),
+                )
                 .await
         };
         async move {

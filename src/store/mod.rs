@@ -9,6 +9,7 @@ mod diagnose;
 pub mod local;
 pub mod local_write;
 mod lock;
+mod pages;
 pub mod throttle;
 pub mod url;
 
@@ -145,12 +146,22 @@ pub struct Store {
     backend: Backend,
     /// How a cloud store deletes on condition.
     deleter: Option<delete::Deleter>,
+    /// How a cloud store lists a bounded range in pages of about its size.
+    pages: Option<pages::Pages>,
     url: StoreUrl,
     pub stats: Arc<Stats>,
     trace: bool,
     budget: Budget,
     concurrency: usize,
     gate: Arc<throttle::Gate>,
+}
+
+/// A range of a listing: see [`Store::list_range`].
+struct Range<'a> {
+    after: Option<&'a str>,
+    until: Option<&'a str>,
+    max: Option<usize>,
+    expected: Option<usize>,
 }
 
 /// The store option (`remote.<name>.fdlConcurrency` in Git's configuration) that sets how many
@@ -219,16 +230,17 @@ impl Store {
             .cloned()
             .partition(|(k, _)| k == CONCURRENCY_OPTION);
         let concurrency = concurrency_of(url, &own)?;
-        let (backend, deleter) = match url {
-            StoreUrl::Local(path) => (Backend::Local(LocalDir::open(path)?), None),
+        let (backend, deleter, pages) = match url {
+            StoreUrl::Local(path) => (Backend::Local(LocalDir::open(path)?), None, None),
             _ => {
-                let (store, prefix, deleter) = url::build_remote(url, &options)?;
-                (Backend::Remote(store, prefix), deleter)
+                let (store, prefix, deleter, pages) = url::build_remote(url, &options)?;
+                (Backend::Remote(store, prefix), deleter, pages)
             }
         };
         Ok(Store {
             backend,
             deleter,
+            pages,
             url: url.clone(),
             stats: Arc::new(Stats::default()),
             trace: crate::trace::enabled(),
@@ -410,19 +422,22 @@ impl Store {
     /// Every file below the folder `prefix` (ending in `/`), relative to the root, and the
     /// entries a local folder passed over (FIFOs, symlinks leading out, names not UTF-8).
     pub async fn list(&self, prefix: &str) -> Result<Listed, StoreError> {
-        self.list_range(prefix, None, None, None).await
+        self.list_range(prefix, None, None, None, None).await
     }
 
     /// The files below `prefix` whose paths are after `after` and up to `until` included
     /// (relative paths, compared as strings), in order, at most `max` of them (then `more` is set: the
     /// rest is to be listed after the last one). A cloud store lists a page of 1000 files a
-    /// request, so ranges listed side by side cost one round trip for many pages.
+    /// request, so ranges listed side by side cost one round trip for many pages. `expected`:
+    /// about how many files the range holds, so that a cloud store is asked for a little more
+    /// than that a request rather than for a page going past `until`.
     pub async fn list_range(
         &self,
         prefix: &str,
         after: Option<&str>,
         until: Option<&str>,
         max: Option<usize>,
+        expected: Option<usize>,
     ) -> Result<Listed, StoreError> {
         check_rel(prefix)?;
         let in_range = |f: &str| after.is_none_or(|a| f > a) && until.is_none_or(|u| f <= u);
@@ -438,8 +453,13 @@ impl Store {
                 listed
             }
             Backend::Remote(store, root) => {
-                self.list_remote(store, root, prefix, after, until, max)
-                    .await?
+                let range = Range {
+                    after,
+                    until,
+                    max,
+                    expected,
+                };
+                self.list_remote(store, root, prefix, range).await?
             }
         };
         self.log(format_args!(
@@ -455,14 +475,33 @@ impl Store {
         store: &Arc<dyn ObjectStore>,
         root: &StorePath,
         prefix: &str,
-        after: Option<&str>,
-        until: Option<&str>,
-        max: Option<usize>,
+        range: Range<'_>,
     ) -> Result<Listed, StoreError> {
+        let Range {
+            after,
+            until,
+            max,
+            expected,
+        } = range;
         let path = Self::remote_path(root, prefix)?;
-        let mut listing = match after {
-            Some(a) => store.list_with_offset(Some(&path), &Self::remote_path(root, a)?),
-            None => store.list(Some(&path)),
+        let offset = after.map(|a| Self::remote_path(root, a)).transpose()?;
+        // A range that ends before the listing does, of about known size: pages of a quarter
+        // more than that (a page of the store's size would mostly be past its end).
+        let page = expected
+            .filter(|_| until.is_some())
+            .map(|e| (e + e / 4 + 16).min(LIST_PAGE as usize));
+        let requests = Arc::new(AtomicU64::new(0));
+        let mut listing = match (page, &self.pages) {
+            (Some(page), Some(pages)) => pages.list(
+                format!("{path}/"),
+                offset.map(|o| o.to_string()),
+                page,
+                requests.clone(),
+            ),
+            _ => match &offset {
+                Some(o) => store.list_with_offset(Some(&path), o),
+                None => store.list(Some(&path)),
+            },
         };
         let mut out = Listed::default();
         let mut seen = 0u64;
@@ -495,9 +534,11 @@ impl Store {
                 break;
             }
         }
-        self.stats
-            .list
-            .fetch_add(seen.div_ceil(LIST_PAGE).max(1), Ordering::Relaxed);
+        let pages = match requests.load(Ordering::Relaxed) {
+            0 => seen.div_ceil(LIST_PAGE).max(1),
+            paged => paged,
+        };
+        self.stats.list.fetch_add(pages, Ordering::Relaxed);
         Ok(out)
     }
 

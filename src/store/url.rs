@@ -10,6 +10,7 @@ use object_store::{ClientConfigKey, ObjectStore};
 use url::Url;
 
 use super::delete::Deleter;
+use super::pages::Pages;
 use super::StoreError;
 use crate::redact::redact;
 
@@ -76,8 +77,14 @@ impl fmt::Display for StoreUrl {
     }
 }
 
-/// A built store, the lake's root inside it, and its conditional deletes.
-pub(super) type Remote = (Arc<dyn ObjectStore>, StorePath, Option<Deleter>);
+/// A built store, the lake's root inside it, its conditional deletes, and its listing in pages
+/// of a chosen size (none over plain HTTP, which cannot list).
+pub(super) type Remote = (
+    Arc<dyn ObjectStore>,
+    StorePath,
+    Option<Deleter>,
+    Option<Pages>,
+);
 
 /// Builds a cloud or HTTP store, the path of the lake's root inside it, and how it deletes on
 /// condition (not over plain HTTP).
@@ -87,7 +94,7 @@ pub(super) fn build_remote(
 ) -> Result<Remote, StoreError> {
     check_setup(url, options)?;
     let options = with_defaults(url, options);
-    let ((store, deleter), u) = match url {
+    let ((store, deleter, pages), u) = match url {
         StoreUrl::S3(u) => (build_s3(url, u, &options)?, u),
         StoreUrl::Gcs(u) => (build_gcs(url, u, &options)?, u),
         StoreUrl::Azure(u) => (build_azure(url, u, &options)?, u),
@@ -98,11 +105,11 @@ pub(super) fn build_remote(
     // way the lake's root is the URL's path.
     let prefix = StorePath::from_url_path(u.path())
         .map_err(|e| StoreError::Config(format!("bad path in {url}: {e}")))?;
-    Ok((store, prefix, deleter))
+    Ok((store, prefix, deleter, pages))
 }
 
-/// A store and how it deletes on condition.
-type Built = (Arc<dyn ObjectStore>, Option<Deleter>);
+/// A store, how it deletes on condition, and how it lists in pages of a chosen size.
+type Built = (Arc<dyn ObjectStore>, Option<Deleter>, Option<Pages>);
 
 /// The user's options after the helper's defaults: bounded waits, so a stalled server cannot
 /// hang the helper (options may override them), and `allow_http` for an `http://` lake.
@@ -174,7 +181,8 @@ fn build_s3(url: &StoreUrl, u: &Url, options: &[(String, String)]) -> Result<Bui
     let s3 = Arc::new(b.build().map_err(config_err)?);
     let client = super::delete::LazyClient::new("AWS_", &with_plain_http(options, plain));
     let signer = (!unsigned).then(|| s3.clone() as Arc<dyn object_store::signer::Signer>);
-    Ok((s3.clone(), Some(Deleter::S3(signer, client))))
+    let pages = Pages(s3.clone());
+    Ok((s3, Some(Deleter::S3(signer, client)), Some(pages)))
 }
 
 /// A client for an `http://` endpoint never verifies a certificate: it need not read the
@@ -270,13 +278,13 @@ fn build_gcs(url: &StoreUrl, u: &Url, options: &[(String, String)]) -> Result<Bu
         gcs_base_url(&b).trim_end_matches('/'),
         u.host_str().unwrap_or_default()
     );
-    let gcs = b.build().map_err(config_err)?;
+    let gcs = Arc::new(b.build().map_err(config_err)?);
     let deleter = Deleter::Gcs {
         bucket_url,
         credentials: gcs.credentials().clone(),
         client: super::delete::LazyClient::new("GOOGLE_", options),
     };
-    Ok((Arc::new(gcs), Some(deleter)))
+    Ok((gcs.clone(), Some(deleter), Some(Pages(gcs))))
 }
 
 fn build_azure(url: &StoreUrl, u: &Url, options: &[(String, String)]) -> Result<Built, StoreError> {
@@ -288,14 +296,14 @@ fn build_azure(url: &StoreUrl, u: &Url, options: &[(String, String)]) -> Result<
         b = b.with_config(config_key(url, k)?, v);
     }
     let container_url = azure_container_url(&b, u);
-    let azure = b.build().map_err(config_err)?;
+    let azure = Arc::new(b.build().map_err(config_err)?);
     let deleter = container_url.map(|(container_url, account)| Deleter::Azure {
         container_url,
         account,
         credentials: azure.credentials().clone(),
         client: super::delete::LazyClient::new("AZURE_", options),
     });
-    Ok((Arc::new(azure), deleter))
+    Ok((azure.clone(), deleter, Some(Pages(azure))))
 }
 
 fn build_http(url: &StoreUrl, u: &Url, options: &[(String, String)]) -> Result<Built, StoreError> {
@@ -310,7 +318,7 @@ fn build_http(url: &StoreUrl, u: &Url, options: &[(String, String)]) -> Result<B
         b = b.with_config(NO_SYSTEM_CERTIFICATES, "true");
     }
     let http = b.build().map_err(|e| build_error(options, &e))?;
-    Ok((Arc::new(http), None))
+    Ok((Arc::new(http), None, None))
 }
 
 /// The container's URL and the account, as object_store will address them: the emulator's
