@@ -25,9 +25,18 @@ pub fn run(remote_name: &str, url: Option<&str>) -> Result<(), Fatal> {
         .map_err(|e| Fatal::new(format!("cannot start: {e}")))?;
     let stdin = std::io::stdin();
     let mut session = Session::new(remote_name, url.unwrap_or(remote_name), std::io::stdout());
-    runtime
-        .block_on(session.serve(stdin.lock()))
-        .map_err(|f| name_the_remote(f, remote_name))
+    let served = runtime.block_on(session.serve(stdin.lock()));
+    // Git waits for the helper to exit. What is left on a cloud store's runtime once the
+    // session is over only reads (a cache file being preloaded, idle connections): it is not
+    // waited for. A folder's writes run on blocking threads, and those are.
+    let cloud = session
+        .store_url()
+        .is_ok_and(|u| !matches!(u, StoreUrl::Local(_)));
+    drop(session);
+    if cloud {
+        runtime.shutdown_background();
+    }
+    served.map_err(|f| name_the_remote(f, remote_name))
 }
 
 /// Hints name configuration keys as `remote.<remote>.<key>`: with a configured remote, its name.
@@ -384,20 +393,17 @@ struct Opening(tokio::task::JoinHandle<Result<Lake, Fatal>>);
 
 impl Opening {
     /// Starts opening the lake at `url` (a cloud store: a folder answers at once, and a
-    /// relative one is first recorded absolute), on a worker: the protocol loop reads Git.
+    /// relative one is first recorded absolute). The store is made here, on the thread that
+    /// then reads Git (a few files read, no request), and the first round trip on a worker.
     fn start(remote_name: &str, url: StoreUrl) -> Option<Opening> {
         if matches!(url, StoreUrl::Local(_)) {
             return None;
         }
-        let name = remote_name.to_string();
+        let prepared = Repo::from_env()
+            .map_err(|e| Fatal::from(crate::remote::RemoteError::from(e)))
+            .and_then(|repo| store_and_hints(remote_name, &url, repo.as_ref()));
         Some(Opening(tokio::spawn(async move {
-            let prepared = tokio::task::spawn_blocking(move || {
-                let repo = Repo::from_env().map_err(crate::remote::RemoteError::from)?;
-                store_and_hints(&name, &url, repo.as_ref())
-            });
-            let (store, hints) = prepared
-                .await
-                .map_err(|e| Fatal::new(format!("cannot open the lake: {e}")))??;
+            let (store, hints) = prepared?;
             Ok(Lake::open_listing(store, &hints).await?)
         })))
     }
