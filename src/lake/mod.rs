@@ -359,19 +359,20 @@ impl Lake {
                 None => to_read.push(name),
             }
         }
-        let reads = to_read.into_iter().map(|name| async move {
-            let got = self
-                .store
-                .get_versioned(&name, SMALL_FILE_LIMIT)
-                .await
-                .map_err(|e| self.store_err(e))?;
-            let Some(got) = got else { return Ok(None) };
-            let id = files::parse_ref_value(&got.bytes).map_err(|why| LakeError::BadRef {
-                lake: self.name(),
-                name: name.clone(),
-                why,
-            })?;
-            Ok(Some((name, id, got.token)))
+        // Each read is a task of its own: a thousand answers are handled on every worker, not
+        // all on the one running this listing.
+        let reads = to_read.into_iter().map(|name| {
+            let lake = self.clone();
+            let path = name.clone();
+            let read = tokio::spawn(async move { lake.read_ref_file(name).await });
+            async move {
+                read.await.unwrap_or_else(|e| {
+                    Err(self.store_err(StoreError::Failed {
+                        path,
+                        message: format!("read stopped: {e}"),
+                    }))
+                })
+            }
         });
         let read: Vec<_> = futures::stream::iter(reads)
             .buffer_unordered(self.store.concurrency())
@@ -388,6 +389,25 @@ impl Lake {
         }
         refs.sort_by(|a, b| a.0.cmp(&b.0));
         Ok((refs, remember))
+    }
+
+    /// One ref file's version and token; `None` if it is gone.
+    async fn read_ref_file(
+        &self,
+        name: String,
+    ) -> Result<Option<(String, VersionId, Token)>, LakeError> {
+        let got = self
+            .store
+            .get_versioned(&name, SMALL_FILE_LIMIT)
+            .await
+            .map_err(|e| self.store_err(e))?;
+        let Some(got) = got else { return Ok(None) };
+        let id = files::parse_ref_value(&got.bytes).map_err(|why| LakeError::BadRef {
+            lake: self.name(),
+            name: name.clone(),
+            why,
+        })?;
+        Ok(Some((name, id, got.token)))
     }
 
     /// The names of the ref files under `refs/heads/` and `refs/tags/`, with their ETags;
