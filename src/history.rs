@@ -34,6 +34,12 @@ pub struct Resolved {
     pub built: HashMap<VersionId, Built>,
 }
 
+/// A listing of every version, started before the tips were read ([`Remote::list`]).
+///
+/// [`Remote::list`]: crate::remote::Remote::list
+pub type ListingUnderWay =
+    tokio::task::JoinHandle<Result<Vec<(VersionId, Option<bool>)>, LakeError>>;
+
 /// Reads what is missing and computes commit IDs for `tips` and everything they reach.
 /// `known` holds commit IDs from the cache; `tips` name who points at each tip (for errors).
 pub async fn resolve(
@@ -42,6 +48,22 @@ pub async fn resolve(
     known: &HashMap<VersionId, ObjectId>,
     progress: &dyn Progress,
 ) -> Result<Resolved, LakeError> {
+    resolve_listed(reading, tips, known, progress, None).await
+}
+
+/// [`resolve`], with a listing of every version already under way (used if nothing is known).
+pub async fn resolve_listed(
+    reading: &Reading,
+    tips: &[(VersionId, String)],
+    known: &HashMap<VersionId, ObjectId>,
+    progress: &dyn Progress,
+    listing: Option<ListingUnderWay>,
+) -> Result<Resolved, LakeError> {
+    // Every tip known (a push's listing, a no-op fetch): nothing to read or build.
+    if tips.iter().all(|(v, _)| known.contains_key(v)) {
+        listing.inspect(|l| l.abort());
+        return Ok(Resolved::default());
+    }
     let newest_known = known.keys().max();
     let walk = Walk {
         reading,
@@ -50,7 +72,7 @@ pub async fn resolve(
         newest_known,
         progress,
     };
-    let read = walk.read(tips).await?;
+    let read = walk.read_listed(tips, listing).await?;
     compute_commits(reading, tips, known, read.data, &read.named_by)
 }
 
@@ -95,6 +117,23 @@ struct State {
 impl Walk<'_> {
     /// Reads every version the tips reach that is neither stopped at nor walked before.
     pub async fn read(&self, tips: &[(VersionId, String)]) -> Result<WalkRead, LakeError> {
+        self.read_listed(tips, None).await
+    }
+
+    /// [`Walk::read`], with a listing of every version under way: taken if the walk lists
+    /// everything, stopped otherwise.
+    async fn read_listed(
+        &self,
+        tips: &[(VersionId, String)],
+        under_way: Option<ListingUnderWay>,
+    ) -> Result<WalkRead, LakeError> {
+        let under_way = match self.newest_known {
+            None => under_way,
+            Some(_) => under_way.and_then(|l| {
+                l.abort();
+                None
+            }),
+        };
         let mut st = State {
             data: HashMap::new(),
             named_by: HashMap::new(),
@@ -116,6 +155,16 @@ impl Walk<'_> {
                 let batch = with_datasets(std::mem::take(&mut frontier));
                 let (listed, ()) = futures::join!(listing, self.read_batch(&mut st, batch, false));
                 listed?
+            } else if let Some(under_way) = under_way {
+                under_way.await.unwrap_or_else(|e| {
+                    Err(LakeError::Store {
+                        lake: self.reading.lake.name(),
+                        source: crate::store::StoreError::Failed {
+                            path: "versions/".to_string(),
+                            message: format!("listing stopped: {e}"),
+                        },
+                    })
+                })?
             } else {
                 listing.await?
             };
@@ -123,15 +172,23 @@ impl Walk<'_> {
             // with it. A listing of everything reads records first, datasets of what the
             // tips reach after.
             let with_datasets = self.newest_known.is_some();
-            self.read_listed(&mut st, listed, with_datasets).await;
+            self.read_found(&mut st, listed, with_datasets).await;
+            // A tip the listing did not show (written after it) is read as a generation.
+            let unlisted: Vec<VersionId> = std::mem::take(&mut frontier)
+                .into_iter()
+                .filter(|v| !st.data.contains_key(v))
+                .collect();
             frontier = self.next_frontier(&mut st);
+            frontier.extend(unlisted);
+            frontier.sort();
+            frontier.dedup();
         }
         let mut rounds = 0;
         while !frontier.is_empty() {
             if rounds == WALK_ROUNDS && !listed_all && self.reading.lake.store.can_list() {
                 listed_all = true;
                 let listed = self.reading.lake.list_versions(None, newest).await?;
-                self.read_listed(&mut st, listed, false).await;
+                self.read_found(&mut st, listed, false).await;
                 frontier = self.next_frontier(&mut st);
             }
             let batch = with_datasets(std::mem::take(&mut frontier));
@@ -151,7 +208,7 @@ impl Walk<'_> {
 
     /// Reads the listed versions not read, walked or stopped at; with `with_datasets`, each
     /// with its `dataset.json` unless the listing showed it has none.
-    async fn read_listed(
+    async fn read_found(
         &self,
         st: &mut State,
         listed: Vec<(VersionId, Option<bool>)>,

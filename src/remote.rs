@@ -407,6 +407,7 @@ impl Remote {
         progress: &dyn Progress,
         for_push: bool,
     ) -> Result<Listing, RemoteError> {
+        let listing = self.list_everything_early(for_push);
         let (head, refs, tokens, (refs_json, refs_json_first)) = self.read_refs(for_push).await?;
         if !refs.iter().any(|(n, _)| *n == head) && !refs.is_empty() {
             self.lake_warn(format!(
@@ -435,7 +436,7 @@ impl Remote {
             Some(c) => &c.entries,
             None => &empty,
         };
-        let resolved = history::resolve(&reading, &tips, known, progress).await;
+        let resolved = history::resolve_listed(&reading, &tips, known, progress, listing).await;
         let tips_known: Vec<(VersionId, ObjectId)> = tips
             .iter()
             .filter_map(|(v, _)| Some((v.clone(), *known.get(v)?)))
@@ -465,6 +466,25 @@ impl Remote {
             refs_json,
             refs_json_first,
         })
+    }
+
+    /// Where nothing is known of the lake (a clone), every version will be listed: the
+    /// listing starts now, while the ref files are read, split up to the newest version
+    /// `refs.json` names (a guess; without one, it waits for the tips).
+    fn list_everything_early(&self, for_push: bool) -> Option<history::ListingUnderWay> {
+        let store = &self.lake.store;
+        let knows_nothing = self
+            .cache
+            .as_ref()
+            .is_none_or(|c| c.refs.is_empty() && c.tips.is_empty());
+        if for_push || !knows_nothing || !store.can_list() || store.is_local() {
+            return None;
+        }
+        let newest = self.lake.newest_in_refs_json()?;
+        let lake = self.lake.clone();
+        Some(tokio::spawn(async move {
+            lake.list_versions(None, Some(&newest)).await
+        }))
     }
 
     fn lake_warn(&self, msg: String) {

@@ -254,6 +254,42 @@ fn a_push_racing_another_between_its_listing_and_refs_json_keeps_the_other_ref()
     assert!(refs.contains_key("refs/tags/mine"), "{refs:?}");
 }
 
+#[test]
+fn a_clone_racing_a_writer_between_its_listing_and_the_ref_reads_reads_the_new_tip() {
+    // A clone lists every version while it reads the ref files; a writer adds version 51
+    // and moves `main` to it in between: the listing misses the tip, which is read anyway.
+    let server = s3lite::start_with(64);
+    let lake = chain(50, 3);
+    server.put_files("early", "lake/", &lake.files);
+    let mut grown = lake.clone();
+    grown.chain(51, 51);
+    let added: Vec<(String, Vec<u8>)> = grown
+        .files
+        .iter()
+        .filter(|(k, _)| k.contains(&crate::support::vid(51)))
+        .map(|(k, v)| (format!("early/lake/{k}"), v.clone()))
+        .collect();
+    assert!(!added.is_empty());
+    let v51 = crate::support::vid(51);
+    server.before_next_get("early", "lake/refs/heads/main", move |objects| {
+        for (k, v) in added {
+            objects.insert(k, std::sync::Arc::new(v));
+        }
+        objects.insert(
+            "early/lake/refs/heads/main".into(),
+            std::sync::Arc::new(format!("{v51}\n").into_bytes()),
+        );
+    });
+    let t = env(&server);
+    t.ok(
+        ".",
+        &["clone", "-q", "--bare", "fdl::s3://early/lake/", "c.git"],
+    );
+    let log = t.ok("c.git", &["log", "--format=%s", "main"]);
+    assert_eq!(log.lines().count(), 51, "{log}");
+    assert_eq!(log.lines().next(), Some("Load batch 51"), "{log}");
+}
+
 /// The map of refs in a `refs.json`: under `"refs"`, or the whole object.
 fn refs_of(v: &mut serde_json::Value) -> &mut serde_json::Map<String, serde_json::Value> {
     let v = match v.get("refs").is_some() {

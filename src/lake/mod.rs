@@ -521,6 +521,19 @@ impl Lake {
         ahead.ref_listing.is_some()
     }
 
+    /// The newest version `refs.json` (as read with `fdl.json`) names: a guess at the newest
+    /// tip before the ref files are read, for splitting a listing of `versions/`.
+    pub fn newest_in_refs_json(&self) -> Option<VersionId> {
+        let ahead = self.read_ahead.lock().expect("read-ahead lock");
+        let Some(Ok(Some(raw))) = &ahead.refs_json else {
+            return None;
+        };
+        let refs = files::parse_refs_json(&raw.bytes).ok()?;
+        refs.iter()
+            .filter_map(|(_, v)| VersionId::parse(v).ok())
+            .max()
+    }
+
     /// Lets go of `refs.json` read with `fdl.json`, when no push will use it.
     pub fn forget_read_ahead(&self) {
         self.read_ahead.lock().expect("read-ahead lock").refs_json = None;
