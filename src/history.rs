@@ -156,15 +156,7 @@ impl Walk<'_> {
                 let (listed, ()) = futures::join!(listing, self.read_batch(&mut st, batch, false));
                 listed?
             } else if let Some(under_way) = under_way {
-                under_way.await.unwrap_or_else(|e| {
-                    Err(LakeError::Store {
-                        lake: self.reading.lake.name(),
-                        source: crate::store::StoreError::Failed {
-                            path: "versions/".to_string(),
-                            message: format!("listing stopped: {e}"),
-                        },
-                    })
-                })?
+                self.taken(under_way).await?
             } else {
                 listing.await?
             };
@@ -203,6 +195,22 @@ impl Walk<'_> {
         Ok(WalkRead {
             data: st.data,
             named_by: st.named_by,
+        })
+    }
+
+    /// The versions a listing under way finds.
+    async fn taken(
+        &self,
+        under_way: ListingUnderWay,
+    ) -> Result<Vec<(VersionId, Option<bool>)>, LakeError> {
+        under_way.await.unwrap_or_else(|e| {
+            Err(LakeError::Store {
+                lake: self.reading.lake.name(),
+                source: crate::store::StoreError::Failed {
+                    path: "versions/".to_string(),
+                    message: format!("listing stopped: {e}"),
+                },
+            })
         })
     }
 
