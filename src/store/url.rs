@@ -181,8 +181,11 @@ fn build_s3(url: &StoreUrl, u: &Url, options: &[(String, String)]) -> Result<Bui
     let s3 = Arc::new(b.build().map_err(config_err)?);
     let client = super::delete::LazyClient::new("AWS_", &with_plain_http(options, plain));
     let signer = (!unsigned).then(|| s3.clone() as Arc<dyn object_store::signer::Signer>);
-    let pages = Pages(s3.clone());
-    Ok((s3, Some(Deleter::S3(signer, client)), Some(pages)))
+    // S3 Express directory buckets take no start-after: object_store lists those from the
+    // start, and so do pages here, by not being used.
+    let express = u.host_str().is_some_and(|b| b.ends_with("--x-s3"));
+    let pages = (!express).then(|| Pages(s3.clone()));
+    Ok((s3, Some(Deleter::S3(signer, client)), pages))
 }
 
 /// A client for an `http://` endpoint never verifies a certificate: it need not read the
