@@ -34,11 +34,20 @@ pub struct Resolved {
     pub built: HashMap<VersionId, Built>,
 }
 
-/// A listing of every version, started before the tips were read ([`Remote::list`]).
+/// A listing of every version, started before the tips were read ([`Remote::list`]), and
+/// stopped if it is dropped untaken.
 ///
 /// [`Remote::list`]: crate::remote::Remote::list
-pub type ListingUnderWay =
-    tokio::task::JoinHandle<Result<Vec<(VersionId, Option<bool>)>, LakeError>>;
+pub struct ListingUnderWay(pub tokio::task::JoinHandle<Result<Listed, LakeError>>);
+
+/// The versions a listing found, each with whether it has a `dataset.json`.
+pub type Listed = Vec<(VersionId, Option<bool>)>;
+
+impl Drop for ListingUnderWay {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
 
 /// Reads what is missing and computes commit IDs for `tips` and everything they reach.
 /// `known` holds commit IDs from the cache; `tips` name who points at each tip (for errors).
@@ -61,7 +70,6 @@ pub async fn resolve_listed(
 ) -> Result<Resolved, LakeError> {
     // Every tip known (a push's listing, a no-op fetch): nothing to read or build.
     if tips.iter().all(|(v, _)| known.contains_key(v)) {
-        listing.inspect(|l| l.abort());
         return Ok(Resolved::default());
     }
     let newest_known = known.keys().max();
@@ -127,13 +135,7 @@ impl Walk<'_> {
         tips: &[(VersionId, String)],
         under_way: Option<ListingUnderWay>,
     ) -> Result<WalkRead, LakeError> {
-        let under_way = match self.newest_known {
-            None => under_way,
-            Some(_) => under_way.and_then(|l| {
-                l.abort();
-                None
-            }),
-        };
+        let under_way = under_way.filter(|_| self.newest_known.is_none());
         let mut st = State {
             data: HashMap::new(),
             named_by: HashMap::new(),
@@ -199,11 +201,8 @@ impl Walk<'_> {
     }
 
     /// The versions a listing under way finds.
-    async fn taken(
-        &self,
-        under_way: ListingUnderWay,
-    ) -> Result<Vec<(VersionId, Option<bool>)>, LakeError> {
-        under_way.await.unwrap_or_else(|e| {
+    async fn taken(&self, mut under_way: ListingUnderWay) -> Result<Listed, LakeError> {
+        (&mut under_way.0).await.unwrap_or_else(|e| {
             Err(LakeError::Store {
                 lake: self.reading.lake.name(),
                 source: crate::store::StoreError::Failed {

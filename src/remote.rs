@@ -482,9 +482,9 @@ impl Remote {
         }
         let newest = self.lake.newest_in_refs_json()?;
         let lake = self.lake.clone();
-        Some(tokio::spawn(async move {
+        Some(history::ListingUnderWay(tokio::spawn(async move {
             lake.list_versions(None, Some(&newest)).await
-        }))
+        })))
     }
 
     fn lake_warn(&self, msg: String) {
