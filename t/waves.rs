@@ -214,7 +214,8 @@ fn a_tag_push_takes_three_waves() {
 /// (which would put the other push's ref back where it was).
 #[test]
 fn a_push_racing_another_between_its_listing_and_refs_json_keeps_the_other_ref() {
-    let server = s3lite::start();
+    // A lake of 50 versions: a small server (see `s3lite::start_with`).
+    let server = s3lite::start_with(64);
     let lake = chain(50, 5);
     server.put_files("race", "lake/", &lake.files);
     let t = env(&server);
@@ -252,6 +253,25 @@ fn a_push_racing_another_between_its_listing_and_refs_json_keeps_the_other_ref()
         "the other push's branch is kept: {refs:?}"
     );
     assert!(refs.contains_key("refs/tags/mine"), "{refs:?}");
+}
+
+#[test]
+fn a_cold_clone_lists_every_version_while_it_reads_a_thousand_ref_files() {
+    // Listed after the ref files were read, the first page of versions/ took a wave of its
+    // own between the refs' wave and its ranges'; it now shares the refs' wave. Up to 1,024
+    // requests at once: a server of a little more (see `s3lite::start_with`).
+    let server = s3lite::start_with(1_100);
+    server.put_files("many-refs", "lake/", &chain(VERSIONS, 1_000).files);
+    let t = env(&server);
+    t.ok(".", &["init", "-q", "--bare", "c.git"]);
+    t.ok(
+        "c.git",
+        &["remote", "add", "origin", "fdl::s3://many-refs/lake/"],
+    );
+    configure(&t, "c.git");
+    let cold = waves(&server, &t, "c.git", &["fetch", "-q", "origin"]);
+    eprintln!("cold clone, 1,000 tags: {cold:?}");
+    assert!(cold.waves <= 7, "cold clone: {cold:?}");
 }
 
 #[test]
