@@ -54,7 +54,10 @@ fn listing_waves(c: &Counts) -> u64 {
     w.len() as u64
 }
 
-fn configure(t: &TestEnv, repo: &str) {
+/// A bare repository `repo` whose `origin` is `url`, 1,024 requests in flight.
+fn repo_with_origin(t: &TestEnv, repo: &str, url: &str) {
+    t.ok(".", &["init", "-q", "--bare", repo]);
+    t.ok(repo, &["remote", "add", "origin", url]);
     t.ok(repo, &["config", "remote.origin.fdlConcurrency", "1024"]);
 }
 
@@ -64,9 +67,7 @@ fn a_cold_clone_and_a_fetch_after_ls_remote_take_a_few_waves() {
     server.put_files("waves", "lake/", &chain(VERSIONS, 0).files);
     let t = env(&server);
     let url = "fdl::s3://waves/lake/";
-    t.ok(".", &["init", "-q", "--bare", "clone.git"]);
-    t.ok("clone.git", &["remote", "add", "origin", url]);
-    configure(&t, "clone.git");
+    repo_with_origin(&t, "clone.git", url);
     let cold = waves(&server, &t, "clone.git", &["fetch", "-q", "origin"]);
     eprintln!("cold clone: {cold:?}");
     assert!(
@@ -92,9 +93,7 @@ fn a_cold_clone_and_a_fetch_after_ls_remote_take_a_few_waves() {
         plus20.requests
     );
 
-    t.ok(".", &["init", "-q", "--bare", "after-ls.git"]);
-    t.ok("after-ls.git", &["remote", "add", "origin", url]);
-    configure(&t, "after-ls.git");
+    repo_with_origin(&t, "after-ls.git", url);
     waves(&server, &t, "after-ls.git", &["ls-remote", "origin"]);
     let fetch = waves(&server, &t, "after-ls.git", &["fetch", "-q", "origin"]);
     eprintln!("fetch after ls-remote: {fetch:?}");
@@ -128,12 +127,7 @@ fn a_no_op_fetch_of_a_thousand_refs_takes_a_constant_number_of_waves() {
     let server = s3lite::start();
     server.put_files("noop", "lake/", &chain(VERSIONS, 1_000).files);
     let t = env(&server);
-    t.ok(".", &["init", "-q", "--bare", "r.git"]);
-    t.ok(
-        "r.git",
-        &["remote", "add", "origin", "fdl::s3://noop/lake/"],
-    );
-    configure(&t, "r.git");
+    repo_with_origin(&t, "r.git", "fdl::s3://noop/lake/");
     t.ok("r.git", &["fetch", "-q", "origin"]);
     let noop = waves(&server, &t, "r.git", &["fetch", "-q", "origin"]);
     eprintln!("no-op fetch: {noop:?}");
@@ -152,12 +146,7 @@ fn a_store_that_throttles_slows_a_clone_down_but_does_not_fail_it() {
     server.set_delay(Duration::from_millis(20));
     server.set_throttle(Some(4));
     let t = env(&server);
-    t.ok(".", &["init", "-q", "--bare", "r.git"]);
-    t.ok(
-        "r.git",
-        &["remote", "add", "origin", "fdl::s3://slow/lake/"],
-    );
-    configure(&t, "r.git");
+    repo_with_origin(&t, "r.git", "fdl::s3://slow/lake/");
     t.ok("r.git", &["fetch", "-q", "origin"]);
     let c = server.counts();
     eprintln!("throttled: {c:?}");
@@ -263,12 +252,7 @@ fn a_cold_clone_lists_every_version_while_it_reads_a_thousand_ref_files() {
     let server = s3lite::start_with(1_100);
     server.put_files("many-refs", "lake/", &chain(VERSIONS, 1_000).files);
     let t = env(&server);
-    t.ok(".", &["init", "-q", "--bare", "c.git"]);
-    t.ok(
-        "c.git",
-        &["remote", "add", "origin", "fdl::s3://many-refs/lake/"],
-    );
-    configure(&t, "c.git");
+    repo_with_origin(&t, "c.git", "fdl::s3://many-refs/lake/");
     let cold = waves(&server, &t, "c.git", &["fetch", "-q", "origin"]);
     eprintln!("cold clone, 1,000 tags: {cold:?}");
     assert!(cold.waves <= 7, "cold clone: {cold:?}");
