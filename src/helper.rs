@@ -18,14 +18,17 @@ use crate::trace;
 
 /// Runs a protocol session for `git-remote-fdl <remote> [<url>]` on stdin and stdout.
 pub fn run(remote_name: &str, url: Option<&str>) -> Result<(), Fatal> {
+    let mut session = Session::new(remote_name, url.unwrap_or(remote_name), std::io::stdout());
+    // Where the last listing split the refs is read while the runtime starts: the first
+    // request waits for both.
+    let hints = session.store_url().ok().and_then(Hints::start);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(4)
         .enable_all()
         .build()
         .map_err(|e| Fatal::new(format!("cannot start: {e}")))?;
     let stdin = std::io::stdin();
-    let mut session = Session::new(remote_name, url.unwrap_or(remote_name), std::io::stdout());
-    let served = runtime.block_on(session.serve(stdin.lock()));
+    let served = runtime.block_on(session.serve(stdin.lock(), hints));
     // Git waits for the helper to exit. What is left on a cloud store's runtime once the
     // session is over only reads (a cache file being preloaded, idle connections): it is not
     // waited for. A folder's writes run on blocking threads, and those are.
@@ -145,11 +148,12 @@ impl<W: Write> Session<W> {
     }
 
     /// Reads requests until Git ends the session.
-    async fn serve(&mut self, mut input: impl BufRead) -> Result<(), Fatal> {
+    async fn serve(&mut self, mut input: impl BufRead, hints: Option<Hints>) -> Result<(), Fatal> {
         self.opening = self
             .store_url()
             .ok()
-            .and_then(|url| Opening::start(&self.remote_name, url));
+            .zip(hints)
+            .map(|(url, hints)| Opening::start(&self.remote_name, url, hints));
         let mut parser = Parser::default();
         let mut buf = Vec::new();
         loop {
@@ -392,20 +396,17 @@ impl<W: Write> Session<W> {
 struct Opening(tokio::task::JoinHandle<Result<Lake, Fatal>>);
 
 impl Opening {
-    /// Starts opening the lake at `url` (a cloud store: a folder answers at once, and a
-    /// relative one is first recorded absolute). The store is made here, on the thread that
-    /// then reads Git (a few files read, no request), and the first round trip on a worker.
-    fn start(remote_name: &str, url: StoreUrl) -> Option<Opening> {
-        if matches!(url, StoreUrl::Local(_)) {
-            return None;
-        }
+    /// Starts opening the lake at `url` (a cloud store, see [`Hints::start`]). The store is
+    /// made here, on the thread that then reads Git (a few files read, no request), and the
+    /// first round trip on a worker.
+    fn start(remote_name: &str, url: StoreUrl, hints: Hints) -> Opening {
         let prepared = Repo::from_env()
             .map_err(|e| Fatal::from(crate::remote::RemoteError::from(e)))
-            .and_then(|repo| store_and_hints(remote_name, &url, repo.as_ref()));
-        Some(Opening(tokio::spawn(async move {
-            let (store, hints) = prepared?;
-            Ok(Lake::open_listing(store, &hints).await?)
-        })))
+            .and_then(|repo| store_of(remote_name, &url, repo.as_ref()));
+        let hints = hints.0.join().unwrap_or_default();
+        Opening(tokio::spawn(async move {
+            Ok(Lake::open_listing(prepared?, &hints).await?)
+        }))
     }
 
     async fn lake(self) -> Result<Lake, Fatal> {
@@ -415,20 +416,35 @@ impl Opening {
     }
 }
 
-/// The store a remote names, with its configuration, and where its ref listing splits (the
-/// names the last listing found; none for a folder, which lists its refs in one walk).
-fn store_and_hints(
-    remote_name: &str,
-    url: &StoreUrl,
-    repo: Option<&Repo>,
-) -> Result<(Store, Vec<String>), Fatal> {
+/// Where the ref listing of a cloud store splits: the names the last listing found, read on
+/// a thread of its own from the cache of the repository Git names (`GIT_DIR`), else the
+/// user's. None for a folder (it lists its refs in one walk, and is not opened early: a
+/// relative one is first recorded absolute).
+struct Hints(std::thread::JoinHandle<Vec<String>>);
+
+impl Hints {
+    fn start(url: StoreUrl) -> Option<Hints> {
+        match url {
+            StoreUrl::Local(_) => None,
+            url => Some(Hints(std::thread::spawn(move || Hints::read(&url)))),
+        }
+    }
+
+    fn read(url: &StoreUrl) -> Vec<String> {
+        if matches!(url, StoreUrl::Local(_)) {
+            return Vec::new();
+        }
+        let git_dir = std::env::var_os("GIT_DIR").map(std::path::PathBuf::from);
+        crate::cache::root_for(git_dir.as_deref())
+            .map(|root| crate::cache::remembered_names(&root, &url.to_string()))
+            .unwrap_or_default()
+    }
+}
+
+/// The store a remote names, with its configuration.
+fn store_of(remote_name: &str, url: &StoreUrl, repo: Option<&Repo>) -> Result<Store, Fatal> {
     let opts = config::store_options(repo, remote_name)?;
-    let store = Store::open(url, &opts).map_err(|e| Fatal::cannot_open(url, &e))?;
-    let root = crate::cache::root_for(repo.map(|r| r.git_dir())).filter(|_| !store.is_local());
-    let hints = root
-        .map(|root| crate::cache::remembered_names(&root, &url.to_string()))
-        .unwrap_or_default();
-    Ok((store, hints))
+    Store::open(url, &opts).map_err(|e| Fatal::cannot_open(url, &e))
 }
 
 /// Opens the lake a remote names, with the remote's configuration (`opening`, if started);
@@ -445,7 +461,8 @@ async fn open_remote(
     let opening = match opening {
         Some(o) => o,
         None => {
-            let (store, hints) = store_and_hints(remote_name, url, repo.as_ref())?;
+            let store = store_of(remote_name, url, repo.as_ref())?;
+            let hints = Hints::read(url);
             Opening(tokio::spawn(async move {
                 Ok(Lake::open_listing(store, &hints).await?)
             }))
