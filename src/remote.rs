@@ -83,8 +83,9 @@ pub struct Listing {
     pub refs: Vec<(String, VersionId)>,
     pub commits: HashMap<VersionId, ObjectId>,
     built: HashMap<VersionId, Built>,
-    /// For `list for-push`: each ref file's version token, for writes on condition.
-    pub tokens: HashMap<String, Token>,
+    /// For `list for-push`: each ref file's version token, for writes on condition, in the
+    /// order of `refs` (sorted by name then).
+    tokens: Vec<Token>,
     /// For `list for-push`: `refs.json` as read with the refs (`Some(None)`: there was none).
     pub refs_json: Option<Option<Versioned>>,
     /// `refs.json` was read before the refs were listed, rather than beside them.
@@ -92,6 +93,15 @@ pub struct Listing {
 }
 
 impl Listing {
+    /// The version token of the ref file `name`, as a push's listing found it.
+    pub fn token(&self, name: &str) -> Option<&Token> {
+        let at = self
+            .refs
+            .binary_search_by(|(n, _)| n.as_str().cmp(name))
+            .ok()?;
+        self.tokens.get(at)
+    }
+
     /// The branch HEAD names, when that branch exists: a HEAD naming a missing branch is left
     /// out, as Git's own servers do.
     pub fn listed_head(&self) -> Option<&str> {
@@ -176,12 +186,12 @@ impl Drop for Remote {
     }
 }
 
-/// HEAD, the refs, their tokens (for a push) and `refs.json` (for a push).
-/// HEAD, the refs, their tokens, and `refs.json` with whether it was read before the refs.
+/// HEAD, the refs, their tokens (for a push, in the order of the refs, sorted by name then),
+/// and `refs.json` (for a push) with whether it was read before the refs.
 type ReadRefs = (
     String,
     Vec<(String, VersionId)>,
-    HashMap<String, Token>,
+    Vec<Token>,
     (Option<Option<Versioned>>, bool),
 );
 
@@ -378,17 +388,21 @@ impl Remote {
             let seen = self.cache.as_ref().map_or(&empty, |c| &c.refs);
             let (head, refs) = futures::join!(self.lake.head(), self.lake.refs_remembered(seen));
             let (refs, remember) = refs?;
-            if let Some(cache) = &mut self.cache {
+            if let Some((cache, remember)) = self.cache.as_mut().zip(remember) {
                 cache.set_refs(remember);
             }
             (head?, refs)
         };
-        let mut tokens = HashMap::new();
+        let mut refs = refs;
+        if for_push && !refs.is_sorted_by(|a, b| a.0 <= b.0) {
+            refs.sort_by(|a, b| a.0.cmp(&b.0));
+        }
+        let mut tokens = Vec::with_capacity(if for_push { refs.len() } else { 0 });
         let refs: Vec<(String, VersionId)> = refs
             .into_iter()
             .map(|(n, v, t)| {
                 if for_push {
-                    tokens.insert(n.clone(), t);
+                    tokens.push(t);
                 }
                 (n, v)
             })
@@ -415,27 +429,31 @@ impl Remote {
                 self.lake.name()
             ));
         }
+        // A push's listing writes no objects: no fetch follows it.
+        let reading = self.reading(!for_push)?;
+        // Tips known from the file of refs (a push's listing, a no-op fetch): nothing to read
+        // or build, and the commits file (O(history)) is not read.
+        if let Some(commits) = self.known_tips(&refs) {
+            drop(listing);
+            self.remember(&commits, &HashMap::new());
+            return Ok(Listing {
+                head: Some(head),
+                refs,
+                commits,
+                built: HashMap::new(),
+                tokens,
+                refs_json,
+                refs_json_first,
+            });
+        }
         let tips: Vec<(VersionId, String)> = refs
             .iter()
             .map(|(n, v)| (v.clone(), format!("ref {n}")))
             .collect();
-        // A push's listing writes no objects: no fetch follows it.
-        let reading = self.reading(!for_push)?;
-        // Tips known from the file of refs: the commits file (O(history)) is not read.
-        let all_known = self
-            .cache
-            .as_ref()
-            .is_some_and(|c| tips.iter().all(|(v, _)| c.tips.contains_key(v)));
-        if !all_known {
-            self.load_cache().await;
-        }
+        self.load_cache().await;
         let cache = self.cache.take();
         let empty = HashMap::new();
-        let known = match &cache {
-            Some(c) if all_known => &c.tips,
-            Some(c) => &c.entries,
-            None => &empty,
-        };
+        let known = cache.as_ref().map_or(&empty, |c| &c.entries);
         let resolved = history::resolve_listed(&reading, &tips, known, progress, listing).await;
         let tips_known: Vec<(VersionId, ObjectId)> = tips
             .iter()
@@ -466,6 +484,21 @@ impl Remote {
             refs_json,
             refs_json_first,
         })
+    }
+
+    /// The commit of every ref's version, when the file of refs knows them all; the tips it
+    /// remembers are then those of `refs` (fewer if a ref is gone).
+    fn known_tips(&mut self, refs: &[(String, VersionId)]) -> Option<HashMap<VersionId, ObjectId>> {
+        let cache = self.cache.as_mut()?;
+        let commits: Option<HashMap<VersionId, ObjectId>> = refs
+            .iter()
+            .map(|(_, v)| Some((v.clone(), *cache.tips.get(v)?)))
+            .collect();
+        let commits = commits?;
+        if commits.len() != cache.tips.len() {
+            cache.set_tips(commits.clone());
+        }
+        Some(commits)
     }
 
     /// Where nothing is known of the lake (a clone), every version will be listed: the

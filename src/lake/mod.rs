@@ -29,10 +29,10 @@ pub const DATASET_JSON_LIMIT: u64 = 64 << 20;
 const LIST_SPLIT: usize = 900;
 
 /// Refs (name, version and file token, sorted by name) and what to remember of their files:
-/// `name -> (etag, version)`.
+/// `name -> (etag, version)`, `None` when that is what was remembered already.
 pub type RefsSeen = (
     Vec<(String, VersionId, Token)>,
-    HashMap<String, (String, VersionId)>,
+    Option<HashMap<String, (String, VersionId)>>,
 );
 
 /// A signature file larger than this is not read.
@@ -328,7 +328,7 @@ impl Lake {
         if !self.store.can_list() {
             let refs = self.refs().await?;
             let refs = refs.into_iter().map(|(n, v)| (n, v, Token::default()));
-            return Ok((refs.collect(), HashMap::new()));
+            return Ok((refs.collect(), Some(HashMap::new())));
         }
         self.read_ref_files(known).await
     }
@@ -379,15 +379,21 @@ impl Lake {
             .try_filter_map(|x| async move { Ok(x) })
             .try_collect()
             .await?;
-        let mut refs = Vec::with_capacity(unchanged.len() + read.len());
-        let mut remember = HashMap::with_capacity(refs.capacity());
-        for (name, v, token) in unchanged.into_iter().chain(read) {
-            if let Some(tag) = &token.e_tag {
-                remember.insert(name.clone(), (tag.clone(), v.clone()));
-            }
-            refs.push((name, v, token));
-        }
+        let none_read = read.is_empty();
+        let mut refs = unchanged;
+        refs.extend(read);
         refs.sort_by(|a, b| a.0.cmp(&b.0));
+        // Every ref remembered, none changed (most listings), each listed once: nothing new
+        // to remember.
+        let as_known =
+            none_read && refs.len() == known.len() && refs.windows(2).all(|w| w[0].0 < w[1].0);
+        let remember = (!as_known).then(|| {
+            let with_tags = refs.iter().filter_map(|(name, v, token)| {
+                let tag = token.e_tag.clone()?;
+                Some((name.clone(), (tag, v.clone())))
+            });
+            with_tags.collect()
+        });
         Ok((refs, remember))
     }
 

@@ -76,7 +76,7 @@ async fn plan(
         leased: lease.is_some(),
         forced_by_user: update.force,
     };
-    let old_token = listing.tokens.get(dst).cloned();
+    let old_token = listing.token(dst).cloned();
     if update.src.is_empty() {
         return plan_delete(listing, dst, old_token).map(planned);
     }
