@@ -200,11 +200,12 @@ impl Lake {
                 None => None,
             }
         };
-        let (raw, head, refs_json, ref_listing) = futures::join!(
+        // The listing first: its ranges' answers take longest to parse.
+        let (ref_listing, raw, head, refs_json) = futures::join!(
+            listing,
             store.get("fdl.json", SMALL_FILE_LIMIT),
             store.get("HEAD", SMALL_FILE_LIMIT),
-            store.get_versioned("refs.json", REFS_JSON_LIMIT),
-            listing
+            store.get_versioned("refs.json", REFS_JSON_LIMIT)
         );
         let raw = raw
             .map_err(|source| LakeError::Store {
@@ -841,11 +842,7 @@ async fn list_ref_folders(store: &Store, sorted: &[String]) -> Result<Listed, St
         list_split(store, prefix, splits, expected)
     };
     let (heads, tags) = futures::join!(listing("refs/heads/"), listing("refs/tags/"));
-    let (mut listed, tags) = (heads?, tags?);
-    listed.files.extend(tags.files);
-    listed.skipped.extend(tags.skipped);
-    listed.e_tags.extend(tags.e_tags);
-    Ok(listed)
+    Ok(joined(vec![heads?, tags?]))
 }
 
 /// Where to split a listing of `names` (sorted): in as few ranges as hold [`LIST_SPLIT`]
@@ -892,15 +889,25 @@ async fn list_split(
             })
         }
     });
-    let parts = futures::future::try_join_all(ranges).await?;
-    let mut all = Listed::default();
+    let mut all = joined(futures::future::try_join_all(ranges).await?);
+    all.files.dedup();
+    Ok(all)
+}
+
+/// Listings of consecutive ranges as one, in order. The largest map of ETags is kept and
+/// the others added to it: most tags are in one folder.
+fn joined(mut parts: Vec<Listed>) -> Listed {
+    let largest = (0..parts.len()).max_by_key(|&i| parts[i].e_tags.len());
+    let mut all = Listed {
+        e_tags: largest.map_or_else(HashMap::new, |i| std::mem::take(&mut parts[i].e_tags)),
+        ..Listed::default()
+    };
     for part in parts {
         all.files.extend(part.files);
         all.skipped.extend(part.skipped);
         all.e_tags.extend(part.e_tags);
     }
-    all.files.dedup();
-    Ok(all)
+    all
 }
 
 #[cfg(test)]
