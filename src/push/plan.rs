@@ -132,13 +132,19 @@ fn check_room(listing: &Listing, deleted: &HashSet<String>, dst: &str) -> Result
         .refs
         .iter()
         .filter(|(n, _)| !deleted.contains(n))
-        .find(|(n, _)| dst.starts_with(&format!("{n}/")) || n.starts_with(&format!("{dst}/")));
+        .find(|(n, _)| is_below(dst, n) || is_below(n, dst));
     match conflict {
         Some((other, _)) => Err(Rejection::refused(format!(
             "cannot create {dst}: {other} exists in the lake"
         ))),
         None => Ok(()),
     }
+}
+
+/// Whether ref `name` is in the folder `other` (`refs/tags/a/b` in `refs/tags/a`).
+fn is_below(name: &str, other: &str) -> bool {
+    name.strip_prefix(other)
+        .is_some_and(|rest| rest.starts_with('/'))
 }
 
 /// `--force-with-lease`: the ref must hold what the user expects.
