@@ -19,16 +19,19 @@ use crate::trace;
 /// Runs a protocol session for `git-remote-fdl <remote> [<url>]` on stdin and stdout.
 pub fn run(remote_name: &str, url: Option<&str>) -> Result<(), Fatal> {
     let mut session = Session::new(remote_name, url.unwrap_or(remote_name), std::io::stdout());
-    // Where the last listing split the refs is read while the runtime starts: the first
-    // request waits for both.
-    let hints = session.store_url().ok().and_then(Hints::start);
+    // The repository and where the last listing split the refs are read while the runtime
+    // starts: the first request waits for all three.
+    let early = session
+        .store_url()
+        .ok()
+        .and_then(|url| Early::start(remote_name, url));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(4)
         .enable_all()
         .build()
         .map_err(|e| Fatal::new(format!("cannot start: {e}")))?;
     let stdin = std::io::stdin();
-    let served = runtime.block_on(session.serve(stdin.lock(), hints));
+    let served = runtime.block_on(session.serve(stdin.lock(), early));
     // Git waits for the helper to exit. What is left on a cloud store's runtime once the
     // session is over only reads (a cache file being preloaded, idle connections): it is not
     // waited for. A folder's writes run on blocking threads, and those are.
@@ -148,12 +151,12 @@ impl<W: Write> Session<W> {
     }
 
     /// Reads requests until Git ends the session.
-    async fn serve(&mut self, mut input: impl BufRead, hints: Option<Hints>) -> Result<(), Fatal> {
+    async fn serve(&mut self, mut input: impl BufRead, early: Option<Early>) -> Result<(), Fatal> {
         self.opening = self
             .store_url()
             .ok()
-            .zip(hints)
-            .map(|(url, hints)| Opening::start(&self.remote_name, url, hints));
+            .zip(early)
+            .map(|(url, early)| Opening::start(url, early));
         let mut parser = Parser::default();
         let mut buf = Vec::new();
         loop {
@@ -396,14 +399,15 @@ impl<W: Write> Session<W> {
 struct Opening(tokio::task::JoinHandle<Result<Lake, Fatal>>);
 
 impl Opening {
-    /// Starts opening the lake at `url` (a cloud store, see [`Hints::start`]). The store is
-    /// made here, on the thread that then reads Git (a few files read, no request), and the
-    /// first round trip on a worker.
-    fn start(remote_name: &str, url: StoreUrl, hints: Hints) -> Opening {
-        let prepared = Repo::from_env()
-            .map_err(|e| Fatal::from(crate::remote::RemoteError::from(e)))
-            .and_then(|repo| store_of(remote_name, &url, repo.as_ref()));
-        let hints = hints.0.join().unwrap_or_default();
+    /// Starts opening the lake at `url` (a cloud store, see [`Early::start`]). The store is
+    /// made here, on the thread that then reads Git (no request), and the first round trip on
+    /// a worker.
+    fn start(url: StoreUrl, early: Early) -> Opening {
+        let opts = early.options.join().unwrap_or_else(|_| Ok(Vec::new()));
+        let prepared = opts.and_then(|opts| {
+            Store::open(&url, &opts).map_err(|e| Fatal::cannot_open(&url, &e))
+        });
+        let hints = early.hints.join().unwrap_or_default();
         Opening(tokio::spawn(async move {
             Ok(Lake::open_listing(prepared?, &hints).await?)
         }))
@@ -416,21 +420,33 @@ impl Opening {
     }
 }
 
-/// Where the ref listing of a cloud store splits: the names the last listing found, read on
-/// a thread of its own from the cache of the repository Git names (`GIT_DIR`), else the
-/// user's. None for a folder (it lists its refs in one walk, and is not opened early: a
-/// relative one is first recorded absolute).
-struct Hints(std::thread::JoinHandle<Vec<String>>);
+/// What a cloud session's first request needs, read on threads of their own while the
+/// runtime starts: the repository Git names (`GIT_DIR`, for the remote's configuration), and
+/// where the ref listing splits (the names the last listing found, in that repository's cache,
+/// else the user's). None for a folder: it lists its refs in one walk, and is not opened early
+/// (a relative one is first recorded absolute).
+struct Early {
+    /// The store's options, from the configuration of the repository.
+    options: std::thread::JoinHandle<Result<Vec<(String, String)>, Fatal>>,
+    hints: std::thread::JoinHandle<Vec<String>>,
+}
 
-impl Hints {
-    fn start(url: StoreUrl) -> Option<Hints> {
-        match url {
-            StoreUrl::Local(_) => None,
-            url => Some(Hints(std::thread::spawn(move || Hints::read(&url)))),
+impl Early {
+    fn start(remote_name: &str, url: StoreUrl) -> Option<Early> {
+        if matches!(url, StoreUrl::Local(_)) {
+            return None;
         }
+        let remote_name = remote_name.to_string();
+        Some(Early {
+            options: std::thread::spawn(move || {
+                let repo = Repo::from_env().map_err(crate::remote::RemoteError::from)?;
+                Ok(config::store_options(repo.as_ref(), &remote_name)?)
+            }),
+            hints: std::thread::spawn(move || Early::hints(&url)),
+        })
     }
 
-    fn read(url: &StoreUrl) -> Vec<String> {
+    fn hints(url: &StoreUrl) -> Vec<String> {
         if matches!(url, StoreUrl::Local(_)) {
             return Vec::new();
         }
@@ -462,7 +478,7 @@ async fn open_remote(
         Some(o) => o,
         None => {
             let store = store_of(remote_name, url, repo.as_ref())?;
-            let hints = Hints::read(url);
+            let hints = Early::hints(url);
             Opening(tokio::spawn(async move {
                 Ok(Lake::open_listing(store, &hints).await?)
             }))
