@@ -173,14 +173,25 @@ pub enum ListLine {
 
 /// The reply to `list`: optional `:object-format`, the refs, a blank line.
 pub fn list(lines: &[ListLine], object_format: bool) -> String {
-    let mut out = String::new();
+    // One string of the reply's size: a thousand refs make no string each.
+    let size = lines.iter().map(|l| match l {
+        ListLine::Ref { oid, name } => oid.len() + name.len() + 2,
+        ListLine::Symref { target, name } => target.len() + name.len() + 3,
+    });
+    let mut out = String::with_capacity(size.sum::<usize>() + 32);
     if object_format {
         out.push_str(":object-format sha1\n");
     }
     for l in lines {
-        match l {
-            ListLine::Ref { oid, name } => out.push_str(&format!("{oid} {name}\n")),
-            ListLine::Symref { target, name } => out.push_str(&format!("@{target} {name}\n")),
+        let (first, name) = match l {
+            ListLine::Ref { oid, name } => (oid, name),
+            ListLine::Symref { target, name } => {
+                out.push('@');
+                (target, name)
+            }
+        };
+        for part in [first.as_str(), " ", name.as_str(), "\n"] {
+            out.push_str(part);
         }
     }
     out.push('\n');
