@@ -340,24 +340,22 @@ impl Lake {
         &self,
         known: &HashMap<String, (String, VersionId)>,
     ) -> Result<RefsSeen, LakeError> {
-        let (names, e_tags) = self.ref_names(known).await?;
+        let (names, mut e_tags) = self.ref_names(known).await?;
         // Refs unchanged since they were last read are taken as remembered, without a future
         // each: a lake of a thousand tags mostly holds those.
         let mut unchanged = Vec::with_capacity(names.len());
         let mut to_read = Vec::new();
         for name in names {
-            match known
-                .get(&name)
-                .filter(|(t, _)| Some(t) == e_tags.get(&name))
-            {
-                Some((tag, v)) => {
+            let listed = e_tags.remove(&name);
+            match (known.get(&name), listed) {
+                (Some((tag, v)), Some(listed)) if *tag == listed => {
                     let token = Token {
-                        e_tag: Some(tag.clone()),
+                        e_tag: Some(listed),
                         version: None,
                     };
                     unchanged.push((name, v.clone(), token));
                 }
-                None => to_read.push(name),
+                _ => to_read.push(name),
             }
         }
         // Each read is a task of its own: a thousand answers are handled on every worker, not
