@@ -177,8 +177,15 @@ impl Kept {
 }
 
 impl Drop for Remote {
-    /// Objects read for a listing that no fetch took are kept for the next fetch.
     fn drop(&mut self) {
+        self.end();
+    }
+}
+
+impl Remote {
+    /// Keeps the objects read for a listing that no fetch took, for the next fetch. Done when
+    /// the remote is dropped, or before a session ends without dropping it.
+    pub fn end(&mut self) {
         let writer = self.sink.take().and_then(|s| s.take());
         if let (Some(w), Some(repo), Some(cache)) = (writer, &self.repo, &self.cache) {
             let _ = repo.keep_pack(w, &cache.kept_packs_dir());
