@@ -910,7 +910,8 @@ fn joined(mut parts: Vec<Listed>) -> Listed {
 
 #[cfg(test)]
 mod tests {
-    use super::without_conflicts;
+    use super::{joined, without_conflicts};
+    use crate::store::Listed;
 
     #[test]
     fn a_ref_and_refs_below_it_keep_the_shortest() {
@@ -929,5 +930,26 @@ mod tests {
                 ("refs/heads/b/c/d".into(), "refs/heads/b/c".into()),
             ]
         );
+    }
+
+    #[test]
+    fn ranges_joined_keep_their_order_and_every_etag() {
+        let part = |names: &[&str]| Listed {
+            files: names.iter().map(|n| n.to_string()).collect(),
+            e_tags: names
+                .iter()
+                .map(|n| (n.to_string(), format!("\"{n}\"")))
+                .collect(),
+            ..Listed::default()
+        };
+        let all = joined(vec![
+            part(&["a"]),
+            part(&["b", "c", "d"]),
+            part(&["e", "f"]),
+        ]);
+        assert_eq!(all.files, ["a", "b", "c", "d", "e", "f"]);
+        assert_eq!(all.e_tags.len(), 6);
+        assert_eq!(all.e_tags["a"], "\"a\"");
+        assert_eq!(all.e_tags["f"], "\"f\"");
     }
 }

@@ -265,3 +265,17 @@ fn check_kind(kind: &str, short: &str, dst: &str) -> Result<(), Rejection> {
         ))),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::is_below;
+
+    #[test]
+    fn a_ref_is_below_another_only_past_a_slash() {
+        assert!(is_below("refs/tags/a/b", "refs/tags/a"));
+        assert!(is_below("refs/tags/a/b/c", "refs/tags/a"));
+        assert!(!is_below("refs/tags/ab", "refs/tags/a"));
+        assert!(!is_below("refs/tags/a", "refs/tags/a"));
+        assert!(!is_below("refs/tags/a", "refs/tags/a/b"));
+    }
+}
