@@ -184,7 +184,8 @@ impl Drop for Remote {
 
 impl Remote {
     /// Keeps the objects read for a listing that no fetch took, for the next fetch. Done when
-    /// the remote is dropped, or before a session ends without dropping it.
+    /// the remote is dropped, or before a cloud session ends without dropping it: whatever
+    /// must happen when a remote goes away belongs here, not in `drop`.
     pub fn end(&mut self) {
         let writer = self.sink.take().and_then(|s| s.take());
         if let (Some(w), Some(repo), Some(cache)) = (writer, &self.repo, &self.cache) {
