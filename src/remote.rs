@@ -401,10 +401,11 @@ impl Remote {
             }
             (head?, refs)
         };
-        let mut refs = refs;
-        if for_push && !refs.is_sorted_by(|a, b| a.0 <= b.0) {
-            refs.sort_by(|a, b| a.0.cmp(&b.0));
-        }
+        // Listing::token looks tokens up by a binary search of the refs.
+        debug_assert!(
+            refs.is_sorted_by(|a, b| a.0 < b.0),
+            "refs are listed sorted"
+        );
         let mut tokens = Vec::with_capacity(if for_push { refs.len() } else { 0 });
         let refs: Vec<(String, VersionId)> = refs
             .into_iter()
