@@ -123,6 +123,46 @@ fn profile_with_static_keys_from_aws_profile() {
     clone_and_push(&t, &url, "static");
 }
 
+/// Regression: the helper reads S3 list pages itself (`store/s3_list.rs`), signed as
+/// object_store signs its own. Here every one is taken as signed, none asked again of
+/// object_store: 950 refs, so that a second listing splits the tags in two ranges, one
+/// after a `start-after`.
+#[test]
+fn list_pages_the_helper_reads_itself_are_signed_as_aws_checks() {
+    let m = auth_moto();
+    let mut l = lake();
+    for k in 0..950 {
+        l.tag(&format!("r{k:04}"), 1 + k % 3);
+    }
+    l.refs_json();
+    m.put_files("fast-list/", &l.files);
+    let (mut t, url) = setup("fast-list-unused");
+    let url = url.replace("fast-list-unused", "fast-list");
+    aws_files(
+        &t,
+        "[default]\nregion = us-east-1\n",
+        &keys("default", &m.reader),
+    );
+    t.set("GIT_REMOTE_FDL_DEBUG", "1");
+    // The second time, the names the first listing found split the tags in two.
+    t.ok(".", &["ls-remote", &url]);
+    let out = t.git(".", &["ls-remote", &url]);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        stdout.lines().filter(|l| l.contains("refs/tags/")).count(),
+        951
+    );
+    assert!(
+        stderr.contains("LIST refs/tags/ (Some(\"refs/tags/r"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("asked again of object_store"), "{stderr}");
+}
+
 /// `remote.<name>.fdlProfile` chooses the profile, before `AWS_PROFILE` (as per-remote keys
 /// come before the environment) and before the default profile.
 #[test]

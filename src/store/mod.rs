@@ -10,6 +10,7 @@ pub mod local;
 pub mod local_write;
 mod lock;
 mod pages;
+mod s3_list;
 pub mod throttle;
 pub mod url;
 
@@ -490,23 +491,17 @@ impl Store {
         let page = expected
             .filter(|_| until.is_some())
             .map(|e| (e + e / 4 + 16).min(LIST_PAGE as usize));
+        // Pages read without object_store's parser are worth it for a listing of any size.
+        let page = page.or_else(|| {
+            let fast = self.pages.as_ref().is_some_and(|p| p.is_fast());
+            fast.then_some(LIST_PAGE as usize)
+        });
         let requests = Arc::new(AtomicU64::new(0));
-        let mut listing = match (page, &self.pages) {
-            (Some(page), Some(pages)) => pages.list(
-                format!("{path}/"),
-                offset.map(|o| o.to_string()),
-                page,
-                requests.clone(),
-            ),
-            _ => match &offset {
-                Some(o) => store.list_with_offset(Some(&path), o),
-                None => store.list(Some(&path)),
-            },
-        };
+        let mut listing = self.listing(store, &path, offset.as_ref(), page, &requests);
         let mut out = Listed::default();
         let mut seen = 0u64;
         while let Some(item) = listing.next().await {
-            let m = match item {
+            let (location, e_tag) = match item {
                 Ok(m) => m,
                 // A key no lake path can be (an empty segment, a control character) spoils
                 // the whole page it is on: say so, never drop a page silently.
@@ -519,7 +514,7 @@ impl Store {
                 Err(e) => return Err(self.request_failed(prefix, &e)),
             };
             seen += 1;
-            let Some(rel) = strip_root(root, &m.location) else {
+            let Some(rel) = strip_root(root, &location) else {
                 continue;
             };
             if until.is_some_and(|u| rel.as_str() > u) {
@@ -530,7 +525,7 @@ impl Store {
             if after.is_some_and(|a| rel.as_str() <= a) {
                 continue;
             }
-            if let Some(tag) = m.e_tag {
+            if let Some(tag) = e_tag {
                 out.e_tags.insert(rel.clone(), tag);
             }
             out.files.push(rel);
@@ -545,6 +540,33 @@ impl Store {
         };
         self.stats.list.fetch_add(pages, Ordering::Relaxed);
         Ok(out)
+    }
+
+    /// The entries below `path` after `offset`, with their ETags: in pages of `page` where
+    /// the store lists in pages of a chosen size, else as object_store lists.
+    fn listing(
+        &self,
+        store: &Arc<dyn ObjectStore>,
+        path: &StorePath,
+        offset: Option<&StorePath>,
+        page: Option<usize>,
+        requests: &Arc<AtomicU64>,
+    ) -> futures::stream::BoxStream<'static, object_store::Result<(StorePath, Option<String>)>>
+    {
+        match (page, &self.pages) {
+            (Some(page), Some(pages)) => pages.list(
+                format!("{path}/"),
+                offset.map(|o| o.to_string()),
+                page,
+                requests.clone(),
+            ),
+            _ => match offset {
+                Some(o) => store.list_with_offset(Some(path), o),
+                None => store.list(Some(path)),
+            }
+            .map_ok(|m| (m.location, m.e_tag))
+            .boxed(),
+        }
     }
 
     /// The names of the folders directly below `prefix` (ending in `/`).

@@ -169,7 +169,7 @@ fn build_s3(url: &StoreUrl, u: &Url, options: &[(String, String)]) -> Result<Bui
             },
         )));
     } else if !has_explicit_credentials(&b) {
-        b = with_aws_chain(b, url, profile, region)?;
+        b = with_aws_chain(b, url, profile, region.clone())?;
     }
     let plain = is_plain_http(b.get_config_value(&object_store::aws::AmazonS3ConfigKey::Endpoint));
     if plain {
@@ -178,13 +178,16 @@ fn build_s3(url: &StoreUrl, u: &Url, options: &[(String, String)]) -> Result<Bui
             "true",
         );
     }
-    let s3 = Arc::new(b.build().map_err(config_err)?);
+    let kept = super::s3_list::KeepClient::default();
+    let b = b.with_http_connector(kept.clone());
+    let s3 = Arc::new(b.clone().build().map_err(config_err)?);
+    let lister = super::s3_list::S3Lister::new(u, &b, &s3, &kept, &region);
     let client = super::delete::LazyClient::new("AWS_", &with_plain_http(options, plain));
     let signer = (!unsigned).then(|| s3.clone() as Arc<dyn object_store::signer::Signer>);
     // S3 Express directory buckets take no start-after: object_store lists those from the
     // start, and so do pages here, by not being used.
     let express = u.host_str().is_some_and(|b| b.ends_with("--x-s3"));
-    let pages = (!express).then(|| Pages(s3.clone()));
+    let pages = (!express).then(|| Pages::new(s3.clone(), lister));
     Ok((s3, Some(Deleter::S3(signer, client)), pages))
 }
 
@@ -287,7 +290,7 @@ fn build_gcs(url: &StoreUrl, u: &Url, options: &[(String, String)]) -> Result<Bu
         credentials: gcs.credentials().clone(),
         client: super::delete::LazyClient::new("GOOGLE_", options),
     };
-    Ok((gcs.clone(), Some(deleter), Some(Pages(gcs))))
+    Ok((gcs.clone(), Some(deleter), Some(Pages::new(gcs, None))))
 }
 
 fn build_azure(url: &StoreUrl, u: &Url, options: &[(String, String)]) -> Result<Built, StoreError> {
@@ -306,7 +309,7 @@ fn build_azure(url: &StoreUrl, u: &Url, options: &[(String, String)]) -> Result<
         credentials: azure.credentials().clone(),
         client: super::delete::LazyClient::new("AZURE_", options),
     });
-    Ok((azure.clone(), deleter, Some(Pages(azure))))
+    Ok((azure.clone(), deleter, Some(Pages::new(azure, None))))
 }
 
 fn build_http(url: &StoreUrl, u: &Url, options: &[(String, String)]) -> Result<Built, StoreError> {
@@ -571,7 +574,7 @@ fn check_endpoint(
 }
 
 /// A boolean as object_store reads one.
-fn truthy(value: Option<String>) -> bool {
+pub(super) fn truthy(value: Option<String>) -> bool {
     value.is_some_and(|v| {
         matches!(
             v.to_ascii_lowercase().as_str(),
