@@ -1,5 +1,6 @@
-//! `make bench`, second part: the helper against an S3-compatible server that adds a fixed
-//! delay to every request (`t/support/s3lite.rs`, on 127.0.0.1), as a store far away would.
+//! `make bench`, second part: the helper against an S3-compatible server that answers every
+//! request a fixed delay after it came (`t/support/s3lite.rs`, on 127.0.0.1; its own work is
+//! inside the delay), as a store far away would.
 //! For each lake size and delay, five operations, each with its wall time, the requests the
 //! server answered, round trips in sequence (wall / delay) and effective concurrency (time
 //! requests spent in the server / wall), beside the goal of issue 8.

@@ -129,7 +129,8 @@ impl S3Lite {
         objects.get(&format!("{bucket}/{key}")).map(|v| v.to_vec())
     }
 
-    /// Every answer waits this long (a store's round trip).
+    /// Every answer leaves this long after its request came (a store's round trip, the
+    /// server's own work included; in waves mode, the delay comes before the wave's barrier).
     pub fn set_delay(&self, delay: Duration) {
         self.state
             .delay_us
@@ -302,7 +303,11 @@ fn serve(stream: TcpStream, state: &State) -> std::io::Result<()> {
         let now = state.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         let above = state.throttle_above.load(Ordering::SeqCst);
         let throttled = above > 0 && now > above;
-        let wave = if throttled { 0 } else { hold(state) };
+        // With a delay alone, the answer is made when the request comes and sent once the
+        // delay has passed since: the server's own work (a page of a thousand keys) is inside
+        // the delay, as a far store's is inside its round trip, not added to it.
+        let waves = state.waves.lock().unwrap().quiet.is_some();
+        let wave = if throttled || !waves { 0 } else { hold(state) };
         if req.method == "GET" && req.param("list-type").is_none() {
             let hook = {
                 let mut armed = state.before_get.lock().unwrap();
@@ -321,6 +326,10 @@ fn serve(stream: TcpStream, state: &State) -> std::io::Result<()> {
         } else {
             answer(state, &req)
         };
+        if !throttled && !waves {
+            let delay = Duration::from_micros(state.delay_us.load(Ordering::SeqCst));
+            std::thread::sleep(delay.saturating_sub(start.elapsed()));
+        }
         let mut reply = format!("HTTP/1.1 {status}\r\nContent-Length: {}\r\n", body.len());
         for (k, v) in headers {
             reply.push_str(&format!("{k}: {v}\r\n"));
