@@ -193,10 +193,14 @@ pub async fn push(
             false => write::write_all(writer, &planned).await,
         }
     };
-    // refs.json as it will be if every write lands, worked out while they are in flight.
-    let (outcomes, prepared) = futures::join!(writes, async {
-        refs_json::prepare(listing, planned_changes(&planned))
-    });
+    // refs.json as it will be if every write lands, worked out while they are in flight, on
+    // a thread of its own: here (2 ms at 1,000 refs) it held back the writes' own progress.
+    let preparing = async {
+        let (basis, changes) = (refs_json::Basis::of(listing), planned_changes(&planned));
+        let work = tokio::task::spawn_blocking(move || refs_json::prepare(&basis, changes));
+        work.await.ok().flatten()
+    };
+    let (outcomes, prepared) = futures::join!(writes, preparing);
     let Settled {
         changed,
         written,

@@ -31,18 +31,36 @@ pub(super) struct Prepared {
     wanted: Option<Bytes>,
 }
 
+/// What the first attempt is worked out from, taken from the listing: owned, so that the
+/// work runs on a thread of its own while the ref writes are sent and answered.
+pub(super) struct Basis {
+    /// `refs.json` as listed (`Some(None)`: there was none; `None`: no token was listed).
+    refs_json: Option<Option<Bytes>>,
+    refs_json_first: bool,
+    refs: Vec<(String, VersionId)>,
+}
+
+impl Basis {
+    pub(super) fn of(listing: &Listing) -> Basis {
+        Basis {
+            refs_json: (listing.refs_json.as_ref()).map(|s| s.as_ref().map(|v| v.bytes.clone())),
+            refs_json_first: listing.refs_json_first,
+            refs: listing.refs.clone(),
+        }
+    }
+}
+
 /// Works out the first attempt for `changes`; `None` for a lake without a listed refs.json
 /// token (nothing is written then).
 pub(super) fn prepare(
-    listing: &Listing,
+    basis: &Basis,
     changes: Vec<(String, Option<VersionId>)>,
 ) -> Option<Prepared> {
-    let snapshot = listing.refs_json.as_ref()?;
-    let current = snapshot.as_ref().map(|v| &v.bytes[..]);
+    let current = basis.refs_json.as_ref()?.as_deref();
     // Read beside the ref listing rather than before it, refs.json's token covers every ref
     // write that finished before the listing only if the two agree.
-    let covers = listing.refs_json_first || agrees(current, listing);
-    let wanted = covers.then(|| render(current, listed_plus_changes(listing, &changes)));
+    let covers = basis.refs_json_first || agrees(current, &basis.refs);
+    let wanted = covers.then(|| render(current, listed_plus_changes(&basis.refs, &changes)));
     Some(Prepared { changes, wanted })
 }
 
@@ -64,7 +82,7 @@ pub(super) async fn update(
     };
     let prepared = match prepared.filter(|p| p.changes == changed) {
         Some(p) => p,
-        None => match prepare(listing, changed.to_vec()) {
+        None => match prepare(&Basis::of(listing), changed.to_vec()) {
             Some(p) => p,
             None => return (0, None),
         },
@@ -139,7 +157,7 @@ fn render(current: Option<&[u8]>, refs: HashMap<String, VersionId>) -> Bytes {
 /// Whether `refs.json` (its bytes; `None`: there is none) names exactly the branches and tags
 /// the ref files held when Git listed them. Any difference may be a ref write that finished
 /// between the two reads, which a rewrite from the listing would undo.
-fn agrees(refs_json: Option<&[u8]>, listing: &Listing) -> bool {
+fn agrees(refs_json: Option<&[u8]>, listed: &[(String, VersionId)]) -> bool {
     let named: Option<HashMap<String, String>> = match refs_json {
         None => Some(HashMap::new()),
         Some(raw) => parse_refs_json(raw).ok().map(|pairs| {
@@ -151,19 +169,18 @@ fn agrees(refs_json: Option<&[u8]>, listing: &Listing) -> bool {
         }),
     };
     named.is_some_and(|named| {
-        named.len() == listing.refs.len()
-            && listing
-                .refs
+        named.len() == listed.len()
+            && listed
                 .iter()
                 .all(|(n, v)| named.get(n).is_some_and(|x| x == v.as_str()))
     })
 }
 
 fn listed_plus_changes(
-    listing: &Listing,
+    listed: &[(String, VersionId)],
     changed: &[(String, Option<VersionId>)],
 ) -> HashMap<String, VersionId> {
-    let mut refs: HashMap<String, VersionId> = listing.refs.iter().cloned().collect();
+    let mut refs: HashMap<String, VersionId> = listed.iter().cloned().collect();
     for (name, v) in changed {
         match v {
             Some(v) => refs.insert(name.clone(), v.clone()),
