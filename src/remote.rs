@@ -499,11 +499,10 @@ impl Remote {
     /// remembers are then those of `refs` (fewer if a ref is gone).
     fn known_tips(&mut self, refs: &[(String, VersionId)]) -> Option<HashMap<VersionId, ObjectId>> {
         let cache = self.cache.as_mut()?;
-        let commits: Option<HashMap<VersionId, ObjectId>> = refs
-            .iter()
-            .map(|(_, v)| Some((v.clone(), *cache.tips.get(v)?)))
-            .collect();
-        let commits = commits?;
+        let mut commits = HashMap::with_capacity(refs.len());
+        for (_, v) in refs {
+            commits.insert(v.clone(), *cache.tips.get(v)?);
+        }
         if commits.len() != cache.tips.len() {
             cache.set_tips(commits.clone());
         }

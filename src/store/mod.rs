@@ -884,11 +884,16 @@ fn check_key_length(rel: &str, path: &StorePath) -> Result<(), StoreError> {
 }
 
 fn strip_root(root: &StorePath, location: &StorePath) -> Option<String> {
-    let parts: Vec<_> = location
-        .prefix_match(root)?
-        .map(|p| p.as_ref().to_string())
-        .collect();
-    Some(parts.join("/"))
+    // A path is its parts joined by `/`: below the root is what follows `<root>/`, copied
+    // once (a listing of a thousand refs strips a thousand keys).
+    let (root, location) = (root.as_ref(), location.as_ref());
+    if root.is_empty() {
+        return Some(location.to_string());
+    }
+    match location.strip_prefix(root)? {
+        "" => Some(String::new()),
+        rest => rest.strip_prefix('/').map(str::to_string),
+    }
 }
 
 /// Refuses a relative path that could leave the root. Callers build paths from validated
@@ -1009,6 +1014,31 @@ pub(crate) fn retry_config() -> object_store::RetryConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_key_below_the_root_is_what_follows_it_part_by_part() {
+        let p = |s: &str| StorePath::parse(s).unwrap();
+        let old = |root: &StorePath, loc: &StorePath| {
+            let parts: Vec<String> = loc
+                .prefix_match(root)?
+                .map(|p| p.as_ref().to_string())
+                .collect();
+            Some(parts.join("/"))
+        };
+        for (root, loc) in [
+            ("lake", "lake/refs/tags/v1"),
+            ("lake", "lake"),
+            ("lake", "lakes/refs/x"),
+            ("lake", "other/lake/x"),
+            ("a/b", "a/b/c"),
+            ("a/b", "a/bc/d"),
+            ("", "refs/heads/main"),
+            ("lake", "lake/x%2Fy/z"),
+        ] {
+            let (root, loc) = (p(root), p(loc));
+            assert_eq!(strip_root(&root, &loc), old(&root, &loc), "{root} {loc}");
+        }
+    }
 
     #[test]
     fn relative_paths_cannot_escape() {
