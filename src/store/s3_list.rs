@@ -48,7 +48,7 @@ pub(crate) struct Page {
 #[derive(Debug)]
 pub(crate) struct S3Lister {
     client: HttpClient,
-    bucket_endpoint: String,
+    bucket_endpoint: url::Url,
     region: String,
     /// None when requests go unsigned (`aws_skip_signature`).
     s3: Option<Arc<AmazonS3>>,
@@ -87,6 +87,7 @@ impl S3Lister {
             (None, true) => format!("https://{bucket}.s3.{region}.amazonaws.com"),
             (None, false) => format!("https://s3.{region}.amazonaws.com/{bucket}"),
         };
+        let bucket_endpoint = url::Url::parse(&bucket_endpoint).ok()?;
         Some(S3Lister {
             client: kept.take()?,
             bucket_endpoint,
@@ -106,7 +107,7 @@ impl S3Lister {
         max_keys: usize,
         token: Option<&str>,
     ) -> Result<Page, String> {
-        let mut url = url::Url::parse(&self.bucket_endpoint).map_err(|e| e.to_string())?;
+        let mut url = self.bucket_endpoint.clone();
         {
             let mut q = url.query_pairs_mut();
             if let Some(t) = token {
