@@ -32,6 +32,8 @@ const WORKERS: usize = 4;
 pub struct Resolved {
     pub commits: HashMap<VersionId, ObjectId>,
     pub built: HashMap<VersionId, Built>,
+    /// The versions of `built`, parents first.
+    pub order: Vec<VersionId>,
 }
 
 /// A listing of every version, started before the tips were read ([`Remote::list`]), and
@@ -479,6 +481,7 @@ pub fn compute_commits(
     let mut out = Resolved::default();
     out.commits.reserve(data.len());
     out.built.reserve(data.len());
+    out.order.reserve(data.len());
     let mut visiting: HashSet<VersionId> = HashSet::new();
     let commit_of = |out: &Resolved, v: &VersionId| known.get(v).or(out.commits.get(v)).copied();
     for (tip, _) in tips {
@@ -499,7 +502,8 @@ pub fn compute_commits(
                     .collect();
                 let (commit, built) = reading.build(&id, d, &parents)?;
                 out.commits.insert(id.clone(), commit);
-                out.built.insert(id, built);
+                out.built.insert(id.clone(), built);
+                out.order.push(id);
                 continue;
             }
             let d = match data.get(&id) {

@@ -1,6 +1,7 @@
 //! One lake as a Git remote: what `list` shows and what `fetch` writes, on top of the lake
 //! reader, the mapping, the cache and the local repository.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 use std::sync::Arc;
@@ -83,6 +84,9 @@ pub struct Listing {
     pub refs: Vec<(String, VersionId)>,
     pub commits: HashMap<VersionId, ObjectId>,
     built: HashMap<VersionId, Built>,
+    /// Every version the refs reach, parents first, when `list` built them all (nothing was
+    /// known before it): a fetch of every ref into an empty repository needs no walk.
+    whole_history: Option<Vec<VersionId>>,
     /// For `list for-push`: each ref file's version token, for writes on condition, in the
     /// order of `refs` (sorted by name then).
     tokens: Vec<Token>,
@@ -100,6 +104,15 @@ impl Listing {
             .binary_search_by(|(n, _)| n.as_str().cmp(name))
             .ok()?;
         self.tokens.get(at)
+    }
+
+    /// Every version `tips` reach, parents first, when `list` built them all and the tips are
+    /// every ref's version (as a clone asks).
+    fn whole_history_for(&self, tips: &[(VersionId, String)]) -> Option<&[VersionId]> {
+        let whole = self.whole_history.as_ref()?;
+        let wanted: HashSet<&VersionId> = tips.iter().map(|(v, _)| v).collect();
+        let listed: HashSet<&VersionId> = self.refs.iter().map(|(_, v)| v).collect();
+        (wanted == listed).then_some(&whole[..])
     }
 
     /// The branch HEAD names, when that branch exists: a HEAD naming a missing branch is left
@@ -450,6 +463,7 @@ impl Remote {
                 refs,
                 commits,
                 built: HashMap::new(),
+                whole_history: None,
                 tokens,
                 refs_json,
                 refs_json_first,
@@ -463,6 +477,7 @@ impl Remote {
         let cache = self.cache.take();
         let empty = HashMap::new();
         let known = cache.as_ref().map_or(&empty, |c| &c.entries);
+        let nothing_known = known.is_empty();
         let resolved = history::resolve_listed(&reading, &tips, known, progress, listing).await;
         let tips_known: Vec<(VersionId, ObjectId)> = tips
             .iter()
@@ -484,6 +499,7 @@ impl Remote {
             head: Some(head),
             refs,
             commits,
+            whole_history: (nothing_known && !for_push).then_some(resolved.order),
             built: if for_push {
                 HashMap::new()
             } else {
@@ -599,11 +615,52 @@ impl Remote {
         progress: &dyn Progress,
     ) -> Result<(FetchOutcome, Computed), RemoteError> {
         let repo = self.repo.as_ref().expect("a fetch has a repository");
+        let empty = HashMap::new();
+        let known = cache.map_or(&empty, |c| &c.entries);
+        let tips = self.wanted_versions(listing, wants, known)?;
+        // A clone: what `list` built is what is needed, already in order.
+        let (order, reached_existing, fresh) = match listing.whole_history_for(&tips) {
+            Some(order) if repo.is_empty() && kept.packs.is_empty() => {
+                (Cow::Borrowed(order), false, HashMap::new())
+            }
+            _ => {
+                let (order, reached_existing, fresh) = self
+                    .walk_for_fetch(reading, cache, kept, listing, &tips, progress)
+                    .await?;
+                (Cow::Owned(order), reached_existing, fresh)
+            }
+        };
+        trace_step(&format!("fetch: {} versions need objects", order.len()));
+        let computed = self.build_fresh(reading, &order, listing, fresh, known, repo)?;
+        if self.require_signatures.is_some() {
+            self.check_signatures(&order, listing, &computed)?;
+        }
+        let outcome = FetchOutcome {
+            versions: order.len(),
+            objects: 0,
+            // Objects kept from an earlier session are not vouched for: Git checks them.
+            self_contained: !reached_existing && kept.packs.is_empty(),
+            lock: None,
+        };
+        Ok((outcome, computed))
+    }
+
+    /// The versions the wants need that the repository lacks, parents first, whether the walk
+    /// met the repository's history, and those `list` did not build, read.
+    async fn walk_for_fetch(
+        &self,
+        reading: &Reading,
+        cache: Option<&Cache>,
+        kept: &Kept,
+        listing: &Listing,
+        tips: &[(VersionId, String)],
+        progress: &dyn Progress,
+    ) -> Result<(Vec<VersionId>, bool, HashMap<VersionId, Summary>), RemoteError> {
+        let repo = self.repo.as_ref().expect("a fetch has a repository");
         let (empty, no_parents) = (HashMap::new(), HashMap::new());
         let known = cache.map_or(&empty, |c| &c.entries);
         let cached_parents = cache.map_or(&no_parents, |c| &c.parents);
         let commit_of = |v: &VersionId| listing.commits.get(v).or_else(|| known.get(v)).copied();
-        let tips = self.wanted_versions(listing, wants, known)?;
         // Walk down from the wants, stopping at commits the repository already has; parents
         // known from `list` or the cache are walked through without a request.
         let empty = repo.is_empty();
@@ -623,7 +680,7 @@ impl Remote {
             newest_known: known.keys().max(),
             progress,
         };
-        let mut read = walk.read(&tips).await?;
+        let mut read = walk.read(tips).await?;
         let parents_of = |v: &VersionId| -> &[VersionId] {
             match (walked(v), read.data.get(v)) {
                 (Some(p), _) => p,
@@ -631,8 +688,7 @@ impl Remote {
                 _ => &[],
             }
         };
-        let (order, reached_existing) = needed_in_order(&tips, &in_repo, parents_of);
-        trace_step(&format!("fetch: {} versions need objects", order.len()));
+        let (order, reached_existing) = needed_in_order(tips, &in_repo, parents_of);
         // Versions whose parents the cache knew were walked, not read: read them all now.
         let unread: Vec<VersionId> = order
             .iter()
@@ -655,19 +711,7 @@ impl Remote {
             };
             fresh.insert(v.clone(), d);
         }
-        drop(read);
-        let computed = self.build_fresh(reading, &order, listing, fresh, known, repo)?;
-        if self.require_signatures.is_some() {
-            self.check_signatures(&order, listing, &computed)?;
-        }
-        let outcome = FetchOutcome {
-            versions: order.len(),
-            objects: 0,
-            // Objects kept from an earlier session are not vouched for: Git checks them.
-            self_contained: !reached_existing && kept.packs.is_empty(),
-            lock: None,
-        };
-        Ok((outcome, computed))
+        Ok((order, reached_existing, fresh))
     }
 
     /// The version each wanted commit stands for.
