@@ -291,6 +291,64 @@ fn symlinks_out_of_the_root_are_not_followed() {
     );
 }
 
+/// Relative links are resolved by the kernel (openat2 below the root), absolute ones step by
+/// step: both must refuse to leave the lake, naming the path the link is at.
+#[test]
+fn relative_symlinks_out_of_the_root_are_not_followed_either() {
+    let t = TestEnv::new();
+    std::fs::write(t.path("secret"), "{\"message\": \"outside\"}").unwrap();
+    let url = t.local_lake("lake", &base());
+    let record = t.path(&format!("lake/versions/{}/version.json", vid(2)));
+    std::fs::remove_file(&record).unwrap();
+    std::os::unix::fs::symlink("../../../secret", &record).unwrap();
+    let lake = t.path("lake").display().to_string();
+    assert_eq!(
+        ls_remote_fails_at(&t, &url),
+        format!(
+            "fatal: lake '{lake}': versions/{}/version.json: leads outside the lake's root \
+             (a symlink?)\n",
+            vid(2)
+        )
+    );
+    // A version's folder that is a link out of the lake.
+    std::fs::remove_file(&record).unwrap();
+    let folder = t.path(&format!("lake/versions/{}", vid(2)));
+    std::fs::rename(&folder, t.path("outside")).unwrap();
+    std::os::unix::fs::symlink("../../outside", &folder).unwrap();
+    std::fs::write(t.path("outside/version.json"), "{}").unwrap();
+    assert_eq!(
+        ls_remote_fails_at(&t, &url),
+        format!(
+            "fatal: lake '{lake}': versions/{}: leads outside the lake's root (a symlink?)\n",
+            vid(2)
+        )
+    );
+}
+
+/// A link that stays in the lake is followed, relative or absolute, file or folder: the
+/// commits are those of the same lake without links.
+#[test]
+fn symlinks_that_stay_inside_the_root_are_followed() {
+    let t = TestEnv::new();
+    let plain = t.local_lake("plain", &base());
+    let url = t.local_lake("lake", &base());
+    std::fs::create_dir(t.path("lake/elsewhere")).unwrap();
+    let record = |n| t.path(&format!("lake/versions/{}/version.json", vid(n)));
+    std::fs::rename(record(2), t.path("lake/elsewhere/2.json")).unwrap();
+    std::os::unix::fs::symlink("../../elsewhere/2.json", record(2)).unwrap();
+    std::fs::rename(record(3), t.path("lake/elsewhere/3.json")).unwrap();
+    std::os::unix::fs::symlink(t.path("lake/elsewhere/3.json"), record(3)).unwrap();
+    let folder = t.path(&format!("lake/versions/{}", vid(1)));
+    std::fs::rename(&folder, t.path("lake/elsewhere/1")).unwrap();
+    std::os::unix::fs::symlink("../elsewhere/1", &folder).unwrap();
+    assert_eq!(
+        t.ok(".", &["ls-remote", &url]),
+        t.ok(".", &["ls-remote", &plain])
+    );
+    t.ok(".", &["clone", "-q", &url, "work"]);
+    assert_eq!(t.ok("work", &["rev-list", "--count", "HEAD"]), "3\n");
+}
+
 #[test]
 fn a_failed_fetch_updates_no_ref() {
     let t = TestEnv::new();
