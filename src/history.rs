@@ -482,51 +482,61 @@ pub fn compute_commits(
     out.commits.reserve(data.len());
     out.built.reserve(data.len());
     out.order.reserve(data.len());
-    let mut visiting: HashSet<VersionId> = HashSet::new();
     let commit_of = |out: &Resolved, v: &VersionId| known.get(v).or(out.commits.get(v)).copied();
-    for (tip, _) in tips {
-        let mut stack: Vec<(VersionId, bool)> = vec![(tip.clone(), false)];
-        while let Some((id, expanded)) = stack.pop() {
-            if commit_of(&out, &id).is_some() {
-                continue;
-            }
-            if expanded {
-                visiting.remove(&id);
-                let Some(Ok(d)) = data.remove(&id) else {
-                    return Err(unreadable(reading, &mut data, id, named_by));
+    /// A version to look at, or one whose parents are built by the time it is popped.
+    enum Step {
+        Visit(VersionId),
+        Build(VersionId, Summary),
+    }
+    reading.build_in_order(|in_order| {
+        for (tip, _) in tips {
+            let mut stack = vec![Step::Visit(tip.clone())];
+            while let Some(step) = stack.pop() {
+                let id = match step {
+                    Step::Build(id, d) => {
+                        let parents: Vec<ObjectId> = d
+                            .parents
+                            .iter()
+                            .map(|p| commit_of(&out, p).expect("parents first"))
+                            .collect();
+                        let (commit, built) = in_order.build(&id, d, &parents)?;
+                        out.commits.insert(id.clone(), commit);
+                        out.built.insert(id.clone(), built);
+                        out.order.push(id);
+                        continue;
+                    }
+                    Step::Visit(id) if commit_of(&out, &id).is_some() => continue,
+                    Step::Visit(id) => id,
                 };
-                let parents: Vec<ObjectId> = d
-                    .parents
-                    .iter()
-                    .map(|p| commit_of(&out, p).expect("parents first"))
+                let d = match data.remove(&id) {
+                    Some(Ok(d)) => d,
+                    Some(Err(e)) => {
+                        data.insert(id.clone(), Err(e));
+                        return Err(unreadable(reading, &mut data, id, named_by));
+                    }
+                    // Taken already and not built: it is being built below, and everything
+                    // above it on the stack descends from it, so its parents lead back to it.
+                    None if stack
+                        .iter()
+                        .any(|s| matches!(s, Step::Build(b, _) if *b == id)) =>
+                    {
+                        return Err(LakeError::Cycle {
+                            lake: reading.lake.name(),
+                            version: id,
+                        });
+                    }
+                    None => return Err(unreadable(reading, &mut data, id, named_by)),
+                };
+                let parents: Vec<VersionId> = (d.parents.iter().rev())
+                    .filter(|p| commit_of(&out, p).is_none())
+                    .cloned()
                     .collect();
-                let (commit, built) = reading.build(&id, d, &parents)?;
-                out.commits.insert(id.clone(), commit);
-                out.built.insert(id.clone(), built);
-                out.order.push(id);
-                continue;
-            }
-            let d = match data.get(&id) {
-                Some(Ok(d)) => d,
-                Some(Err(_)) | None => return Err(unreadable(reading, &mut data, id, named_by)),
-            };
-            // Everything above a marker on the stack descends from it: meeting a version that
-            // is still being expanded means its parents lead back to it.
-            if !visiting.insert(id.clone()) {
-                return Err(LakeError::Cycle {
-                    lake: reading.lake.name(),
-                    version: id,
-                });
-            }
-            let parents: Vec<VersionId> = d.parents.iter().rev().cloned().collect();
-            stack.push((id, true));
-            for p in parents {
-                if commit_of(&out, &p).is_none() {
-                    stack.push((p, false));
-                }
+                stack.push(Step::Build(id, d));
+                stack.extend(parents.into_iter().map(Step::Visit));
             }
         }
-    }
+        Ok(())
+    })?;
     Ok(out)
 }
 

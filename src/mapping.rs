@@ -32,13 +32,18 @@ impl ObjectId {
     }
 
     pub fn to_hex(&self) -> String {
+        let mut out = Vec::with_capacity(40);
+        self.push_hex(&mut out);
+        String::from_utf8(out).expect("hex digits are ASCII")
+    }
+
+    /// Appends the 40 lower-case hex digits.
+    pub fn push_hex(&self, out: &mut Vec<u8>) {
         const DIGITS: &[u8; 16] = b"0123456789abcdef";
-        let mut out = String::with_capacity(40);
         for b in self.0 {
-            out.push(DIGITS[(b >> 4) as usize] as char);
-            out.push(DIGITS[(b & 0xf) as usize] as char);
+            out.push(DIGITS[(b >> 4) as usize]);
+            out.push(DIGITS[(b & 0xf) as usize]);
         }
-        out
     }
 }
 
@@ -148,11 +153,13 @@ pub fn tree_object(dataset_json: Option<ObjectId>, version_json: ObjectId) -> Ob
 
 /// A version's commit from its tree, its parents' commits and [`commit_tail`].
 pub fn commit_object(tree: &ObjectId, parents: &[ObjectId], tail: &[u8]) -> Object {
-    let mut out = format!("tree {tree}\n");
-    for p in parents {
-        out.push_str(&format!("parent {p}\n"));
+    let mut data = Vec::with_capacity(46 + 48 * parents.len() + tail.len());
+    for (word, id) in std::iter::once(("tree ", tree)).chain(parents.iter().map(|p| ("parent ", p)))
+    {
+        data.extend_from_slice(word.as_bytes());
+        id.push_hex(&mut data);
+        data.push(b'\n');
     }
-    let mut data = out.into_bytes();
     data.extend_from_slice(tail);
     Object::new(Kind::Commit, data)
 }

@@ -251,14 +251,48 @@ impl Reading {
         }
     }
 
-    /// Makes a version's tree and commit (into the pack, if one is written) from its summary
-    /// and its parents' commits, in the record's order.
-    pub fn build(
+    /// Runs `f`, which builds commits one after the other with [`InOrder::build`], while a
+    /// thread of its own compresses them into the pack: each commit needs its parents' IDs,
+    /// so the building is single-threaded, and on a clone of 100,000 versions compressing
+    /// commits took a third of it.
+    pub fn build_in_order<T>(&self, f: impl FnOnce(&mut InOrder) -> T) -> T {
+        let Some(sink) = self.sink.as_deref() else {
+            return f(&mut InOrder {
+                reading: self,
+                batch: Vec::new(),
+                packer: None,
+            });
+        };
+        std::thread::scope(|scope| {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<mapping::Object>>(PACKER_QUEUE);
+            scope.spawn(move || {
+                for batch in rx {
+                    for o in batch {
+                        sink.add(o.kind, o.id, &o.data);
+                    }
+                }
+            });
+            let mut in_order = InOrder {
+                reading: self,
+                batch: Vec::with_capacity(PACKER_BATCH),
+                packer: Some(tx),
+            };
+            let out = f(&mut in_order);
+            in_order.flush();
+            out
+            // The sender goes with `in_order`: the packer empties the queue, and the scope
+            // waits for it.
+        })
+    }
+
+    /// Makes a version's tree (into the pack, if one is written) and its commit object from
+    /// its summary and its parents' commits, in the record's order.
+    fn commit(
         &self,
         id: &VersionId,
         s: Summary,
         parents: &[ObjectId],
-    ) -> Result<(ObjectId, Built), LakeError> {
+    ) -> Result<(mapping::Object, Built), LakeError> {
         let bad = |why: String| LakeError::BadVersion {
             lake: self.lake.name(),
             version: id.clone(),
@@ -286,13 +320,53 @@ impl Reading {
                 mapping::commit_object(&tree, parents, &tail)
             }
         };
-        self.keep(Kind::Commit, &commit.data);
         let built = Built {
             parents: s.parents,
             author_email: s.author_email,
             time: s.time,
             verdict: s.verdict,
         };
-        Ok((commit.id, built))
+        Ok((commit, built))
+    }
+}
+
+/// Commits handed to the packer at once, and batches waiting for it at most.
+const PACKER_BATCH: usize = 64;
+const PACKER_QUEUE: usize = 16;
+
+/// Commits being built in order ([`Reading::build_in_order`]).
+pub struct InOrder<'r> {
+    reading: &'r Reading,
+    batch: Vec<mapping::Object>,
+    /// The packer's queue; `None` when no pack is written.
+    packer: Option<std::sync::mpsc::SyncSender<Vec<mapping::Object>>>,
+}
+
+impl InOrder<'_> {
+    /// Makes a version's tree and commit from its summary and its parents' commits, in the
+    /// record's order; the commit goes to the pack, if one is written.
+    pub fn build(
+        &mut self,
+        id: &VersionId,
+        s: Summary,
+        parents: &[ObjectId],
+    ) -> Result<(ObjectId, Built), LakeError> {
+        let (commit, built) = self.reading.commit(id, s, parents)?;
+        let commit_id = commit.id;
+        if self.packer.is_some() {
+            self.batch.push(commit);
+            if self.batch.len() == PACKER_BATCH {
+                self.flush();
+            }
+        }
+        Ok((commit_id, built))
+    }
+
+    fn flush(&mut self) {
+        if let (Some(packer), false) = (&self.packer, self.batch.is_empty()) {
+            let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(PACKER_BATCH));
+            // The packer stops only when the queue is closed, which is not yet.
+            let _ = packer.send(batch);
+        }
     }
 }

@@ -759,35 +759,41 @@ impl Remote {
         repo: &Repo,
     ) -> Result<HashMap<VersionId, (ObjectId, Built)>, RemoteError> {
         let mut computed: HashMap<VersionId, (ObjectId, Built)> = HashMap::new();
-        for v in order {
-            let Some(d) = fresh.remove(v) else { continue };
-            let mut parents = Vec::with_capacity(d.parents.len());
-            for p in &d.parents {
-                let c = computed
-                    .get(p)
-                    .map(|(c, _)| c)
-                    .or_else(|| listing.commits.get(p))
-                    .or_else(|| known.get(p))
-                    .copied();
-                parents.push(c.ok_or_else(|| LakeError::MissingVersion {
-                    lake: self.lake.name(),
-                    version: p.clone(),
-                    by: format!("version {v}"),
-                })?);
-            }
-            let (commit, built) = reading.build(v, d, &parents)?;
-            let expected = listing.commits.get(v).or_else(|| known.get(v)).copied();
-            if let Some(expected) = expected.filter(|e| *e != commit) {
-                return Err(RemoteError::CacheMismatch {
-                    lake: self.lake.name(),
-                    version: v.clone(),
-                    computed: commit,
-                    cached: expected,
-                    cache: repo.git_dir().join("fdl").display().to_string(),
-                });
-            }
-            computed.insert(v.clone(), (commit, built));
+        if fresh.is_empty() {
+            return Ok(computed);
         }
+        reading.build_in_order(|in_order| {
+            for v in order {
+                let Some(d) = fresh.remove(v) else { continue };
+                let mut parents = Vec::with_capacity(d.parents.len());
+                for p in &d.parents {
+                    let c = computed
+                        .get(p)
+                        .map(|(c, _)| c)
+                        .or_else(|| listing.commits.get(p))
+                        .or_else(|| known.get(p))
+                        .copied();
+                    parents.push(c.ok_or_else(|| LakeError::MissingVersion {
+                        lake: self.lake.name(),
+                        version: p.clone(),
+                        by: format!("version {v}"),
+                    })?);
+                }
+                let (commit, built) = in_order.build(v, d, &parents)?;
+                let expected = listing.commits.get(v).or_else(|| known.get(v)).copied();
+                if let Some(expected) = expected.filter(|e| *e != commit) {
+                    return Err(RemoteError::CacheMismatch {
+                        lake: self.lake.name(),
+                        version: v.clone(),
+                        computed: commit,
+                        cached: expected,
+                        cache: repo.git_dir().join("fdl").display().to_string(),
+                    });
+                }
+                computed.insert(v.clone(), (commit, built));
+            }
+            Ok(())
+        })?;
         Ok(computed)
     }
 }
