@@ -483,17 +483,22 @@ pub fn compute_commits(
     out.built.reserve(data.len());
     out.order.reserve(data.len());
     let commit_of = |out: &Resolved, v: &VersionId| known.get(v).or(out.commits.get(v)).copied();
-    /// A version to look at, or one whose parents are built by the time it is popped.
+    /// A version to look at, or one whose parents are built by the time it is popped. Only
+    /// IDs: the stack of a long chain holds every version of it.
     enum Step {
         Visit(VersionId),
-        Build(VersionId, Summary),
+        Build(VersionId),
     }
     reading.build_in_order(|in_order| {
         for (tip, _) in tips {
             let mut stack = vec![Step::Visit(tip.clone())];
             while let Some(step) = stack.pop() {
                 let id = match step {
-                    Step::Build(id, d) => {
+                    Step::Build(id) => {
+                        // Visited (and found readable) before its build was stacked.
+                        let Some(Ok(d)) = data.remove(&id) else {
+                            return Err(unreadable(reading, &mut data, id, named_by));
+                        };
                         let parents: Vec<ObjectId> = d
                             .parents
                             .iter()
@@ -508,30 +513,26 @@ pub fn compute_commits(
                     Step::Visit(id) if commit_of(&out, &id).is_some() => continue,
                     Step::Visit(id) => id,
                 };
-                let d = match data.remove(&id) {
-                    Some(Ok(d)) => d,
-                    Some(Err(e)) => {
-                        data.insert(id.clone(), Err(e));
-                        return Err(unreadable(reading, &mut data, id, named_by));
-                    }
-                    // Taken already and not built: it is being built below, and everything
-                    // above it on the stack descends from it, so its parents lead back to it.
-                    None if stack
-                        .iter()
-                        .any(|s| matches!(s, Step::Build(b, _) if *b == id)) =>
-                    {
+                let d = match data.get_mut(&id) {
+                    // Everything above a version under way on the stack descends from it:
+                    // meeting it again means its parents lead back to it.
+                    Some(Ok(d)) if d.under_way => {
                         return Err(LakeError::Cycle {
                             lake: reading.lake.name(),
                             version: id,
                         });
                     }
-                    None => return Err(unreadable(reading, &mut data, id, named_by)),
+                    Some(Ok(d)) => d,
+                    Some(Err(_)) | None => {
+                        return Err(unreadable(reading, &mut data, id, named_by))
+                    }
                 };
+                d.under_way = true;
                 let parents: Vec<VersionId> = (d.parents.iter().rev())
                     .filter(|p| commit_of(&out, p).is_none())
                     .cloned()
                     .collect();
-                stack.push(Step::Build(id, d));
+                stack.push(Step::Build(id));
                 stack.extend(parents.into_iter().map(Step::Visit));
             }
         }

@@ -53,6 +53,10 @@ pub struct Summary {
     /// The signature's verdict, when reading checks signatures (boxed: most reads check
     /// none, and a clone holds a summary for every version).
     pub verdict: Option<Box<Verdict>>,
+    /// Set while the versions it descends from are built ([`compute_commits`]).
+    ///
+    /// [`compute_commits`]: crate::history::compute_commits
+    pub under_way: bool,
 }
 
 /// A version's `dataset.json` blob (`None`: it has none) and its tree.
@@ -214,6 +218,7 @@ impl Reading {
             author_email: record.author.email,
             time,
             verdict,
+            under_way: false,
         }))
     }
 

@@ -721,15 +721,22 @@ impl Remote {
         wants: &[Want],
         known: &HashMap<VersionId, ObjectId>,
     ) -> Result<Vec<(VersionId, String)>, RemoteError> {
-        // Git may ask for any commit it saw (`git fetch <lake> <commit>`), not only tips.
         let mut by_commit: HashMap<ObjectId, &VersionId> = HashMap::new();
-        for (v, c) in known.iter().chain(listing.commits.iter()) {
-            by_commit.insert(*c, v);
-        }
-        for (_, v) in &listing.refs {
-            if let Some(c) = listing.commits.get(v) {
+        let refs = listing.refs.iter().map(|(_, v)| v);
+        let refs = refs.filter_map(|v| Some((*listing.commits.get(v)?, v)));
+        // Git may ask for any commit it saw (`git fetch <lake> <commit>`), not only tips; every
+        // commit known is mapped only then (a clone of 100,000 versions asks for its refs).
+        let wanted = |by_commit: &HashMap<ObjectId, &VersionId>| {
+            (wants.iter())
+                .all(|w| ObjectId::from_hex(&w.oid).is_some_and(|o| by_commit.contains_key(&o)))
+        };
+        by_commit.extend(refs.clone());
+        if !wanted(&by_commit) {
+            by_commit.clear();
+            for (v, c) in known.iter().chain(listing.commits.iter()) {
                 by_commit.insert(*c, v);
             }
+            by_commit.extend(refs);
         }
         let mut tips = Vec::with_capacity(wants.len());
         for w in wants {

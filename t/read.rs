@@ -211,6 +211,27 @@ fn a_head_naming_a_missing_branch_is_left_out_as_git_does() {
     }
 }
 
+/// Git may ask for a commit it saw that no ref holds: it is found among every commit known,
+/// though a clone asks for refs only. One nobody has is refused, naming it.
+#[test]
+fn a_commit_no_ref_holds_is_fetched_by_its_id() {
+    let t = TestEnv::new();
+    let url = t.local_lake("lake", &small_lake());
+    t.ok(".", &["clone", "-q", &url, "work"]);
+    let first = t.ok("work", &["rev-parse", "main~2"]).trim().to_string();
+    t.ok(".", &["init", "-q", "empty"]);
+    t.ok("empty", &["fetch", "-q", &url, &first]);
+    assert_eq!(t.ok("empty", &["rev-parse", "FETCH_HEAD"]).trim(), first);
+    let none = "0123456789012345678901234567890123456789";
+    let out = t.git("empty", &["fetch", "-q", &url, none]);
+    assert!(!out.status.success());
+    let lake = t.path("lake").display().to_string();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!("fatal: lake '{lake}': Git asked for {none}, which no ref of the lake holds\n")
+    );
+}
+
 #[test]
 fn clone_bare() {
     let t = TestEnv::new();
