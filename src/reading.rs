@@ -270,17 +270,18 @@ impl Reading {
         };
         std::thread::scope(|scope| {
             let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<mapping::Object>>(PACKER_QUEUE);
-            scope.spawn(move || {
+            let packer = std::thread::Builder::new().spawn_scoped(scope, move || {
                 for batch in rx {
                     for o in batch {
                         sink.add(o.kind, o.id, &o.data);
                     }
                 }
             });
+            // No thread to be had (a process limit): commits are packed as they are built.
             let mut in_order = InOrder {
                 reading: self,
                 batch: Vec::with_capacity(PACKER_BATCH),
-                packer: Some(tx),
+                packer: packer.is_ok().then_some(tx),
             };
             let out = f(&mut in_order);
             in_order.flush();
@@ -343,7 +344,7 @@ const PACKER_QUEUE: usize = 16;
 pub struct InOrder<'r> {
     reading: &'r Reading,
     batch: Vec<mapping::Object>,
-    /// The packer's queue; `None` when no pack is written.
+    /// The packer's queue; `None` when no pack is written or no packer could be started.
     packer: Option<std::sync::mpsc::SyncSender<Vec<mapping::Object>>>,
 }
 
@@ -358,11 +359,15 @@ impl InOrder<'_> {
     ) -> Result<(ObjectId, Built), LakeError> {
         let (commit, built) = self.reading.commit(id, s, parents)?;
         let commit_id = commit.id;
-        if self.packer.is_some() {
-            self.batch.push(commit);
-            if self.batch.len() == PACKER_BATCH {
-                self.flush();
+        match (&self.packer, &self.reading.sink) {
+            (Some(_), _) => {
+                self.batch.push(commit);
+                if self.batch.len() == PACKER_BATCH {
+                    self.flush();
+                }
             }
+            (None, Some(sink)) => sink.add(Kind::Commit, commit.id, &commit.data),
+            (None, None) => {}
         }
         Ok((commit_id, built))
     }

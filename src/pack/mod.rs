@@ -159,15 +159,19 @@ impl PackWriter {
         self.file.flush()?;
         // The index (sorted IDs, CRCs, offsets: a tenth of a second at 300,000 objects) is
         // made while the pack is read back for its checksum, which only its end needs.
-        let entries = std::mem::take(&mut self.entries);
+        let mut entries = std::mem::take(&mut self.entries);
         let (checksum, index) = std::thread::scope(|scope| {
-            let index = scope.spawn(move || index_body(entries));
+            let index =
+                std::thread::Builder::new().spawn_scoped(scope, || index_body(&mut entries));
             let checksum = self.complete(count);
-            let index = index.join().expect("making a pack index does not panic");
-            checksum.map(|c| (c, index))
-        })?;
+            let index = index.map(|i| i.join().expect("making a pack index does not panic"));
+            (checksum, index.ok())
+        });
+        let checksum = checksum?;
+        // No thread to be had (a process limit): made now.
+        let mut index = index.unwrap_or_else(|| index_body(&mut entries));
         self.done = true;
-        let (mut index, objects) = index;
+        let objects = entries.len();
         index.extend_from_slice(&checksum);
         let digest: [u8; 20] = Sha1::digest(&index).into();
         index.extend_from_slice(&digest);
@@ -345,9 +349,9 @@ fn id_hash(id: &ObjectId) -> u64 {
     u64::from_le_bytes(first)
 }
 
-/// A version-2 index of `entries` up to its trailer (the pack's checksum, then its own), and
-/// how many objects it holds.
-fn index_body(mut entries: Vec<(ObjectId, u64, u32)>) -> (Vec<u8>, usize) {
+/// A version-2 index of `entries` (sorted here) up to its trailer: the pack's checksum, then
+/// its own.
+fn index_body(entries: &mut [(ObjectId, u64, u32)]) -> Vec<u8> {
     // IDs are unique and spread evenly: their first eight bytes nearly always decide.
     let prefix = |id: &ObjectId| u64::from_be_bytes(id.0[..8].try_into().expect("8 bytes"));
     entries.sort_unstable_by(|a, b| prefix(&a.0).cmp(&prefix(&b.0)).then(a.0.cmp(&b.0)));
@@ -380,7 +384,7 @@ fn index_body(mut entries: Vec<(ObjectId, u64, u32)>) -> (Vec<u8>, usize) {
     for offset in large {
         out.extend_from_slice(&offset.to_be_bytes());
     }
-    (out, entries.len())
+    out
 }
 
 #[cfg(test)]
