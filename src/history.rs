@@ -207,10 +207,7 @@ impl Walk<'_> {
         (&mut under_way.0).await.unwrap_or_else(|e| {
             Err(LakeError::Store {
                 lake: self.reading.lake.name(),
-                source: crate::store::StoreError::Failed {
-                    path: "versions/".to_string(),
-                    message: format!("listing stopped: {e}"),
-                },
+                source: crate::store::stopped("versions/", "listing", e),
             })
         })
     }

@@ -366,10 +366,7 @@ impl Lake {
             let read = tokio::spawn(async move { lake.read_ref_file(name).await });
             async move {
                 read.await.unwrap_or_else(|e| {
-                    Err(self.store_err(StoreError::Failed {
-                        path,
-                        message: format!("read stopped: {e}"),
-                    }))
+                    Err(self.store_err(crate::store::stopped(&path, "read", e)))
                 })
             }
         });
@@ -879,12 +876,8 @@ async fn list_split(
                 .await
         };
         async move {
-            tokio::spawn(range).await.unwrap_or_else(|e| {
-                Err(StoreError::Failed {
-                    path: "refs/".to_string(),
-                    message: format!("listing stopped: {e}"),
-                })
-            })
+            (tokio::spawn(range).await)
+                .unwrap_or_else(|e| Err(crate::store::stopped("refs/", "listing", e)))
         }
     });
     let mut all = joined(futures::future::try_join_all(ranges).await?);

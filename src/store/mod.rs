@@ -914,6 +914,15 @@ fn check_rel(rel: &str) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// A task that read or listed `path` and stopped before it answered (`what`: "read",
+/// "listing"): the runtime went away, or the task panicked.
+pub(crate) fn stopped(path: &str, what: &str, e: tokio::task::JoinError) -> StoreError {
+    StoreError::Failed {
+        path: path.to_string(),
+        message: format!("{what} stopped: {e}"),
+    }
+}
+
 fn failed(rel: &str, e: impl std::fmt::Display) -> StoreError {
     StoreError::Failed {
         path: rel.to_string(),
