@@ -106,6 +106,20 @@ impl Listing {
         self.tokens.get(at)
     }
 
+    /// Each ref file as a push's listing found it, by name: its ETag and version (files listed
+    /// without an ETag are left out).
+    pub fn ref_files_seen(&self) -> HashMap<String, (String, VersionId)> {
+        let with_tags = self
+            .refs
+            .iter()
+            .zip(&self.tokens)
+            .filter_map(|((n, v), t)| {
+                let tag = t.e_tag.clone()?;
+                Some((n.clone(), (tag, v.clone())))
+            });
+        with_tags.collect()
+    }
+
     /// Every version `tips` reach, parents first, when `list` built them all and the tips are
     /// every ref's version (as a clone asks).
     fn whole_history_for(&self, tips: &[(VersionId, String)]) -> Option<&[VersionId]> {

@@ -244,6 +244,43 @@ fn a_push_racing_another_between_its_listing_and_refs_json_keeps_the_other_ref()
     assert!(refs.contains_key("refs/tags/mine"), "{refs:?}");
 }
 
+/// A lake whose refs.json lags its ref files (a writer stopped between the two): the push's
+/// first attempt cannot trust its listing, so refs.json's token and the refs are read again.
+/// The refs are listed again, not read one by one: every file whose ETag is the one the
+/// push's listing saw (or the one it wrote) is taken as it was (it read all 300 before).
+#[test]
+fn a_push_onto_a_stale_refs_json_lists_the_refs_again_rather_than_reading_each() {
+    // Up to 256 connections at once while the clone reads the ref files (`s3lite::start_with`).
+    let server = s3lite::start_with(600);
+    let mut lake = chain(300, 300);
+    lake.branch("main", 299).refs_json().branch("main", 300);
+    server.put_files("stale", "lake/", &lake.files);
+    let t = env(&server);
+    t.ok(
+        ".",
+        &["clone", "-q", "--bare", "fdl::s3://stale/lake/", "r.git"],
+    );
+    let tip = t.ok("r.git", &["rev-parse", "main"]).trim().to_string();
+    let spec = format!("{tip}:refs/tags/onto-stale");
+    let push = waves(&server, &t, "r.git", &["push", "-q", "origin", &spec]);
+    eprintln!("tag push onto a stale refs.json: {push:?}");
+    // The listing; the tag; refs.json's token beside the look for a racing ref; the refs
+    // listed again; refs.json.
+    assert!(push.waves <= 5, "{push:?}");
+    assert_eq!(push.gets, 4, "fdl.json, HEAD, refs.json twice: {push:?}");
+    let mut written: serde_json::Value =
+        serde_json::from_slice(&server.get("stale", "lake/refs.json").unwrap()).unwrap();
+    let refs = refs_of(&mut written);
+    let v300 = serde_json::Value::String(crate::support::vid(300));
+    assert_eq!(
+        refs.get("refs/heads/main"),
+        Some(&v300),
+        "repaired: {refs:?}"
+    );
+    assert_eq!(refs.get("refs/tags/onto-stale"), Some(&v300), "{refs:?}");
+    assert_eq!(refs.len(), 302, "main, 300 tags and the new one");
+}
+
 #[test]
 fn a_cold_clone_lists_every_version_while_it_reads_a_thousand_ref_files() {
     // Listed after the ref files were read, the first page of versions/ took a wave of its

@@ -208,7 +208,7 @@ pub async fn push(
     } = settle(&mut report, updates, &planned, outcomes, opts.atomic);
     crate::testhook::stop_at(crate::testhook::Point::BeforeRefsJson);
     // The refs written are saved in the cache while refs.json is written.
-    let saving = remote.remember_written_refs(written);
+    let saving = remote.remember_written_refs(written.clone());
     let writer: &Remote = remote;
     let deferred = deferred_checks(writer, &planned, &report, opts);
     // After a write of unknown outcome, what Git listed plus our changes may be wrong:
@@ -218,7 +218,7 @@ pub async fn push(
         .iter()
         .map(|i| write::check_created_tag(writer, &report.results[*i].0));
     let ((attempts, warning), checks, saved) = futures::join!(
-        refs_json::update(writer, listing, &changed, uncertain, prepared),
+        refs_json::update(writer, listing, &changed, &written, uncertain, prepared),
         futures::future::join_all(checks),
         saving.done()
     );

@@ -73,6 +73,7 @@ pub(super) async fn update(
     remote: &Remote,
     listing: &Listing,
     changed: &[(String, Option<VersionId>)],
+    written: &[(String, String, VersionId)],
     uncertain: bool,
     prepared: Option<Prepared>,
 ) -> (u32, Option<String>) {
@@ -98,10 +99,17 @@ pub(super) async fn update(
     };
     let mut backoff = Backoff::new(Duration::from_millis(5), Duration::from_millis(200))
         .with_jitter(Duration::from_millis(5));
+    // Made only if refs.json must be read again: most pushes write it at the first attempt.
+    let mut seen = None;
     for attempt in 1..=ATTEMPTS {
         let (current, wanted) = match first.take() {
             Some(f) => f,
-            None => match read_state(lake).await {
+            None => match read_state(
+                lake,
+                seen.get_or_insert_with(|| ref_files_seen(listing, changed, written)),
+            )
+            .await
+            {
                 Some(s) => {
                     let wanted = render(s.current.as_ref().map(|(b, _)| &b[..]), s.refs);
                     (s.current, wanted)
@@ -190,11 +198,35 @@ fn listed_plus_changes(
     refs
 }
 
+/// The ref files as this push last knew them (name -> ETag and version): the listing's, with
+/// the refs this push changed in place of theirs. A ref changed without a known ETag is left
+/// out, and so read again.
+fn ref_files_seen(
+    listing: &Listing,
+    changed: &[(String, Option<VersionId>)],
+    written: &[(String, String, VersionId)],
+) -> HashMap<String, (String, VersionId)> {
+    let mut seen = listing.ref_files_seen();
+    for (name, _) in changed {
+        seen.remove(name);
+    }
+    for (name, e_tag, version) in written {
+        seen.insert(name.clone(), (e_tag.clone(), version.clone()));
+    }
+    seen
+}
+
 /// `refs.json`'s token first, then the ref files: a write conditional on that token then holds
-/// every ref write that finished before it. `None` if either read failed.
-async fn read_state(lake: &Lake) -> Option<State> {
+/// every ref write that finished before it. The refs are listed again (in ranges side by side,
+/// split at the names in `seen`) and only the files whose ETag is not the one `seen` holds are
+/// read: a thousand refs cost two round trips, not a read each. `seen` learns what was read,
+/// for the next attempt. `None` if either read failed.
+async fn read_state(lake: &Lake, seen: &mut HashMap<String, (String, VersionId)>) -> Option<State> {
     let current = lake.refs_json_versioned().await.ok()?;
-    let refs = lake.refs_versioned().await.ok()?;
+    let (refs, learned) = lake.refs_remembered(seen).await.ok()?;
+    if let Some(learned) = learned {
+        *seen = learned;
+    }
     Some(State {
         current: current.map(|v| (v.bytes, v.token)),
         refs: refs.into_iter().map(|(n, v, _)| (n, v)).collect(),
