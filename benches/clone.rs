@@ -254,7 +254,7 @@ fn main() {
     let warm = requests(&t, "counted.git", &["ls-remote", "origin"]);
     let last = versions;
     l.chain(last + 1, last + 10);
-    l.branch("main", last + 10);
+    l.branch("main", last + 10).refs_json();
     l.write_dir(&t.path("lake"));
     let fetch10 = requests(
         &t,

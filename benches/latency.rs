@@ -136,7 +136,8 @@ fn measure(server: &S3Lite, versions: u64, delay_ms: u64, rows: &mut Vec<Row>) {
     let lf = median(ls_fetches);
     push("ls-remote, then fetch", lf, Goal::Times(1.3, fetch_wall));
     l.chain(versions + 1, versions + 20);
-    l.branch("main", versions + 20);
+    // As a writer does: the ref, then refs.json.
+    l.branch("main", versions + 20).refs_json();
     server.put_files(&bucket, "lake/", &l.files);
     let fetch = |c: &String| run(server, &t, c, &[&["fetch", "-q", "origin"]]);
     let plus20 = median(clones.iter().map(fetch).collect());
@@ -153,6 +154,23 @@ fn measure(server: &S3Lite, versions: u64, delay_ms: u64, rows: &mut Vec<Row>) {
             .collect(),
     );
     push("push of one tag", tags, Goal::RoundTrips(4.0));
+    // The same onto a refs.json that lags the ref files (a writer stopped between the two):
+    // the push reads refs.json's token and lists the refs again before it writes refs.json.
+    let mut behind = l.clone();
+    behind.branch("main", versions + 19).refs_json();
+    let stale: std::collections::BTreeMap<String, Vec<u8>> =
+        [("refs.json".to_string(), behind.files["refs.json"].clone())].into();
+    let onto_stale = median(
+        (0..RUNS)
+            .map(|i| {
+                server.put_files(&bucket, "lake/", &stale);
+                let spec = format!("{tip}:refs/tags/bench-stale-{i}");
+                run(server, &t, "c0.git", &[&["push", "-q", "origin", &spec]])
+            })
+            .collect(),
+    );
+    let why = "no goal set: 5 waves (t/waves.rs)";
+    push("tag push, stale refs.json", onto_stale, Goal::Report(why));
     // Outside any repository: the user's cache (in the test HOME) makes the second one cheap.
     t.ok(".", &["ls-remote", url]);
     let outside = median(
@@ -173,7 +191,7 @@ fn measure_large(server: &S3Lite, versions: u64, delay_ms: u64, rows: &mut Vec<R
     let cold = run(server, &t, ".", &[&["clone", "-q", "--bare", url, "c.git"]]);
     push("cold clone (1 run)", cold, Goal::Seconds(35.0));
     l.chain(versions + 1, versions + 200);
-    l.branch("main", versions + 200);
+    l.branch("main", versions + 200).refs_json();
     server.put_files(&bucket, "lake/", &l.files);
     let plus200 = run(server, &t, "c.git", &[&["fetch", "-q", "origin"]]);
     push("fetch of 200 new (1 run)", plus200, Goal::Seconds(1.5));
