@@ -198,9 +198,16 @@ pub async fn push(
     let preparing = async {
         let (basis, changes) = (refs_json::Basis::of(listing), planned_changes(&planned));
         let work = tokio::task::spawn_blocking(move || refs_json::prepare(&basis, changes));
-        work.await.ok().flatten()
+        let prepared = work.await.ok().flatten();
+        // A refs.json the listing cannot be trusted with is read again now, beside the
+        // writes, not after them: one round trip fewer.
+        let read_before = match prepared.as_ref().is_some_and(|p| p.must_read_again()) {
+            true => refs_json::read_current(&writer.lake).await,
+            false => None,
+        };
+        (prepared, read_before)
     };
-    let (outcomes, prepared) = futures::join!(writes, preparing);
+    let (outcomes, (prepared, read_before)) = futures::join!(writes, preparing);
     let Settled {
         changed,
         written,
@@ -218,7 +225,15 @@ pub async fn push(
         .iter()
         .map(|i| write::check_created_tag(writer, &report.results[*i].0));
     let ((attempts, warning), checks, saved) = futures::join!(
-        refs_json::update(writer, listing, &changed, &written, uncertain, prepared),
+        refs_json::update(
+            writer,
+            listing,
+            &changed,
+            &written,
+            uncertain,
+            prepared,
+            read_before
+        ),
         futures::future::join_all(checks),
         saving.done()
     );

@@ -15,6 +15,9 @@ use crate::store::{Token, WriteError, WriteMode};
 /// How many times `refs.json` is re-read and rewritten when other writers keep changing it.
 const ATTEMPTS: u32 = 100;
 
+/// `refs.json` as read before the refs are listed again (`None`: there is none).
+pub(super) type Current = Option<(Bytes, Token)>;
+
 /// What `refs.json` holds now (bytes and token), and what the ref files hold.
 struct State {
     current: Option<(Bytes, Token)>,
@@ -29,6 +32,21 @@ pub(super) struct Prepared {
     /// What the first attempt writes; `None` when the listing's refs.json may miss a ref write
     /// that finished before the listing (then refs.json and the refs are read again first).
     wanted: Option<Bytes>,
+}
+
+impl Prepared {
+    /// Whether refs.json and the refs must be read again whatever the writes do.
+    pub(super) fn must_read_again(&self) -> bool {
+        self.wanted.is_none()
+    }
+}
+
+/// `refs.json` with its token, read now: beside the ref writes when the first attempt cannot
+/// come from the listing, since a write on this token needs only that the refs are listed
+/// after it, which they are once the writes are over. `None` if the read failed.
+pub(super) async fn read_current(lake: &Lake) -> Option<Current> {
+    let current = lake.refs_json_versioned().await.ok()?;
+    Some(current.map(|v| (v.bytes, v.token)))
 }
 
 /// What the first attempt is worked out from, taken from the listing: owned, so that the
@@ -76,6 +94,7 @@ pub(super) async fn update(
     written: &[(String, String, VersionId)],
     uncertain: bool,
     prepared: Option<Prepared>,
+    mut read_before: Option<Current>,
 ) -> (u32, Option<String>) {
     let lake = &remote.lake;
     let Some(snapshot) = &listing.refs_json else {
@@ -106,6 +125,7 @@ pub(super) async fn update(
             Some(f) => f,
             None => match read_state(
                 lake,
+                read_before.take(),
                 seen.get_or_insert_with(|| ref_files_seen(listing, changed, written)),
             )
             .await
@@ -216,19 +236,26 @@ fn ref_files_seen(
     seen
 }
 
-/// `refs.json`'s token first, then the ref files: a write conditional on that token then holds
-/// every ref write that finished before it. The refs are listed again (in ranges side by side,
-/// split at the names in `seen`) and only the files whose ETag is not the one `seen` holds are
-/// read: a thousand refs cost two round trips, not a read each. `seen` learns what was read,
-/// for the next attempt. `None` if either read failed.
-async fn read_state(lake: &Lake, seen: &mut HashMap<String, (String, VersionId)>) -> Option<State> {
-    let current = lake.refs_json_versioned().await.ok()?;
+/// `refs.json`'s token first (unless `read_before`), then the ref files: a write conditional
+/// on that token then holds every ref write that finished before it. The refs are listed again
+/// (in ranges side by side, split at the names in `seen`) and only the files whose ETag is not
+/// the one `seen` holds are read: a thousand refs cost two round trips, not a read each. `seen`
+/// learns what was read, for the next attempt. `None` if either read failed.
+async fn read_state(
+    lake: &Lake,
+    read_before: Option<Current>,
+    seen: &mut HashMap<String, (String, VersionId)>,
+) -> Option<State> {
+    let current = match read_before {
+        Some(current) => current,
+        None => read_current(lake).await?,
+    };
     let (refs, learned) = lake.refs_remembered(seen).await.ok()?;
     if let Some(learned) = learned {
         *seen = learned;
     }
     Some(State {
-        current: current.map(|v| (v.bytes, v.token)),
+        current,
         refs: refs.into_iter().map(|(n, v, _)| (n, v)).collect(),
     })
 }
