@@ -171,6 +171,12 @@ fn measure(server: &S3Lite, versions: u64, delay_ms: u64, rows: &mut Vec<Row>) {
     );
     let why = "no goal set: 4 waves (t/waves.rs)";
     push("tag push, stale refs.json", onto_stale, Goal::Report(why));
+    // Writers at once, each from a repository of its own: all but one lose each race for
+    // refs.json, and read it and list the refs again.
+    let racing = (0..RUNS).map(|i| racing_pushes(server, (&t, &bucket), &tip, i));
+    let racing = median(racing.collect());
+    let why = "no goal set: every tag in refs.json (checked)";
+    push("16 tag pushes at once", racing, Goal::Report(why));
     // Outside any repository: the user's cache (in the test HOME) makes the second one cheap.
     t.ok(".", &["ls-remote", url]);
     let outside = median(
@@ -179,6 +185,50 @@ fn measure(server: &S3Lite, versions: u64, delay_ms: u64, rows: &mut Vec<Row>) {
             .collect(),
     );
     push("ls-remote outside a repo", outside, Goal::RoundTrips(10.0));
+}
+
+/// Pushers racing in [`measure`]'s run.
+const RACERS: usize = 16;
+
+/// [`RACERS`] tag pushes at once, each from a copy of `c0.git`; checks that refs.json names
+/// every tag afterwards.
+fn racing_pushes(
+    server: &S3Lite,
+    (t, bucket): (&TestEnv, &str),
+    tip: &str,
+    run: usize,
+) -> (f64, Counts) {
+    let repos: Vec<String> = (0..RACERS).map(|j| format!("race{run}-{j}.git")).collect();
+    for r in &repos {
+        support::copy_dir(&t.path("c0.git"), &t.path(r));
+    }
+    let tags: Vec<String> = (0..RACERS).map(|j| format!("race-{run}-{j}")).collect();
+    server.reset();
+    let start = Instant::now();
+    let children: Vec<_> = repos
+        .iter()
+        .zip(&tags)
+        .map(|(r, tag)| {
+            let spec = format!("{tip}:refs/tags/{tag}");
+            let mut c = t.command("git", r, &["push", "-q", "origin", &spec]);
+            c.stdout(std::process::Stdio::null());
+            c.spawn().expect("git runs")
+        })
+        .collect();
+    for mut c in children {
+        assert!(
+            c.wait().expect("git ends").success(),
+            "a racing push failed"
+        );
+    }
+    let measured = (start.elapsed().as_secs_f64(), server.counts());
+    let refs_json = server.get(bucket, "lake/refs.json").expect("refs.json");
+    let refs_json = String::from_utf8_lossy(&refs_json);
+    for tag in &tags {
+        let name = format!("\"refs/tags/{tag}\"");
+        assert!(refs_json.contains(&name), "refs.json lost {name}");
+    }
+    measured
 }
 
 /// A large lake: one cold clone, then a fetch of 200 new versions (one run each: minutes).

@@ -281,6 +281,60 @@ fn a_push_onto_a_stale_refs_json_lists_the_refs_again_rather_than_reading_each()
     assert_eq!(refs.len(), 302, "main, 300 tags and the new one");
 }
 
+/// Pushers racing for refs.json: each loser reads refs.json again and lists the refs, reading
+/// only the tags the others made (it read all 300 ref files for each lost race before).
+#[test]
+fn racing_tag_pushes_read_only_the_ref_files_that_changed() {
+    const RACERS: usize = 8;
+    let server = s3lite::start_with(600);
+    server.put_files("racers", "lake/", &chain(300, 300).files);
+    let t = env(&server);
+    t.ok(
+        ".",
+        &["clone", "-q", "--bare", "fdl::s3://racers/lake/", "r.git"],
+    );
+    let tip = t.ok("r.git", &["rev-parse", "main"]).trim().to_string();
+    for i in 0..RACERS {
+        crate::support::copy_dir(&t.path("r.git"), &t.path(&format!("r{i}.git")));
+    }
+    server.reset();
+    // A store far away: every push's refs.json write meets the others'.
+    server.set_delay(Duration::from_millis(20));
+    let pushes: Vec<_> = (0..RACERS)
+        .map(|i| {
+            let spec = format!("{tip}:refs/tags/racer-{i}");
+            let repo = format!("r{i}.git");
+            let mut push = t.command("git", &repo, &["push", "-q", "origin", &spec]);
+            push.stdout(std::process::Stdio::piped());
+            push.stderr(std::process::Stdio::piped());
+            push.spawn().unwrap()
+        })
+        .collect();
+    for push in pushes {
+        let out = push.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "a racing push failed: {err}");
+    }
+    let counts = server.counts();
+    eprintln!("{RACERS} racing tag pushes: {counts:?}");
+    // Each push: fdl.json, HEAD and refs.json; then per race it lost (at most one per other
+    // push) refs.json again; and the others' tags, each read once.
+    let most = (RACERS * (3 + 2 * (RACERS - 1))) as u64;
+    assert!(counts.gets <= most, "{} GETs, at most {most}", counts.gets);
+    let mut written: serde_json::Value =
+        serde_json::from_slice(&server.get("racers", "lake/refs.json").unwrap()).unwrap();
+    let refs = refs_of(&mut written);
+    let v300 = serde_json::Value::String(crate::support::vid(300));
+    for i in 0..RACERS {
+        let tag = format!("refs/tags/racer-{i}");
+        assert_eq!(refs.get(&tag), Some(&v300), "{tag} in refs.json");
+        assert!(
+            server.get("racers", &format!("lake/{tag}")).is_some(),
+            "{tag}"
+        );
+    }
+}
+
 #[test]
 fn a_cold_clone_lists_every_version_while_it_reads_a_thousand_ref_files() {
     // Listed after the ref files were read, the first page of versions/ took a wave of its
