@@ -67,7 +67,8 @@ impl Commits {
     /// `cancel` is set.
     fn load(path: &Path, cancel: &AtomicBool) -> Commits {
         // About a hundred bytes a line: room for all of them at once, not by doubling.
-        let lines = std::fs::metadata(path).map_or(0, |m| m.len() / 100) as usize;
+        let size = std::fs::metadata(path).ok().filter(|m| m.is_file());
+        let lines = size.map_or(0, |m| m.len().min(CACHE_FILE_LIMIT) / 100) as usize;
         let mut out = Commits {
             entries: HashMap::with_capacity(lines),
             parents: HashMap::with_capacity(lines),
@@ -309,11 +310,9 @@ impl Cache {
                 self.pending.clear();
             }
         } else if !self.pending.is_empty() {
-            let appended = std::fs::OpenOptions::new()
-                .append(true)
-                .open(self.dir.join("commits"))
-                .and_then(|mut f| f.write_all(self.pending.as_bytes()));
-            if appended.is_ok() {
+            let appended = open_regular(&self.dir.join("commits"), true)
+                .and_then(|mut f| f.write_all(self.pending.as_bytes()).ok());
+            if appended.is_some() {
                 self.pending.clear();
             }
         }
@@ -478,7 +477,7 @@ fn with_checksums(lines: &[String]) -> String {
 /// when the file is missing or has another header. Lines are not copied: a fetch of a lake of
 /// 100,000 versions reads them all.
 fn checked_lines(path: &Path, header: &str, mut each: impl FnMut(&str) -> bool) -> Option<usize> {
-    let text = std::fs::read_to_string(path).ok()?;
+    let text = String::from_utf8(read_cache_file(path)?).ok()?;
     let mut lines = text.lines();
     if lines.next() != Some(header) {
         return None;
@@ -499,6 +498,40 @@ fn checked_lines(path: &Path, header: &str, mut each: impl FnMut(&str) -> bool) 
         }
     }
     Some(damaged)
+}
+
+/// A cache file larger than this is damaged (a commits file holds about a hundred bytes a
+/// version, ten million versions in this much): it is passed over, as a missing one is.
+const CACHE_FILE_LIMIT: u64 = 1 << 30;
+
+/// The cache file at `path` if it is a regular file (a FIFO or a device put in its place is
+/// neither waited on nor read without end), opened for appending with `append`.
+fn open_regular(path: &Path, append: bool) -> Option<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(!append)
+        .append(append)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    file.metadata().ok()?.is_file().then_some(file)
+}
+
+/// The bytes of the cache file at `path`: `None` if it is missing, no regular file, or larger
+/// than [`CACHE_FILE_LIMIT`]. A cache is only an accelerator: what it cannot give is computed
+/// again, and the file written anew in its place.
+pub fn read_cache_file(path: &Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let file = open_regular(path, false)?;
+    let len = file.metadata().ok()?.len();
+    if len > CACHE_FILE_LIMIT {
+        return None;
+    }
+    let mut bytes = Vec::with_capacity(len as usize);
+    file.take(CACHE_FILE_LIMIT + 1)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    (bytes.len() as u64 <= CACHE_FILE_LIMIT).then_some(bytes)
 }
 
 /// Writes a whole cache file (lines with their checksums) through a temporary file renamed

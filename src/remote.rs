@@ -191,8 +191,7 @@ impl Kept {
     fn read(cache: Option<&Cache>) -> Kept {
         let mut kept = Kept::default();
         for idx in cache.map(Cache::kept_packs).unwrap_or_default() {
-            let ids = std::fs::read(&idx)
-                .ok()
+            let ids = crate::cache::read_cache_file(&idx)
                 .and_then(|bytes| crate::pack::index_ids(&bytes));
             if let Some(ids) = ids {
                 kept.ids.extend(ids);

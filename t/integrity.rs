@@ -486,3 +486,73 @@ fn a_no_op_fetch_answers_from_the_file_of_refs_and_never_reads_the_commits_file(
         );
     }
 }
+
+/// Cache files are the user's, but anything may stand in their place: a FIFO (reading it
+/// waited for a writer forever), a link to a device (read without end), a file of gigabytes.
+/// Each is passed over as a missing file is, the listing is the same, and the cache is
+/// written anew in its place.
+#[test]
+fn cache_files_that_are_fifos_devices_or_huge_are_passed_over() {
+    for place in [Where::Local, Where::S3] {
+        let mut t = TestEnv::new();
+        let at = t.lake_at(place, "lake", &lake());
+        t.ok(".", &["clone", "-q", "--bare", &at.url, "work.git"]);
+        let listed = t.ok("work.git", &["ls-remote", "origin"]);
+        let fdl = t.path("work.git/fdl");
+        let files = [refs_file_of(&fdl), cache_dir_of(&fdl).join("commits")];
+        let standing_in: [StandIn; 3] = [
+            ("a FIFO", &|p| {
+                let made = std::process::Command::new("mkfifo")
+                    .arg(p)
+                    .status()
+                    .unwrap();
+                assert!(made.success());
+            }),
+            ("a link to /dev/zero", &|p| {
+                std::os::unix::fs::symlink("/dev/zero", p).unwrap()
+            }),
+            ("a sparse file of over 1 GiB", &|p| {
+                let f = std::fs::File::create(p).unwrap();
+                f.set_len((1 << 30) + 1).unwrap();
+            }),
+        ];
+        for (what, make) in standing_in {
+            for f in &files {
+                std::fs::remove_file(f).unwrap();
+                make(f);
+            }
+            let out = git_within(&t, "work.git", &["ls-remote", "origin"], 60);
+            assert!(out.status.success(), "{what}: {}", text(&out.stderr));
+            assert_eq!(text(&out.stdout), listed, "{what} ({place:?})");
+            for f in &files {
+                let meta = std::fs::symlink_metadata(f).unwrap();
+                assert!(
+                    meta.is_file() && meta.len() < 1 << 20,
+                    "{what}: {f:?} rewritten"
+                );
+            }
+        }
+    }
+}
+
+/// What stands in a cache file's place, and how to make it there.
+type StandIn<'a> = (&'a str, &'a dyn Fn(&std::path::Path));
+
+/// Runs git, killing it (and failing the test) if it has not ended within `secs` seconds.
+fn git_within(t: &TestEnv, cwd: &str, args: &[&str], secs: u64) -> Output {
+    let mut child = t
+        .command("git", cwd, args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("git {args:?} still running after {secs} s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
