@@ -13,6 +13,9 @@ pub enum Point {
     WritingRefsJson,
     /// A fetch, with half of the pack written to its temporary file.
     WritingPack,
+    /// A push, in a folder lake, with a lock written under its hidden name, not yet linked
+    /// into place.
+    TakingLock,
 }
 
 /// Stops here if the test asked for this point: writes the pid to the file the variable
@@ -23,6 +26,7 @@ pub fn stop_at(point: Point) {
         Point::BeforeRefsJson => "GIT_REMOTE_FDL_TEST_STOP_BEFORE_REFS_JSON",
         Point::WritingRefsJson => "GIT_REMOTE_FDL_TEST_STOP_WRITING_REFS_JSON",
         Point::WritingPack => "GIT_REMOTE_FDL_TEST_STOP_WRITING_PACK",
+        Point::TakingLock => "GIT_REMOTE_FDL_TEST_STOP_TAKING_LOCK",
     };
     let Some(path) = std::env::var_os(var) else {
         return;

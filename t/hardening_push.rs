@@ -492,6 +492,65 @@ fn a_push_killed_holding_the_refs_json_lock_is_repaired_by_the_next_push() {
     assert!(leftovers("lake").is_empty(), "{:?}", leftovers("lake"));
 }
 
+/// A lock appears whole: a push killed while taking one leaves no lock (an empty one, which
+/// names no writer, held every later push of the ref for 10 s and then failed it), only a
+/// hidden file that is never read as a ref.
+#[test]
+fn a_push_killed_while_taking_a_lock_leaves_no_lock() {
+    let t = TestEnv::new();
+    let url = t.local_lake("lake", &lake());
+    t.ok(".", &["clone", "-q", &url, "work"]);
+    let pid_file = t.path("helper.pid");
+    let mut push = t
+        .command(
+            "git",
+            "work",
+            &["push", "origin", "origin/main~1:refs/heads/main", "-f"],
+        )
+        .env("GIT_REMOTE_FDL_TEST_STOP_TAKING_LOCK", &pid_file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    kill_at_crash_point(&pid_file);
+    assert!(!push.wait().unwrap().success());
+    assert!(!t.path("lake/refs/heads/main.lock").exists());
+    let start = std::time::Instant::now();
+    let out = t.git(
+        "work",
+        &["push", "-f", "origin", "origin/main~2:refs/heads/main"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(start.elapsed().as_secs() < 5, "{:?}", start.elapsed());
+    let listed = t.ok("work", &["ls-remote", "origin"]);
+    assert!(!listed.contains(".main"), "{listed}");
+}
+
+/// An empty lock (left by a writer killed before it wrote its name, as earlier versions
+/// could) is as old as its file: an old one is explained at once, not waited on.
+#[test]
+fn an_old_empty_lock_is_explained_at_once() {
+    let t = TestEnv::new();
+    let url = t.local_lake("lake", &lake());
+    t.ok(".", &["clone", "-q", &url, "work"]);
+    let lock = t.path("lake/refs/heads/main.lock");
+    let f = std::fs::File::create(&lock).unwrap();
+    let two_hours_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+    f.set_modified(two_hours_ago).unwrap();
+    let start = std::time::Instant::now();
+    let err = t.fails(
+        "work",
+        &["push", "-f", "origin", "origin/main~1:refs/heads/main"],
+    );
+    assert!(start.elapsed().as_secs() < 5, "{:?}", start.elapsed());
+    assert!(
+        err.contains("held by an unknown writer, for 7")
+            && err.contains("probably left by a push that crashed")
+            && err.contains("rm '"),
+        "{err}"
+    );
+}
+
 #[test]
 fn a_fetch_killed_while_writing_its_pack_leaves_nothing_behind() {
     let t = TestEnv::new();

@@ -5,7 +5,7 @@
 //! it is not a regular file (a FIFO would block, a device never end), and only a short prefix
 //! of it is read and shown, on one line.
 
-use std::io::Read;
+use std::io::{ErrorKind, Read};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -120,21 +120,58 @@ fn file_name(path: &Path) -> String {
         .unwrap_or_default()
 }
 
-/// Creates `path` exclusively and writes this writer into it.
+/// Creates `path` exclusively, naming this writer in it. The lock appears whole: written
+/// under a hidden name of its own first, then linked into place (which fails if the lock
+/// exists), so that a writer killed in between never leaves an empty lock that names no one,
+/// which no later writer could tell from a live one. Where the folder has no hard links, the
+/// lock is created in place and written.
 fn create(path: &Path) -> std::io::Result<LockGuard> {
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)?;
-    let guard = LockGuard(path.to_path_buf());
     let holder = format!(
         "pid {} on {} since {}\n",
         std::process::id(),
         hostname(),
         unix_now()
     );
+    let staged = path.with_file_name(format!(".{}.{}", file_name(path), std::process::id()));
+    match stage(&staged, &holder) {
+        Ok(()) => {
+            crate::testhook::stop_at(crate::testhook::Point::TakingLock);
+            let linked = std::fs::hard_link(&staged, path);
+            let _ = std::fs::remove_file(&staged);
+            match linked {
+                Ok(()) => return Ok(LockGuard(path.to_path_buf())),
+                Err(e) if matches!(e.kind(), ErrorKind::AlreadyExists | ErrorKind::NotFound) => {
+                    return Err(e)
+                }
+                Err(_) => {}
+            }
+        }
+        Err(e) if e.kind() == ErrorKind::NotFound => return Err(e),
+        Err(_) => {}
+    }
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)?;
+    let guard = LockGuard(path.to_path_buf());
     let _ = std::io::Write::write_all(&mut f, holder.as_bytes());
     Ok(guard)
+}
+
+/// Writes `holder` to the new file `staged` (a leftover of an earlier process of this pid is
+/// removed first; no link is followed).
+fn stage(staged: &Path, holder: &str) -> std::io::Result<()> {
+    let _ = std::fs::remove_file(staged);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(staged)?;
+    let written = std::io::Write::write_all(&mut f, holder.as_bytes());
+    if written.is_err() {
+        let _ = std::fs::remove_file(staged);
+    }
+    written
 }
 
 /// Removes a lock whose writer is dead, if it still is the lock `seen` describes. Only the
@@ -246,9 +283,18 @@ fn read_lock(path: &Path) -> LockFile {
         }
         Err(_) => return LockFile::Held(Holder::parse(b"")),
     }
+    let modified = file.metadata().and_then(|m| m.modified()).ok();
     let mut raw = Vec::new();
     let _ = file.take(HOLDER_READ).read_to_end(&mut raw);
-    LockFile::Held(Holder::parse(&raw))
+    let mut holder = Holder::parse(&raw);
+    // A lock that names no time (empty: its writer was killed before it wrote, by a writer
+    // before this one) is as old as its file.
+    if holder.since.is_none() {
+        holder.since = modified
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_secs());
+    }
+    LockFile::Held(holder)
 }
 
 fn foreign(kind: &std::fs::FileType) -> Option<&'static str> {
