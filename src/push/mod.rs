@@ -193,20 +193,7 @@ pub async fn push(
             false => write::write_all(writer, &planned).await,
         }
     };
-    // refs.json as it will be if every write lands, worked out while they are in flight, on
-    // a thread of its own: here (2 ms at 1,000 refs) it held back the writes' own progress.
-    let preparing = async {
-        let (basis, changes) = (refs_json::Basis::of(listing), planned_changes(&planned));
-        let work = tokio::task::spawn_blocking(move || refs_json::prepare(&basis, changes));
-        let prepared = work.await.ok().flatten();
-        // A refs.json the listing cannot be trusted with is read again now, beside the
-        // writes, not after them: one round trip fewer.
-        let read_before = match prepared.as_ref().is_some_and(|p| p.must_read_again()) {
-            true => refs_json::read_current(&writer.lake).await,
-            false => None,
-        };
-        (prepared, read_before)
-    };
+    let preparing = prepare_refs_json(writer, listing, &planned);
     let (outcomes, (prepared, read_before)) = futures::join!(writes, preparing);
     let Settled {
         changed,
@@ -246,6 +233,25 @@ pub async fn push(
     report.refs_json_attempts = attempts;
     report.warnings.extend(warning);
     report
+}
+
+/// refs.json as it will be if every write lands, worked out while they are in flight, on a
+/// thread of its own: here (2 ms at 1,000 refs) it held back the writes' own progress. A
+/// refs.json the listing cannot be trusted with is read again now, beside the writes, not
+/// after them: one round trip fewer.
+async fn prepare_refs_json(
+    writer: &Remote,
+    listing: &Listing,
+    planned: &Plans,
+) -> (Option<refs_json::Prepared>, Option<refs_json::Current>) {
+    let (basis, changes) = (refs_json::Basis::of(listing), planned_changes(planned));
+    let work = tokio::task::spawn_blocking(move || refs_json::prepare(&basis, changes));
+    let prepared = work.await.ok().flatten();
+    let read_before = match prepared.as_ref().is_some_and(|p| p.must_read_again()) {
+        true => refs_json::read_current(&writer.lake).await,
+        false => None,
+    };
+    (prepared, read_before)
 }
 
 /// What the writes did, beyond each ref's result.

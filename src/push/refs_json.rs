@@ -97,24 +97,8 @@ pub(super) async fn update(
     mut read_before: Option<Current>,
 ) -> (u32, Option<String>) {
     let lake = &remote.lake;
-    let Some(snapshot) = &listing.refs_json else {
+    let Some(mut first) = first_attempt(listing, changed, uncertain, prepared) else {
         return (0, None);
-    };
-    let prepared = match prepared.filter(|p| p.changes == changed) {
-        Some(p) => p,
-        None => match prepare(&Basis::of(listing), changed.to_vec()) {
-            Some(p) => p,
-            None => return (0, None),
-        },
-    };
-    let mut first = match (uncertain, prepared.wanted) {
-        (false, Some(wanted)) => Some((
-            snapshot
-                .as_ref()
-                .map(|v| (v.bytes.clone(), v.token.clone())),
-            wanted,
-        )),
-        _ => None,
     };
     let mut backoff = Backoff::new(Duration::from_millis(5), Duration::from_millis(200))
         .with_jitter(Duration::from_millis(5));
@@ -151,16 +135,7 @@ pub(super) async fn update(
             Ok(_) => return (attempt, None),
             Err(WriteError::Conflict) => backoff.wait().await,
             Err(WriteError::Refused(e) | WriteError::Store(e)) => {
-                let what = match e.hint() {
-                    // A lock left by a killed push stays until someone removes it.
-                    Some(hint) => format!("; {hint}"),
-                    None => "; the next push will repair it".to_string(),
-                };
-                let warning = format!(
-                    "refs.json of lake '{}' was not updated ({e}); the refs are written{what}",
-                    lake.name()
-                );
-                return (attempt, Some(warning));
+                return (attempt, Some(not_updated(lake, &e)))
             }
         }
     }
@@ -170,6 +145,42 @@ pub(super) async fn update(
         lake.name()
     );
     (ATTEMPTS, Some(warning))
+}
+
+/// The first attempt: refs.json as listed and what to write in its place, unless refs.json
+/// must be read again first (`Some(None)`); `None` when nothing is written (the listing got no
+/// token for refs.json).
+fn first_attempt(
+    listing: &Listing,
+    changed: &[(String, Option<VersionId>)],
+    uncertain: bool,
+    prepared: Option<Prepared>,
+) -> Option<Option<(Current, Bytes)>> {
+    let snapshot = listing.refs_json.as_ref()?;
+    let prepared = match prepared.filter(|p| p.changes == changed) {
+        Some(p) => p,
+        None => prepare(&Basis::of(listing), changed.to_vec())?,
+    };
+    Some(match (uncertain, prepared.wanted) {
+        (false, Some(wanted)) => {
+            let listed = snapshot.as_ref();
+            Some((listed.map(|v| (v.bytes.clone(), v.token.clone())), wanted))
+        }
+        _ => None,
+    })
+}
+
+/// The warning when refs.json could not be written, though the refs were.
+fn not_updated(lake: &Lake, e: &crate::store::StoreError) -> String {
+    let what = match e.hint() {
+        // A lock left by a killed push stays until someone removes it.
+        Some(hint) => format!("; {hint}"),
+        None => "; the next push will repair it".to_string(),
+    };
+    format!(
+        "refs.json of lake '{}' was not updated ({e}); the refs are written{what}",
+        lake.name()
+    )
 }
 
 /// The `refs.json` that names `refs` (those Git can hold), keeping `current`'s other entries.
