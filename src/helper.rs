@@ -50,6 +50,18 @@ pub fn run(remote_name: &str, url: Option<&str>) -> Result<(), Fatal> {
     served.map_err(|f| name_the_remote(f, remote_name))
 }
 
+/// Git sends `capabilities` first, always: a session that ends before any line is a person
+/// (or a script) who ran the helper as Git does, or mistyped a command with no terminal on
+/// standard input. Ending it with success would hide the mistake.
+fn nothing_from_git() -> Fatal {
+    Fatal::with_hint(
+        "no command came on standard input: git-remote-fdl was run as Git runs it \
+         (git-remote-fdl <remote> [<url>]), but not by Git",
+        "Git runs it itself for fdl:: addresses (git clone fdl::<lake>); \
+         for the commands a person runs, see 'git-remote-fdl --help'",
+    )
+}
+
 /// Hints name configuration keys as `remote.<remote>.<key>`: with a configured remote, its name.
 fn name_the_remote(mut f: Fatal, remote_name: &str) -> Fatal {
     if config::is_remote_name(remote_name) {
@@ -164,8 +176,13 @@ impl<W: Write> Session<W> {
             .map(|(url, early)| Opening::start(url, early));
         let mut parser = Parser::default();
         let mut buf = Vec::new();
+        let mut heard = false;
         loop {
             let line = read_line(&mut input, &mut buf)?;
+            if line.is_none() && !heard {
+                return Err(nothing_from_git());
+            }
+            heard = true;
             if let (true, Some(line)) = (self.out.trace, &line) {
                 trace::line(&format!("<- {line}"));
             }

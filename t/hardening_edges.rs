@@ -587,6 +587,25 @@ fn typo_subcommand_on_a_terminal_is_an_error_with_the_commands() {
     );
 }
 
+/// From a script (no terminal), a typo looks like Git's invocation; Git would have sent a
+/// command first, so empty standard input is an error, not a silent success.
+#[test]
+fn typo_subcommand_without_a_terminal_fails_rather_than_succeeding_silently() {
+    let t = TestEnv::new();
+    for args in [&["version"][..], &["lss", "lake"][..]] {
+        let out = t.command(HELPER, ".", args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(128), "{args:?}: {err}");
+        assert!(
+            err.starts_with("fatal: no command came on standard input")
+                && err.contains("hint: ")
+                && err.contains("git-remote-fdl --help"),
+            "{err}"
+        );
+        assert!(out.stdout.is_empty());
+    }
+}
+
 // --- 18. --depth, --shallow-since, --filter -----------------------------------------------
 
 #[test]
