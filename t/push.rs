@@ -184,9 +184,13 @@ fn tags_never_move_nor_disappear(place: Where) {
         err.contains("! [rejected]        v1 -> v1 (already exists)"),
         "{err}"
     );
-    // Even forced: the helper refuses, with Git's status.
+    // Even forced: the helper refuses, saying why (Git's "already exists" would come with
+    // advice to fetch the tag, which is no help to someone who forced).
     let err = t.fails("work", &["push", "--force", "origin", "v1"]);
-    assert!(err.contains("(already exists)"), "{err}");
+    assert!(
+        err.contains("! [remote rejected] v1 -> v1 (tags in a lake never move)"),
+        "{err}"
+    );
     let err = t.fails("work", &["push", "origin", ":refs/tags/v1"]);
     assert!(err.contains("tags in a lake are never deleted"), "{err}");
     assert_eq!(lake.read("refs/tags/v1").unwrap().trim(), vid(2));
@@ -388,7 +392,7 @@ fn atomic_is_all_or_nothing(place: Where) {
         ],
     );
     assert!(
-        err.contains("(already exists)") && err.contains("atomic push failed"),
+        err.contains("(tags in a lake never move)") && err.contains("atomic push failed"),
         "{err}"
     );
     assert_eq!(lake.ref_files(), before);

@@ -85,8 +85,11 @@ async fn plan(
         return Ok(planned(Action::UpToDate));
     }
     if dst.starts_with("refs/tags/") {
-        if listed.version.is_some() {
-            return Err(Rejection::AlreadyExists);
+        // Git itself refuses to move a tag unless forced; forced, it is told why not.
+        match (listed.version.is_some(), update.force || lease.is_some()) {
+            (true, true) => return Err(Rejection::refused("tags in a lake never move")),
+            (true, false) => return Err(Rejection::AlreadyExists),
+            (false, _) => {}
         }
         return Ok(planned(Action::Create { version }));
     }
