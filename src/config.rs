@@ -41,6 +41,27 @@ pub fn remote_bool(repo: &Repo, name: &str, key: &str) -> Result<Option<bool>, C
     })
 }
 
+/// `remote.<name>.fdlConcurrency` must be a number of requests the store takes; said as Git
+/// says a bad number in its configuration.
+fn check_concurrency(name: &str, value: &str) -> Result<(), ConfigError> {
+    let max = crate::store::MAX_CONCURRENCY;
+    let n = value.trim().parse::<usize>().ok();
+    if n.is_some_and(|n| (1..=max).contains(&n)) {
+        return Ok(());
+    }
+    let full = format!("remote.{name}.fdlConcurrency");
+    Err(ConfigError {
+        message: format!(
+            "bad numeric config value '{}' for '{full}': not a number from 1 to {max}",
+            crate::redact::for_terminal(value)
+        ),
+        hint: Some(format!(
+            "it is how many requests are in flight at once ({} by default on cloud stores): git config {full} 256",
+            crate::store::DEFAULT_CONCURRENCY
+        )),
+    })
+}
+
 /// Store options for remote `name` from Git's configuration. Option values are registered as
 /// secrets: no message ever shows them.
 pub fn store_options(
@@ -54,6 +75,9 @@ pub fn store_options(
     for (key, option) in CONFIG_KEYS {
         if let Some(v) = repo.config(&format!("remote.{name}.{key}")) {
             crate::redact::register_url_secrets(&v);
+            if option == crate::store::CONCURRENCY_OPTION {
+                check_concurrency(name, &v)?;
+            }
             out.push((option.to_string(), v));
         }
     }

@@ -717,6 +717,29 @@ fn per_remote_config_works_for_remote_names_with_a_slash_and_bare_booleans() {
     );
 }
 
+/// A bad number of requests in flight is a configuration error that names its key, as Git
+/// names a bad number in its own configuration, on a folder as on a cloud store.
+#[test]
+fn a_bad_concurrency_names_its_key() {
+    let t = TestEnv::new();
+    let url = t.local_lake("lake", &small_lake());
+    t.ok(".", &["init", "-q", "work"]);
+    t.ok("work", &["remote", "add", "origin", &url]);
+    for bad in ["0", "-1", "abc", "4097", "99999999999999999999"] {
+        t.ok("work", &["config", "remote.origin.fdlConcurrency", bad]);
+        let err = t.fails("work", &["fetch", "origin"]);
+        assert!(
+            err.starts_with(&format!(
+                "fatal: bad numeric config value '{bad}' for 'remote.origin.fdlConcurrency': \
+                 not a number from 1 to 4096\nhint: "
+            )),
+            "{err}"
+        );
+    }
+    t.ok("work", &["config", "remote.origin.fdlConcurrency", "7"]);
+    t.ok("work", &["fetch", "-q", "origin"]);
+}
+
 #[test]
 fn require_signatures_is_not_ignored_for_a_remote_name_with_a_slash() {
     let t = TestEnv::new();

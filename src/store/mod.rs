@@ -177,7 +177,7 @@ pub const DEFAULT_CONCURRENCY: usize = 256;
 const LOCAL_CONCURRENCY: usize = 48;
 
 /// The most requests a configuration may put in flight.
-const MAX_CONCURRENCY: usize = 4096;
+pub const MAX_CONCURRENCY: usize = 4096;
 
 /// The bytes of files read and not yet let go, across every read of a store: a fixed budget,
 /// whatever the number and size of the files (docs/git-remote-fdl.md, LIMITS).
