@@ -830,3 +830,27 @@ fn push_to_an_unreachable_http_lake_says_read_only() {
         "{err}"
     );
 }
+
+/// A folder lake that is not there, or a file: one line on what is wrong, and where to look,
+/// not the system's error number.
+#[test]
+fn a_folder_lake_that_is_missing_or_a_file_is_named_with_a_hint() {
+    let t = TestEnv::new();
+    std::fs::write(t.path("file"), "not a lake").unwrap();
+    for (at, says) in [
+        ("nowhere", "there is no such folder"),
+        ("file", "is a file, not a folder"),
+    ] {
+        let url = format!("fdl::{}", t.path(at).display());
+        let err = t.fails(".", &["ls-remote", &url]);
+        assert!(
+            err.starts_with(&format!(
+                "fatal: cannot open lake '{}': ",
+                t.path(at).display()
+            )) && err.contains(says)
+                && err.contains("hint: a folder lake is named by the folder that holds its")
+                && !err.contains("os error"),
+            "{err}"
+        );
+    }
+}

@@ -24,14 +24,25 @@ pub struct LocalDir {
 impl LocalDir {
     /// Opens `path`, which must be an existing folder.
     pub fn open(path: &Path) -> Result<LocalDir, StoreError> {
-        let root = std::fs::canonicalize(path).map_err(|e| StoreError::Failed {
-            path: String::new(),
-            message: format!("cannot open folder {}: {e}", path.display()),
+        let hint = Some(
+            "a folder lake is named by the folder that holds its fdl.json, HEAD and refs/: \
+             check the path"
+                .to_string(),
+        );
+        let root = std::fs::canonicalize(path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => StoreError::Setup {
+                message: "there is no such folder".into(),
+                hint: hint.clone(),
+            },
+            _ => StoreError::Failed {
+                path: String::new(),
+                message: format!("cannot open folder {}: {e}", path.display()),
+            },
         })?;
         if !root.is_dir() {
-            return Err(StoreError::Failed {
-                path: String::new(),
-                message: format!("{} is not a folder", path.display()),
+            return Err(StoreError::Setup {
+                message: format!("{} is a file, not a folder", path.display()),
+                hint,
             });
         }
         Ok(LocalDir {
