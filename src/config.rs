@@ -106,9 +106,48 @@ pub fn store_options(
                 hint: Some(example.into()),
             });
         }
+        if is_boolean_option(k) && parse_bool(v).is_none() {
+            return Err(ConfigError {
+                message: format!("{which}: '{k}' takes true or false"),
+                hint: Some(format!(
+                    "for example: git config --add remote.{name}.fdlOption {k}=true"
+                )),
+            });
+        }
         out.push((k.to_string(), v.to_string()));
     }
     Ok(out)
+}
+
+/// Store options that are switches. The stores read any other word as false, so a typo
+/// (`=ture`) would quietly turn one off.
+fn is_boolean_option(key: &str) -> bool {
+    const SWITCHES: [&str; 13] = [
+        "allow_http",
+        "allow_invalid_certificates",
+        "skip_signature",
+        "unsigned_payload",
+        "virtual_hosted_style_request",
+        "imdsv1_fallback",
+        "s3_express",
+        "disable_tagging",
+        "use_emulator",
+        "use_fabric_endpoint",
+        "use_azure_cli",
+        "http1_only",
+        "http2_only",
+    ];
+    let key = key.to_ascii_lowercase();
+    SWITCHES.iter().any(|s| key.ends_with(s))
+}
+
+/// A boolean as Git and the stores write one.
+fn parse_bool(v: &str) -> Option<bool> {
+    match v.to_ascii_lowercase().as_str() {
+        "true" | "yes" | "on" | "1" => Some(true),
+        "false" | "no" | "off" | "0" => Some(false),
+        _ => None,
+    }
 }
 
 /// The allowed-signers file for remote `name`: `remote.<name>.fdlAllowedSignersFile`, else

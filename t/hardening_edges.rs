@@ -854,3 +854,33 @@ fn a_folder_lake_that_is_missing_or_a_file_is_named_with_a_hint() {
         );
     }
 }
+
+/// A store option is checked where it is set: one a folder has no use for is named, and a
+/// switch given a word that is not a boolean is refused rather than read as false.
+#[test]
+fn store_options_a_folder_cannot_use_or_switches_that_are_no_booleans_are_refused() {
+    let t = TestEnv::new();
+    let url = t.local_lake("lake", &small_lake());
+    t.ok(".", &["init", "-q", "work"]);
+    t.ok("work", &["remote", "add", "origin", &url]);
+    t.ok(
+        "work",
+        &["config", "remote.origin.fdlOption", "bogus_option=1"],
+    );
+    let err = t.fails("work", &["fetch", "origin"]);
+    assert!(
+        err.contains("store option 'bogus_option' has no meaning for a folder lake"),
+        "{err}"
+    );
+    t.ok(
+        "work",
+        &["config", "remote.origin.fdlOption", "aws_allow_http=ture"],
+    );
+    let err = t.fails("work", &["fetch", "origin"]);
+    assert!(
+        err.contains("'aws_allow_http' takes true or false") && !err.contains("ture"),
+        "{err}"
+    );
+    t.ok("work", &["config", "--unset", "remote.origin.fdlOption"]);
+    t.ok("work", &["fetch", "-q", "origin"]);
+}

@@ -232,6 +232,13 @@ impl Store {
             .partition(|(k, _)| k == CONCURRENCY_OPTION);
         let concurrency = concurrency_of(url, &own)?;
         let (backend, deleter, pages) = match url {
+            // No store option means anything to a folder: one set for it is a mistake.
+            StoreUrl::Local(_) if !options.is_empty() => {
+                let k = &options[0].0;
+                return Err(StoreError::Config(format!(
+                    "store option '{k}' has no meaning for a folder lake"
+                )));
+            }
             StoreUrl::Local(path) => (Backend::Local(LocalDir::open(path)?), None, None),
             _ => {
                 let (store, prefix, deleter, pages) = url::build_remote(url, &options)?;
