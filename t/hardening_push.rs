@@ -668,3 +668,42 @@ fn a_push_of_a_ref_3000_levels_deep_to_s3_is_a_plain_refusal() {
         &["push", "-q", "origin", "origin/main:refs/heads/a"],
     );
 }
+
+/// A host's fields beside a ref's version in refs.json (an approval, say) stay while the ref
+/// holds that version, whatever else a push changes; the ref that moves gets a fresh entry.
+#[test]
+fn a_hosts_fields_beside_a_refs_version_survive_pushes_of_other_refs() {
+    let t = TestEnv::new();
+    let mut l = lake();
+    let entry = |n: u64| format!(r#"{{"version": "{}", "approved_by": "host"}}"#, vid(n));
+    let refs_json = format!(
+        r#"{{"refs/heads/main": {}, "refs/tags/v1": {}}}"#,
+        entry(5),
+        entry(2)
+    );
+    l.put("refs.json", refs_json.into_bytes());
+    let url = t.local_lake("lake", &l);
+    t.ok(".", &["clone", "-q", &url, "work"]);
+    t.ok(
+        "work",
+        &["push", "-q", "origin", "origin/main~1:refs/tags/v4"],
+    );
+    let after: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(t.path("lake/refs.json")).unwrap()).unwrap();
+    assert_eq!(after["refs/heads/main"]["approved_by"], "host", "{after}");
+    assert_eq!(after["refs/tags/v1"]["approved_by"], "host", "{after}");
+    assert_eq!(after["refs/tags/v4"], serde_json::json!(vid(4)), "{after}");
+    // main moves: its approval was of version 5, not of the version it holds now.
+    t.ok(
+        "work",
+        &["push", "-q", "-f", "origin", "origin/main~2:main"],
+    );
+    let after: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(t.path("lake/refs.json")).unwrap()).unwrap();
+    assert_eq!(
+        after["refs/heads/main"],
+        serde_json::json!({ "version": vid(3) }),
+        "{after}"
+    );
+    assert_eq!(after["refs/tags/v1"]["approved_by"], "host", "{after}");
+}

@@ -313,13 +313,42 @@ fn is_managed(name: &str) -> bool {
     name.starts_with("refs/heads/") || name.starts_with("refs/tags/")
 }
 
+/// A ref's entry: the file's own while it still holds `id` (fields a host keeps beside the
+/// version, `{"version": ..., "approved_by": ...}`, describe that version and are kept with it),
+/// else a new one in the shape of the old (`{"version": ...}` or `{"id": ...}`) or a string.
+fn entry_for(old: Option<&Value>, id: &VersionId) -> Value {
+    let id = id.to_string();
+    let holds = |v: Option<&Value>| {
+        v.and_then(Value::as_str)
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case(&id))
+    };
+    match old {
+        Some(Value::String(_)) if holds(old) => Value::String(id),
+        Some(Value::Object(o)) => {
+            let key = match (o.contains_key("version"), o.contains_key("id")) {
+                (false, true) => "id",
+                _ => "version",
+            };
+            if holds(o.get(key)) {
+                return Value::Object(o.clone());
+            }
+            let mut fresh = Map::new();
+            fresh.insert(key.to_string(), Value::String(id));
+            Value::Object(fresh)
+        }
+        _ => Value::String(id),
+    }
+}
+
 /// `{"refs/heads/main": "<id>", ...}`: the host's entries and ours, sorted by name.
 fn flat_map(old: Map<String, Value>, refs: &[(String, VersionId)]) -> Map<String, Value> {
-    let mut entries: Vec<(String, Value)> =
-        old.into_iter().filter(|(k, _)| !is_managed(k)).collect();
+    let (managed, mut entries): (Map<String, Value>, Vec<(String, Value)>) = {
+        let (m, h): (Vec<_>, Vec<_>) = old.into_iter().partition(|(k, _)| is_managed(k));
+        (m.into_iter().collect(), h)
+    };
     entries.extend(
         refs.iter()
-            .map(|(n, id)| (n.clone(), Value::String(id.to_string()))),
+            .map(|(n, id)| (n.clone(), entry_for(managed.get(n), id))),
     );
     entries.sort_by(|a, b| a.0.cmp(&b.0));
     entries.into_iter().collect()
@@ -353,8 +382,23 @@ fn nested_list(mut old: Map<String, Value>, refs: &[(String, VersionId)]) -> Val
         _ => a.to_string(),
     };
     let (name_key, version_key) = (key("name", "ref"), key("version", "id"));
-    items.retain(|i| !name_of(i).is_some_and(|n| is_managed(&n)));
+    let mut managed: std::collections::HashMap<String, Value> = Default::default();
+    items.retain(|i| match name_of(i).filter(|n| is_managed(n)) {
+        Some(n) => {
+            managed.entry(n).or_insert_with(|| i.clone());
+            false
+        }
+        None => true,
+    });
     items.extend(refs.iter().map(|(n, id)| {
+        // The file's own item while the ref still holds its version, with a host's fields.
+        let kept = managed.get(n).filter(|i| {
+            let v = i.get(&version_key).and_then(Value::as_str);
+            v.is_some_and(|v| v.trim().eq_ignore_ascii_case(&id.to_string()))
+        });
+        if let Some(kept) = kept {
+            return kept.clone();
+        }
         let mut item = Map::new();
         item.insert(name_key.clone(), Value::String(n.clone()));
         item.insert(version_key.clone(), Value::String(id.to_string()));
@@ -368,10 +412,17 @@ fn nested_list(mut old: Map<String, Value>, refs: &[(String, VersionId)]) -> Val
 fn short_names(old: Map<String, Value>, refs: &[(String, VersionId)]) -> Value {
     let mut out: Map<String, Value> = old.into_iter().filter(|(k, _)| !is_managed(k)).collect();
     for (key, prefix) in [("heads", "refs/heads/"), ("tags", "refs/tags/")] {
+        let before = match out.get(key) {
+            Some(Value::Object(m)) => m.clone(),
+            _ => Map::new(),
+        };
         let map: Map<String, Value> = refs
             .iter()
             .filter_map(|(n, id)| Some((n.strip_prefix(prefix)?.to_string(), id)))
-            .map(|(n, id)| (n, Value::String(id.to_string())))
+            .map(|(n, id)| {
+                let entry = entry_for(before.get(&n), id);
+                (n, entry)
+            })
             .collect();
         out.insert(key.to_string(), Value::Object(map));
     }
@@ -481,6 +532,47 @@ mod tests {
             assert_eq!(render_refs_json(Some(&out), &ours), out, "{text}");
             let shape = |s: &str| serde_json::from_str::<Value>(s).unwrap()["refs"].is_array();
             assert_eq!(shape(&old), shape(&text));
+        }
+    }
+
+    /// Fields a host keeps beside a ref's version stay while the ref holds that version, in
+    /// every shape; a ref that moves gets a fresh entry of the same shape.
+    #[test]
+    fn a_hosts_fields_beside_a_refs_version_stay_while_it_holds_that_version() {
+        let id = "0190f3a2-7b4c-7d2e-8f10-123456789abc";
+        let new = VersionId::parse("0190f3a2-7b4c-7d2e-8f10-000000000001").unwrap();
+        let ours = [
+            ("refs/heads/main".to_string(), VersionId::parse(id).unwrap()),
+            ("refs/heads/moved".to_string(), new.clone()),
+        ];
+        for old in [
+            format!(
+                r#"{{"refs/heads/main":{{"version":"{id}","by":"host"}},"refs/heads/moved":{{"version":"{id}","by":"host"}}}}"#
+            ),
+            format!(
+                r#"{{"refs":{{"refs/heads/main":{{"id":"{id}","by":"host"}},"refs/heads/moved":{{"id":"{id}","by":"host"}}}}}}"#
+            ),
+            format!(
+                r#"{{"refs":[{{"name":"refs/heads/main","version":"{id}","by":"host"}},{{"name":"refs/heads/moved","version":"{id}","by":"host"}}]}}"#
+            ),
+            format!(
+                r#"{{"heads":{{"main":{{"version":"{id}","by":"host"}},"moved":{{"version":"{id}","by":"host"}}}},"tags":{{}}}}"#
+            ),
+        ] {
+            let out = render_refs_json(Some(old.as_bytes()), &ours);
+            let text = String::from_utf8(out.clone()).unwrap();
+            assert_eq!(text.matches("\"by\": \"host\"").count(), 1, "{text}");
+            let got = parse_refs_json(&out).unwrap();
+            assert!(
+                got.contains(&("refs/heads/main".into(), id.into())),
+                "{text}"
+            );
+            let moved = ("refs/heads/moved".into(), new.to_string());
+            assert!(got.contains(&moved), "{text}");
+            assert!(
+                !text.contains("\"refs/heads/moved\": \""),
+                "still an object: {text}"
+            );
         }
     }
 
