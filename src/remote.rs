@@ -14,7 +14,7 @@ use crate::pack::PackSink;
 use crate::progress::Progress;
 use crate::repo::{Repo, RepoError};
 use crate::signatures::{Policy, Verdict};
-use crate::store::{Token, Versioned};
+use crate::store::{StoreError, Token, Versioned};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RemoteError {
@@ -406,7 +406,7 @@ impl Remote {
     async fn read_refs(&mut self, for_push: bool) -> Result<ReadRefs, RemoteError> {
         let refs_json_first = !self.lake.has_ref_listing_ahead();
         let refs_json = match for_push {
-            true => Some(self.lake.refs_json_versioned().await?),
+            true => self.refs_json_for_push().await?,
             false => {
                 self.lake.forget_read_ahead();
                 None
@@ -555,6 +555,26 @@ impl Remote {
         Some(history::ListingUnderWay(tokio::spawn(async move {
             lake.list_versions(None, Some(&newest)).await
         })))
+    }
+
+    /// `refs.json` with its token, for a push to rewrite: `None` (left as it is) when it is
+    /// larger than a push reads, so that the push still writes its refs.
+    async fn refs_json_for_push(&self) -> Result<Option<Option<Versioned>>, RemoteError> {
+        match self.lake.refs_json_versioned().await {
+            Ok(read) => Ok(Some(read)),
+            Err(LakeError::Store {
+                source: e @ StoreError::TooLarge { .. },
+                ..
+            }) => {
+                self.lake_warn(format!(
+                    "lake '{}': {e}: this push writes the refs and leaves refs.json as it is \
+                     (readers that cannot list the store go on seeing the refs it names)",
+                    self.lake.name()
+                ));
+                Ok(None)
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 
     fn lake_warn(&self, msg: String) {

@@ -707,3 +707,33 @@ fn a_hosts_fields_beside_a_refs_version_survive_pushes_of_other_refs() {
     );
     assert_eq!(after["refs/tags/v1"]["approved_by"], "host", "{after}");
 }
+
+/// A refs.json larger than a push reads (64 MiB) no longer stops every push: the refs are
+/// written and refs.json is left as it is, with a warning (it was `fatal:` and nothing moved).
+#[test]
+fn a_refs_json_too_large_to_rewrite_leaves_it_and_still_pushes() {
+    let t = TestEnv::new();
+    let url = t.local_lake("lake", &lake());
+    t.ok(".", &["clone", "-q", &url, "work"]);
+    let padding = "x".repeat((64 << 20) + 1);
+    let huge = format!(r#"{{"refs/heads/main": "{}", "pad": "{padding}"}}"#, vid(5));
+    std::fs::write(t.path("lake/refs.json"), &huge).unwrap();
+    let out = t.git("work", &["push", "origin", "origin/main~1:refs/tags/v4"]);
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("refs.json: larger than the 67108864-byte limit for this file")
+            && err.contains("this push writes the refs and leaves refs.json as it is"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(t.path("lake/refs/tags/v4"))
+            .unwrap()
+            .trim(),
+        vid(4)
+    );
+    assert_eq!(
+        std::fs::metadata(t.path("lake/refs.json")).unwrap().len(),
+        huge.len() as u64
+    );
+}
