@@ -23,6 +23,10 @@ fn base() -> LakeBuilder {
     l
 }
 
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
 /// The exit code and the whole stderr of a command that must fail with nothing on stdout.
 fn failed(out: Output) -> (Option<i32>, String) {
     let err = String::from_utf8(out.stderr).unwrap();
@@ -219,17 +223,63 @@ fn huge_version_json_is_not_read() {
     );
 }
 
+/// A ref file that holds no version is passed over with a warning, as Git passes over a broken
+/// ref: the lake's other refs are still listed, fetched and pushed (one bad file used to stop
+/// every reader and pusher). Its refs.json entry is kept; a push to it says why it cannot be.
 #[test]
-fn ref_that_is_not_a_version_id() {
-    for content in ["../../etc/passwd", "", "main", "ref: refs/heads/other"] {
+fn ref_that_is_not_a_version_id_is_passed_over_with_a_warning() {
+    let big = "0".repeat((1 << 20) + 1);
+    for content in [
+        "../../etc/passwd",
+        "",
+        "main",
+        "ref: refs/heads/other",
+        big.as_str(),
+    ] {
+        let t = TestEnv::new();
         let mut l = base();
-        l.put("refs/heads/main", content);
+        // refs.json names the branch at version 1; its file then went bad.
+        l.branch("ok", 2).branch("bad", 1).refs_json();
+        l.put("refs/heads/bad", content);
+        let url = t.local_lake("lake", &l);
+        let out = t.git(".", &["ls-remote", &url]);
+        let lake = t.path("lake").display().to_string();
+        let err = String::from_utf8_lossy(&out.stderr).replace(&lake, "<lake>");
+        let why = match content.len() > 100 {
+            true => "larger than the 1048576-byte limit for a ref file".to_string(),
+            false => format!("it holds '{content}', which is not a version ID"),
+        };
+        assert!(out.status.success(), "{err}");
         assert_eq!(
-            ls_remote_fails(&l),
-            format!(
-                "fatal: lake '<lake>': ref refs/heads/main: it holds '{content}', which is not a \
-                 version ID\n{BROKEN_FILE}"
+            err,
+            format!("warning: lake '<lake>': ignoring broken ref refs/heads/bad: {why}\n")
+        );
+        let names: Vec<String> = crate::support::parse_ls_remote(&text(&out.stdout))
+            .into_iter()
+            .map(|(_, n)| n)
+            .collect();
+        assert_eq!(names, ["HEAD", "refs/heads/main", "refs/heads/ok"]);
+        t.ok(".", &["clone", "-q", &url, "work"]);
+        t.ok("work", &["push", "-q", "origin", "origin/ok:refs/tags/v1"]);
+        let refs_json = std::fs::read_to_string(t.path("lake/refs.json")).unwrap();
+        assert!(
+            refs_json.contains("refs/tags/v1") && refs_json.contains("refs/heads/bad"),
+            "{refs_json}"
+        );
+        let err = text(
+            &t.git(
+                "work",
+                &["push", "-f", "origin", "origin/ok:refs/heads/bad"],
             )
+            .stderr,
+        );
+        assert!(
+            err.contains("(the lake's file for this ref holds no version (see the warning)"),
+            "{err}"
+        );
+        assert_eq!(
+            std::fs::read(t.path("lake/refs/heads/bad")).unwrap(),
+            content.as_bytes()
         );
     }
 }

@@ -153,6 +153,9 @@ pub struct VersionData {
     pub dataset_read: bool,
 }
 
+/// A ref file read: its name, version and token; `None` if it is gone.
+type RefRead = Option<(String, VersionId, Token)>;
+
 /// An opened lake; clones share the store and the warnings.
 #[derive(Debug, Clone)]
 pub struct Lake {
@@ -160,6 +163,8 @@ pub struct Lake {
     pub config: FdlConfig,
     warnings: Arc<Mutex<Vec<String>>>,
     read_ahead: Arc<Mutex<ReadAhead>>,
+    /// Ref files passed over because they hold no version (see [`Lake::broken_refs`]).
+    broken: Arc<Mutex<std::collections::BTreeSet<String>>>,
 }
 
 /// Files read with `fdl.json`, each handed out once (a later read asks the store again).
@@ -219,6 +224,7 @@ impl Lake {
             store,
             config,
             warnings: Default::default(),
+            broken: Default::default(),
             read_ahead: Arc::new(Mutex::new(ReadAhead {
                 head: Some(head),
                 refs_json: Some(refs_json),
@@ -365,9 +371,10 @@ impl Lake {
             let path = name.clone();
             let read = tokio::spawn(async move { lake.read_ref_file(name).await });
             async move {
-                read.await.unwrap_or_else(|e| {
+                let read = read.await.unwrap_or_else(|e| {
                     Err(self.store_err(crate::store::stopped(&path, "read", e)))
-                })
+                });
+                self.pass_over_broken(read)
             }
         });
         let read: Vec<_> = futures::stream::iter(reads)
@@ -393,11 +400,38 @@ impl Lake {
         Ok((refs, remember))
     }
 
+    /// A ref file that holds no version (garbage, or more than a ref file can be) is passed
+    /// over with a warning, as Git passes over a broken ref: one bad file does not stop every
+    /// reader and pusher of the lake. Its name is remembered ([`Lake::broken_refs`]).
+    fn pass_over_broken(&self, read: Result<RefRead, LakeError>) -> Result<RefRead, LakeError> {
+        let (name, why) = match read {
+            Err(LakeError::BadRef { name, why, .. }) => (name, why),
+            Err(LakeError::Store {
+                source: StoreError::TooLarge { path, limit },
+                ..
+            }) => (
+                path,
+                format!("larger than the {limit}-byte limit for a ref file"),
+            ),
+            other => return other,
+        };
+        self.warn(format!(
+            "lake '{}': ignoring broken ref {}: {why}",
+            self.name(),
+            printable(&name)
+        ));
+        self.broken.lock().expect("broken lock").insert(name);
+        Ok(None)
+    }
+
+    /// The ref files passed over so far because they hold no version, sorted.
+    pub fn broken_refs(&self) -> Vec<String> {
+        let broken = self.broken.lock().expect("broken lock");
+        broken.iter().cloned().collect()
+    }
+
     /// One ref file's version and token; `None` if it is gone.
-    async fn read_ref_file(
-        &self,
-        name: String,
-    ) -> Result<Option<(String, VersionId, Token)>, LakeError> {
+    async fn read_ref_file(&self, name: String) -> Result<RefRead, LakeError> {
         let got = self
             .store
             .get_versioned(&name, SMALL_FILE_LIMIT)

@@ -244,7 +244,8 @@ async fn prepare_refs_json(
     listing: &Listing,
     planned: &Plans,
 ) -> (Option<refs_json::Prepared>, Option<refs_json::Current>) {
-    let (basis, changes) = (refs_json::Basis::of(listing), planned_changes(planned));
+    let basis = refs_json::Basis::of(listing, &writer.lake);
+    let changes = planned_changes(planned);
     let work = tokio::task::spawn_blocking(move || refs_json::prepare(&basis, changes));
     let prepared = work.await.ok().flatten();
     let read_before = match prepared.as_ref().is_some_and(|p| p.must_read_again()) {

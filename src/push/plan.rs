@@ -64,6 +64,14 @@ async fn plan(
     };
     if listed.version.is_none() {
         check_room(listing, deleted, dst)?;
+        // A ref file the listing passed over as broken is there all the same: Git took it
+        // for a new ref, but nothing can be written on condition over what no one listed.
+        if remote.lake.broken_refs().iter().any(|b| b == dst) {
+            return Err(Rejection::refused(
+                "the lake's file for this ref holds no version (see the warning): \
+                 repair or remove it in the lake first",
+            ));
+        }
     }
     let lease = opts.cas.iter().find(|(r, _)| r == dst).map(|(_, v)| v);
     if let Some(expected) = lease {

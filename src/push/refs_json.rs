@@ -56,14 +56,17 @@ pub(super) struct Basis {
     refs_json: Option<Option<Bytes>>,
     refs_json_first: bool,
     refs: Vec<(String, VersionId)>,
+    /// Ref files the listing passed over as broken: their refs.json entries are kept.
+    broken: Vec<String>,
 }
 
 impl Basis {
-    pub(super) fn of(listing: &Listing) -> Basis {
+    pub(super) fn of(listing: &Listing, lake: &Lake) -> Basis {
         Basis {
             refs_json: (listing.refs_json.as_ref()).map(|s| s.as_ref().map(|v| v.bytes.clone())),
             refs_json_first: listing.refs_json_first,
             refs: listing.refs.clone(),
+            broken: lake.broken_refs(),
         }
     }
 }
@@ -77,8 +80,11 @@ pub(super) fn prepare(
     let current = basis.refs_json.as_ref()?.as_deref();
     // Read beside the ref listing rather than before it, refs.json's token covers every ref
     // write that finished before the listing only if the two agree.
-    let covers = basis.refs_json_first || agrees(current, &basis.refs);
-    let wanted = covers.then(|| render(current, listed_plus_changes(&basis.refs, &changes)));
+    let covers = basis.refs_json_first || agrees(current, &basis.refs, &basis.broken);
+    let wanted = covers.then(|| {
+        let refs = listed_plus_changes(&basis.refs, &changes);
+        render(current, refs, &basis.broken)
+    });
     Some(Prepared { changes, wanted })
 }
 
@@ -97,7 +103,7 @@ pub(super) async fn update(
     mut read_before: Option<Current>,
 ) -> (u32, Option<String>) {
     let lake = &remote.lake;
-    let Some(mut first) = first_attempt(listing, changed, uncertain, prepared) else {
+    let Some(mut first) = first_attempt(lake, listing, changed, uncertain, prepared) else {
         return (0, None);
     };
     let mut backoff = Backoff::new(Duration::from_millis(5), Duration::from_millis(200))
@@ -115,7 +121,8 @@ pub(super) async fn update(
             .await
             {
                 Some(s) => {
-                    let wanted = render(s.current.as_ref().map(|(b, _)| &b[..]), s.refs);
+                    let current = s.current.as_ref().map(|(b, _)| &b[..]);
+                    let wanted = render(current, s.refs, &lake.broken_refs());
                     (s.current, wanted)
                 }
                 None => {
@@ -151,6 +158,7 @@ pub(super) async fn update(
 /// must be read again first (`Some(None)`); `None` when nothing is written (the listing got no
 /// token for refs.json).
 fn first_attempt(
+    lake: &Lake,
     listing: &Listing,
     changed: &[(String, Option<VersionId>)],
     uncertain: bool,
@@ -159,7 +167,7 @@ fn first_attempt(
     let snapshot = listing.refs_json.as_ref()?;
     let prepared = match prepared.filter(|p| p.changes == changed) {
         Some(p) => p,
-        None => prepare(&Basis::of(listing), changed.to_vec())?,
+        None => prepare(&Basis::of(listing, lake), changed.to_vec())?,
     };
     Some(match (uncertain, prepared.wanted) {
         (false, Some(wanted)) => {
@@ -183,8 +191,23 @@ fn not_updated(lake: &Lake, e: &crate::store::StoreError) -> String {
     )
 }
 
-/// The `refs.json` that names `refs` (those Git can hold), keeping `current`'s other entries.
-fn render(current: Option<&[u8]>, refs: HashMap<String, VersionId>) -> Bytes {
+/// The `refs.json` that names `refs` (those Git can hold), keeping `current`'s other entries,
+/// and the entries of `broken` ref files as they are (a ref file that holds no version is no
+/// reason to drop what refs.json last said of it).
+fn render(
+    current: Option<&[u8]>,
+    mut refs: HashMap<String, VersionId>,
+    broken: &[String],
+) -> Bytes {
+    if let (false, Some(Ok(named))) = (broken.is_empty(), current.map(parse_refs_json)) {
+        for (name, v) in named {
+            if broken.contains(&name) && !refs.contains_key(&name) {
+                if let Ok(v) = VersionId::parse(v.trim()) {
+                    refs.insert(name, v);
+                }
+            }
+        }
+    }
     let mut pairs: Vec<(String, VersionId)> = refs
         .into_iter()
         .filter(|(n, _)| check_ref_name(n).is_ok())
@@ -195,14 +218,16 @@ fn render(current: Option<&[u8]>, refs: HashMap<String, VersionId>) -> Bytes {
 
 /// Whether `refs.json` (its bytes; `None`: there is none) names exactly the branches and tags
 /// the ref files held when Git listed them. Any difference may be a ref write that finished
-/// between the two reads, which a rewrite from the listing would undo.
-fn agrees(refs_json: Option<&[u8]>, listed: &[(String, VersionId)]) -> bool {
+/// between the two reads, which a rewrite from the listing would undo. Entries of `broken`
+/// ref files (passed over by the listing, kept by [`render`]) are left out of the comparison.
+fn agrees(refs_json: Option<&[u8]>, listed: &[(String, VersionId)], broken: &[String]) -> bool {
     let named: Option<HashMap<String, String>> = match refs_json {
         None => Some(HashMap::new()),
         Some(raw) => parse_refs_json(raw).ok().map(|pairs| {
             pairs
                 .into_iter()
                 .filter(|(n, _)| n.starts_with("refs/heads/") || n.starts_with("refs/tags/"))
+                .filter(|(n, _)| !broken.contains(n))
                 .map(|(n, v)| (n, v.trim().to_string()))
                 .collect()
         }),
