@@ -132,7 +132,10 @@ fn create(path: &Path) -> std::io::Result<LockGuard> {
         hostname(),
         unix_now()
     );
-    let staged = path.with_file_name(format!(".{}.{}", file_name(path), std::process::id()));
+    // Unique to this attempt: tasks of one process may race for the same lock.
+    static ATTEMPT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = ATTEMPT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let staged = path.with_file_name(format!(".{}.{}-{n}", file_name(path), std::process::id()));
     match stage(&staged, &holder) {
         Ok(()) => {
             crate::testhook::stop_at(crate::testhook::Point::TakingLock);
@@ -158,8 +161,8 @@ fn create(path: &Path) -> std::io::Result<LockGuard> {
     Ok(guard)
 }
 
-/// Writes `holder` to the new file `staged` (a leftover of an earlier process of this pid is
-/// removed first; no link is followed).
+/// Writes `holder` to the new file `staged` (a leftover of an earlier process of this pid and
+/// attempt is removed first; no link is followed).
 fn stage(staged: &Path, holder: &str) -> std::io::Result<()> {
     let _ = std::fs::remove_file(staged);
     let mut f = std::fs::OpenOptions::new()
