@@ -203,7 +203,8 @@ pub fn main(args: &[String]) -> i32 {
 }
 
 async fn fsck(lake: &str, catalogs: bool, quiet: bool) -> Result<i32, Fatal> {
-    let progress: Box<dyn Progress> = if quiet {
+    // As Git's fsck: progress only on a terminal, so that a log holds no redrawn lines.
+    let progress: Box<dyn Progress> = if quiet || !std::io::stderr().is_terminal() {
         Box::new(Silent)
     } else {
         Box::new(progress::Stderr::default())
