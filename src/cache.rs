@@ -68,7 +68,12 @@ impl Commits {
     fn load(path: &Path, cancel: &AtomicBool) -> Commits {
         // About a hundred bytes a line: room for all of them at once, not by doubling.
         let size = std::fs::metadata(path).ok().filter(|m| m.is_file());
-        let lines = size.map_or(0, |m| m.len().min(CACHE_FILE_LIMIT) / 100) as usize;
+        let size = size.map_or(0, |m| m.len()).min(CACHE_FILE_LIMIT + 1);
+        let lines = if size > CACHE_FILE_LIMIT {
+            0
+        } else {
+            size / 100
+        } as usize;
         let mut out = Commits {
             entries: HashMap::with_capacity(lines),
             parents: HashMap::with_capacity(lines),
@@ -508,6 +513,10 @@ const CACHE_FILE_LIMIT: u64 = 1 << 30;
 /// neither waited on nor read without end), opened for appending with `append`.
 fn open_regular(path: &Path, append: bool) -> Option<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
+    // Looked at before it is opened (opening some devices does something), and again after.
+    if !std::fs::metadata(path).ok()?.is_file() {
+        return None;
+    }
     let file = std::fs::OpenOptions::new()
         .read(!append)
         .append(append)

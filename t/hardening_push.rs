@@ -515,6 +515,15 @@ fn a_push_killed_while_taking_a_lock_leaves_no_lock() {
     kill_at_crash_point(&pid_file);
     assert!(!push.wait().unwrap().success());
     assert!(!t.path("lake/refs/heads/main.lock").exists());
+    let staged = || -> Vec<String> {
+        std::fs::read_dir(t.path("lake/refs/heads"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(".main.lock.staged-"))
+            .collect()
+    };
+    assert_eq!(staged().len(), 1, "the killed push's staged lock");
     let start = std::time::Instant::now();
     let out = t.git(
         "work",
@@ -524,6 +533,8 @@ fn a_push_killed_while_taking_a_lock_leaves_no_lock() {
     assert!(start.elapsed().as_secs() < 5, "{:?}", start.elapsed());
     let listed = t.ok("work", &["ls-remote", "origin"]);
     assert!(!listed.contains(".main"), "{listed}");
+    // The next writer of main removed it: its writer is gone.
+    assert!(staged().is_empty(), "{:?}", staged());
 }
 
 /// An empty lock (left by a writer killed before it wrote its name, as earlier versions

@@ -415,12 +415,19 @@ impl Lake {
             ),
             other => return other,
         };
-        self.warn(format!(
-            "lake '{}': ignoring broken ref {}: {why}",
-            self.name(),
-            printable(&name)
-        ));
-        self.broken.lock().expect("broken lock").insert(name);
+        // Once a session: refs.json's retries list the refs again.
+        let first = self
+            .broken
+            .lock()
+            .expect("broken lock")
+            .insert(name.clone());
+        if first {
+            self.warn(format!(
+                "lake '{}': ignoring broken ref {}: {why}",
+                self.name(),
+                printable(&name)
+            ));
+        }
         Ok(None)
     }
 

@@ -228,7 +228,7 @@ fn agrees(refs_json: Option<&[u8]>, listed: &[(String, VersionId)], broken: &[St
                 .into_iter()
                 .filter(|(n, _)| n.starts_with("refs/heads/") || n.starts_with("refs/tags/"))
                 .filter(|(n, _)| !broken.contains(n))
-                .map(|(n, v)| (n, v.trim().to_string()))
+                .map(|(n, v)| (n, v.trim().to_ascii_lowercase()))
                 .collect()
         }),
     };

@@ -219,15 +219,19 @@ impl LocalDir {
             return;
         };
         let prefix = format!(".{name}.tmp-");
+        // Staged locks are made by writers that do not hold the lock yet: only those of dead
+        // processes are left over.
+        let staged = super::lock::staged_prefix(&format!("{name}.lock"));
         let Ok(entries) = std::fs::read_dir(dir) else {
             return;
         };
         let removed = entries
             .flatten()
             .filter(|e| {
-                e.file_name()
-                    .to_str()
-                    .is_some_and(|n| n.starts_with(&prefix))
+                e.file_name().to_str().is_some_and(|n| {
+                    n.starts_with(&prefix)
+                        || (n.starts_with(&staged) && super::lock::is_left_by_the_dead(&e.path()))
+                })
             })
             .filter(|e| std::fs::remove_file(e.path()).is_ok())
             .count();

@@ -132,10 +132,7 @@ fn create(path: &Path) -> std::io::Result<LockGuard> {
         hostname(),
         unix_now()
     );
-    // Unique to this attempt: tasks of one process may race for the same lock.
-    static ATTEMPT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = ATTEMPT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let staged = path.with_file_name(format!(".{}.{}-{n}", file_name(path), std::process::id()));
+    let staged = staged_name(path);
     match stage(&staged, &holder) {
         Ok(()) => {
             crate::testhook::stop_at(crate::testhook::Point::TakingLock);
@@ -161,10 +158,32 @@ fn create(path: &Path) -> std::io::Result<LockGuard> {
     Ok(guard)
 }
 
-/// Writes `holder` to the new file `staged` (a leftover of an earlier process of this pid and
-/// attempt is removed first; no link is followed).
+/// The prefix of the names a lock is staged under, `.<lock>.staged-`: hidden, so never read
+/// as a ref, and apart from the breaker's `.<lock>.break`.
+pub(super) fn staged_prefix(lock_name: &str) -> String {
+    format!(".{lock_name}.staged-")
+}
+
+/// A name no other attempt uses, on any host sharing the folder: this process's id, the time
+/// and a count (tasks of one process may race for the same lock).
+fn staged_name(lock: &Path) -> PathBuf {
+    static ATTEMPT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = ATTEMPT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let name = staged_prefix(&file_name(lock));
+    lock.with_file_name(format!("{name}{}-{nanos}-{n}", std::process::id()))
+}
+
+/// Whether the staged lock at `path` was left by a process of this host that no longer
+/// exists (killed between staging and linking): it names its writer as a lock does.
+pub(super) fn is_left_by_the_dead(path: &Path) -> bool {
+    matches!(read_lock(path), LockFile::Held(holder) if holder.is_dead())
+}
+
+/// Writes `holder` to the new file `staged` (no link is followed).
 fn stage(staged: &Path, holder: &str) -> std::io::Result<()> {
-    let _ = std::fs::remove_file(staged);
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)

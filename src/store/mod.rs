@@ -232,14 +232,15 @@ impl Store {
             .partition(|(k, _)| k == CONCURRENCY_OPTION);
         let concurrency = concurrency_of(url, &own)?;
         let (backend, deleter, pages) = match url {
-            // No store option means anything to a folder: one set for it is a mistake.
-            StoreUrl::Local(_) if !options.is_empty() => {
-                let k = &options[0].0;
-                return Err(StoreError::Config(format!(
-                    "store option '{k}' has no meaning for a folder lake"
-                )));
+            // A folder uses no store option, but one no store knows is a typo all the same.
+            StoreUrl::Local(path) => {
+                if let Some((k, _)) = options.iter().find(|(k, _)| !url::is_known_option(k)) {
+                    return Err(StoreError::Config(format!(
+                        "unknown store option '{k}' (a folder lake uses none)"
+                    )));
+                }
+                (Backend::Local(LocalDir::open(path)?), None, None)
             }
-            StoreUrl::Local(path) => (Backend::Local(LocalDir::open(path)?), None, None),
             _ => {
                 let (store, prefix, deleter, pages) = url::build_remote(url, &options)?;
                 (Backend::Remote(store, prefix), deleter, pages)

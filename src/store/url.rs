@@ -132,6 +132,16 @@ fn unknown_option(url: &StoreUrl, k: &str) -> StoreError {
     StoreError::Config(format!("unknown store option '{k}' for {url}"))
 }
 
+/// Whether `k` is an option some store knows (a folder uses none, but one set for it is no
+/// typo then): the manual's "an unknown option is an error" holds for every address.
+pub(super) fn is_known_option(k: &str) -> bool {
+    let k = k.to_ascii_lowercase();
+    k.parse::<object_store::aws::AmazonS3ConfigKey>().is_ok()
+        || k.parse::<object_store::gcp::GoogleConfigKey>().is_ok()
+        || k.parse::<object_store::azure::AzureConfigKey>().is_ok()
+        || k.parse::<ClientConfigKey>().is_ok()
+}
+
 /// A store option's name as one of object_store's configuration keys of the store's kind.
 fn config_key<K: std::str::FromStr>(url: &StoreUrl, k: &str) -> Result<K, StoreError> {
     k.to_ascii_lowercase()
