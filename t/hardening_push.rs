@@ -441,25 +441,34 @@ fn lock_files_that_are_symlinks_fifos_or_devices_are_never_read() {
 
 // ---- 10. What killed pushes and fetches leave behind ---------------------------------------
 
-#[test]
-fn a_push_killed_holding_the_refs_json_lock_is_repaired_by_the_next_push() {
-    let t = TestEnv::new();
-    let url = t.local_lake("lake", &lake());
-    t.ok(".", &["clone", "-q", &url, "work"]);
+/// Runs git in `cwd` with the crash point `var` set, kills the helper there, and checks that
+/// git failed.
+fn killed_at(t: &TestEnv, cwd: &str, args: &[&str], var: &str) {
     let pid_file = t.path("helper.pid");
-    let mut push = t
-        .command(
-            "git",
-            "work",
-            &["push", "origin", "origin/main:refs/tags/killed"],
-        )
-        .env("GIT_REMOTE_FDL_TEST_STOP_WRITING_REFS_JSON", &pid_file)
+    let _ = std::fs::remove_file(&pid_file);
+    let mut git = t
+        .command("git", cwd, args)
+        .env(var, &pid_file)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
     kill_at_crash_point(&pid_file);
-    assert!(!push.wait().unwrap().success());
+    assert!(!git.wait().unwrap().success());
+}
+
+#[test]
+fn a_push_killed_holding_the_refs_json_lock_is_repaired_by_the_next_push() {
+    let t = TestEnv::new();
+    let url = t.local_lake("lake", &lake());
+    t.ok(".", &["clone", "-q", &url, "work"]);
+    let push = ["push", "origin", "origin/main:refs/tags/killed"];
+    killed_at(
+        &t,
+        "work",
+        &push,
+        "GIT_REMOTE_FDL_TEST_STOP_WRITING_REFS_JSON",
+    );
     let lake = LakeAt {
         url: url.clone(),
         place: Where::Local,
@@ -500,20 +509,8 @@ fn a_push_killed_while_taking_a_lock_leaves_no_lock() {
     let t = TestEnv::new();
     let url = t.local_lake("lake", &lake());
     t.ok(".", &["clone", "-q", &url, "work"]);
-    let pid_file = t.path("helper.pid");
-    let mut push = t
-        .command(
-            "git",
-            "work",
-            &["push", "origin", "origin/main~1:refs/heads/main", "-f"],
-        )
-        .env("GIT_REMOTE_FDL_TEST_STOP_TAKING_LOCK", &pid_file)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    kill_at_crash_point(&pid_file);
-    assert!(!push.wait().unwrap().success());
+    let push = ["push", "-f", "origin", "origin/main~1:refs/heads/main"];
+    killed_at(&t, "work", &push, "GIT_REMOTE_FDL_TEST_STOP_TAKING_LOCK");
     assert!(!t.path("lake/refs/heads/main.lock").exists());
     let staged = || -> Vec<String> {
         std::fs::read_dir(t.path("lake/refs/heads"))
@@ -568,16 +565,13 @@ fn a_fetch_killed_while_writing_its_pack_leaves_nothing_behind() {
     let url = t.local_lake("lake", &lake());
     t.ok(".", &["init", "-q", "--bare", "repo.git"]);
     t.ok("repo.git", &["remote", "add", "origin", &url]);
-    let pid_file = t.path("helper.pid");
-    let mut fetch = t
-        .command("git", "repo.git", &["fetch", "origin"])
-        .env("GIT_REMOTE_FDL_TEST_STOP_WRITING_PACK", &pid_file)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    kill_at_crash_point(&pid_file);
-    assert!(!fetch.wait().unwrap().success());
+    let fetch = ["fetch", "origin"];
+    killed_at(
+        &t,
+        "repo.git",
+        &fetch,
+        "GIT_REMOTE_FDL_TEST_STOP_WRITING_PACK",
+    );
     let temporaries = || -> Vec<String> {
         std::fs::read_dir(t.path("repo.git/objects/pack"))
             .unwrap()
