@@ -399,6 +399,32 @@ fn symlinks_that_stay_inside_the_root_are_followed() {
     assert_eq!(t.ok("work", &["rev-list", "--count", "HEAD"]), "3\n");
 }
 
+/// A ref file that is a symlink within the lake is read through, but a push never writes
+/// through it; the refusal says so rather than that it leads outside the lake.
+#[test]
+fn a_symlinked_ref_inside_the_lake_is_never_written_through() {
+    let t = TestEnv::new();
+    let mut l = base();
+    l.branch("other", 2);
+    let url = t.local_lake("lake", &l);
+    std::os::unix::fs::symlink("main", t.path("lake/refs/heads/alias")).unwrap();
+    t.ok(".", &["clone", "-q", &url, "work"]);
+    let err = text(
+        &t.git(
+            "work",
+            &["push", "-f", "origin", "origin/other:refs/heads/alias"],
+        )
+        .stderr,
+    );
+    assert!(
+        err.contains("(refs/heads/alias: it is a symlink, which writes never go through")
+            && !err.contains("outside"),
+        "{err}"
+    );
+    let main = std::fs::read_to_string(t.path("lake/refs/heads/main")).unwrap();
+    assert_eq!(main.trim(), vid(3), "nothing was written through the link");
+}
+
 #[test]
 fn a_failed_fetch_updates_no_ref() {
     let t = TestEnv::new();

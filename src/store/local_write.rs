@@ -287,8 +287,13 @@ impl LocalDir {
         }
         let path = dir.join(parts.last().copied().unwrap_or(""));
         match std::fs::symlink_metadata(&path) {
-            Ok(m) if m.file_type().is_symlink() => Err(StoreError::OutsideRoot {
+            // Never written through, wherever it leads: a write on condition is of the file the
+            // listing saw, and a link makes that two files.
+            Ok(m) if m.file_type().is_symlink() => Err(StoreError::Failed {
                 path: rel.to_string(),
+                message: "it is a symlink, which writes never go through (wherever it leads); \
+                          replace it with the file itself"
+                    .into(),
             }),
             Ok(m) if m.is_dir() && for_put && remove_empty_tree(&path) => Ok(path),
             Ok(m) if !m.is_file() => Err(not_a_file(rel, &m)),
