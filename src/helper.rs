@@ -362,7 +362,10 @@ impl<W: Write> Session<W> {
         let Ok(Some(repo)) = Repo::from_env() else {
             return;
         };
-        let absolute = std::path::absolute(path).unwrap_or_else(|_| path.clone());
+        // The folder as the system finds it now (`..` resolved, as `cd` would), else as given.
+        let absolute = std::fs::canonicalize(path)
+            .or_else(|_| std::path::absolute(path))
+            .unwrap_or_else(|_| path.clone());
         let done = config::record_absolute_url(&repo, &self.remote_name, addr, &absolute);
         if self.out.trace {
             trace::line(&format!(

@@ -423,11 +423,17 @@ fn clone_from_relative_folder_keeps_fetch_pull_push_working() {
     // The command in examples/README.md.
     t.ok(".", &["clone", "-q", "fdl::lake", "demo"]);
     let url = t.ok("demo", &["config", "remote.origin.url"]);
+    let real = std::fs::canonicalize(t.path("lake")).unwrap();
     assert_eq!(
         url.trim(),
-        format!("fdl::{}", t.path("lake").display()),
+        format!("fdl::{}", real.display()),
         "recorded absolute, as Git does for its own local clones"
     );
+    // With `..`, the folder as `cd` finds it.
+    std::fs::create_dir(t.path("sub")).unwrap();
+    t.ok(".", &["clone", "-q", "fdl::sub/../lake", "dotdot"]);
+    let url = t.ok("dotdot", &["config", "remote.origin.url"]);
+    assert_eq!(url.trim(), format!("fdl::{}", real.display()));
     let mut l2 = l;
     l2.version(4, &[3], "four");
     l2.branch("main", 4);
