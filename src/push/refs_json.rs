@@ -20,7 +20,7 @@ pub(super) type Current = Option<(Bytes, Token)>;
 
 /// What `refs.json` holds now (bytes and token), and what the ref files hold.
 struct State {
-    current: Option<(Bytes, Token)>,
+    current: Current,
     refs: HashMap<String, VersionId>,
 }
 
