@@ -203,6 +203,19 @@ fn a_tag_push_takes_three_waves() {
 /// (which would put the other push's ref back where it was).
 #[test]
 fn a_push_racing_another_between_its_listing_and_refs_json_keeps_the_other_ref() {
+    racing_push_keeps_the_other_writers("refs/heads/other");
+}
+
+/// The same when the other push moves a ref the listing saw: its file, read again by ETag,
+/// must not be taken as the listing saw it.
+#[test]
+fn a_push_racing_another_that_moves_a_listed_branch_keeps_the_move() {
+    racing_push_keeps_the_other_writers("refs/heads/main");
+}
+
+/// Another writer sets `name` to version 10, ref file and refs.json, while this push's listing
+/// reads refs.json; this push's tag and the other's ref must both be in refs.json after.
+fn racing_push_keeps_the_other_writers(name: &str) {
     // A lake of 50 versions: a small server (see `s3lite::start_with`).
     let server = s3lite::start_with(64);
     let lake = chain(50, 5);
@@ -212,20 +225,14 @@ fn a_push_racing_another_between_its_listing_and_refs_json_keeps_the_other_ref()
         ".",
         &["clone", "-q", "--bare", "fdl::s3://race/lake/", "r.git"],
     );
-    // The other push: it makes branch `other` at version 10, and refs.json says so.
     let v10 = crate::support::vid(10);
     let mut refs_json: serde_json::Value =
         serde_json::from_slice(&server.get("race", "lake/refs.json").unwrap()).unwrap();
-    refs_of(&mut refs_json).insert(
-        "refs/heads/other".into(),
-        serde_json::Value::String(v10.clone()),
-    );
+    refs_of(&mut refs_json).insert(name.into(), serde_json::Value::String(v10.clone()));
     let refs_json = serde_json::to_vec(&refs_json).unwrap();
+    let key = format!("race/lake/{name}");
     server.before_next_get("race", "lake/refs.json", move |objects| {
-        objects.insert(
-            "race/lake/refs/heads/other".into(),
-            std::sync::Arc::new(format!("{v10}\n").into_bytes()),
-        );
+        objects.insert(key, std::sync::Arc::new(format!("{v10}\n").into_bytes()));
         objects.insert("race/lake/refs.json".into(), std::sync::Arc::new(refs_json));
     });
     let tip = t.ok("r.git", &["rev-parse", "main"]).trim().to_string();
@@ -237,9 +244,9 @@ fn a_push_racing_another_between_its_listing_and_refs_json_keeps_the_other_ref()
         serde_json::from_slice(&server.get("race", "lake/refs.json").unwrap()).unwrap();
     let refs = refs_of(&mut written).clone();
     assert_eq!(
-        refs.get("refs/heads/other"),
+        refs.get(name),
         Some(&serde_json::Value::String(crate::support::vid(10))),
-        "the other push's branch is kept: {refs:?}"
+        "the other push's {name} is kept: {refs:?}"
     );
     assert!(refs.contains_key("refs/tags/mine"), "{refs:?}");
 }
