@@ -517,7 +517,7 @@ fn a_push_killed_while_taking_a_lock_leaves_no_lock() {
             .unwrap()
             .flatten()
             .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| n.starts_with(".main.lock.staged-"))
+            .filter(|n| n.starts_with(".lock-staged-"))
             .collect()
     };
     assert_eq!(staged().len(), 1, "the killed push's staged lock");
@@ -532,6 +532,35 @@ fn a_push_killed_while_taking_a_lock_leaves_no_lock() {
     assert!(!listed.contains(".main"), "{listed}");
     // The next writer of main removed it: its writer is gone.
     assert!(staged().is_empty(), "{:?}", staged());
+}
+
+/// The staged lock's name does not grow with the ref's: a branch whose lock name just fits
+/// the file system is still locked whole, and an empty staged file (a writer killed before it
+/// wrote into it) is swept once old.
+#[test]
+fn a_long_branch_is_locked_whole_and_old_empty_staged_locks_are_swept() {
+    let t = TestEnv::new();
+    let url = t.local_lake("lake", &lake());
+    t.ok(".", &["clone", "-q", &url, "work"]);
+    let long = format!("refs/heads/{}", "b".repeat(225));
+    let push = ["push", "origin", &format!("origin/main:{long}")];
+    killed_at(&t, "work", &push, "GIT_REMOTE_FDL_TEST_STOP_TAKING_LOCK");
+    assert!(!t.path(&format!("lake/{long}.lock")).exists());
+    let empty = t.path("lake/refs/heads/.lock-staged-4000000-1-0");
+    let f = std::fs::File::create(&empty).unwrap();
+    f.set_modified(std::time::SystemTime::now() - Duration::from_secs(120))
+        .unwrap();
+    t.ok(
+        "work",
+        &["push", "-q", "origin", &format!("origin/main:{long}")],
+    );
+    let left: Vec<String> = std::fs::read_dir(t.path("lake/refs/heads"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 }
 
 /// An empty lock (left by a writer killed before it wrote its name, as earlier versions

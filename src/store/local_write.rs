@@ -219,9 +219,9 @@ impl LocalDir {
             return;
         };
         let prefix = format!(".{name}.tmp-");
-        // Staged locks are made by writers that do not hold the lock yet: only those of dead
-        // processes are left over.
-        let staged = super::lock::staged_prefix(&format!("{name}.lock"));
+        // Staged locks (of any lock in this folder) are made by writers that do not hold the
+        // lock yet: only old ones, or those of dead processes, are left over.
+        let staged = super::lock::STAGED_PREFIX;
         let Ok(entries) = std::fs::read_dir(dir) else {
             return;
         };
@@ -230,7 +230,7 @@ impl LocalDir {
             .filter(|e| {
                 e.file_name().to_str().is_some_and(|n| {
                     n.starts_with(&prefix)
-                        || (n.starts_with(&staged) && super::lock::is_left_by_the_dead(&e.path()))
+                        || (n.starts_with(staged) && super::lock::is_left_over(&e.path()))
                 })
             })
             .filter(|e| std::fs::remove_file(e.path()).is_ok())

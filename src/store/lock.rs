@@ -158,11 +158,10 @@ fn create(path: &Path) -> std::io::Result<LockGuard> {
     Ok(guard)
 }
 
-/// The prefix of the names a lock is staged under, `.<lock>.staged-`: hidden, so never read
-/// as a ref, and apart from the breaker's `.<lock>.break`.
-pub(super) fn staged_prefix(lock_name: &str) -> String {
-    format!(".{lock_name}.staged-")
-}
+/// The prefix of the names locks are staged under: hidden, so never read as a ref, and short
+/// whatever the ref's name (a name of the lock's own length plus more could exceed what the
+/// file system allows, where the lock itself fits).
+pub(super) const STAGED_PREFIX: &str = ".lock-staged-";
 
 /// A name no other attempt uses, on any host sharing the folder: this process's id, the time
 /// and a count (tasks of one process may race for the same lock).
@@ -172,14 +171,20 @@ fn staged_name(lock: &Path) -> PathBuf {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
-    let name = staged_prefix(&file_name(lock));
-    lock.with_file_name(format!("{name}{}-{nanos}-{n}", std::process::id()))
+    let pid = std::process::id();
+    lock.with_file_name(format!("{STAGED_PREFIX}{pid}-{nanos}-{n}"))
 }
 
-/// Whether the staged lock at `path` was left by a process of this host that no longer
-/// exists (killed between staging and linking): it names its writer as a lock does.
-pub(super) fn is_left_by_the_dead(path: &Path) -> bool {
-    matches!(read_lock(path), LockFile::Held(holder) if holder.is_dead())
+/// Whether the staged lock at `path` is left over: a staged lock lives for the time of one
+/// link, so one older than [`OLD_LOCK_SECS`] is (even empty, as a writer killed before it
+/// wrote leaves it), and so is one that names a process of this host that no longer exists.
+pub(super) fn is_left_over(path: &Path) -> bool {
+    let old = std::fs::symlink_metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_some_and(|age| age.as_secs() > OLD_LOCK_SECS);
+    old || matches!(read_lock(path), LockFile::Held(holder) if holder.is_dead())
 }
 
 /// Writes `holder` to the new file `staged` (no link is followed).
