@@ -125,7 +125,10 @@ async fn check_refs_json(
             Some(_) => {}
         }
     }
-    for name in listed.keys().filter(|n| !files.contains_key(n.as_str())) {
+    // A broken ref file is reported as such (a warning made a problem above).
+    let broken = lake.broken_refs();
+    let unlisted = |n: &&String| !files.contains_key(n.as_str()) && !broken.contains(n);
+    for name in listed.keys().filter(unlisted) {
         report.problems.push(format!(
             "error: refs.json lists {name}, which has no ref file"
         ));

@@ -281,6 +281,17 @@ fn ref_that_is_not_a_version_id_is_passed_over_with_a_warning() {
             std::fs::read(t.path("lake/refs/heads/bad")).unwrap(),
             content.as_bytes()
         );
+        // fsck reports it once, as a problem.
+        let fsck = t
+            .command(env!("CARGO_BIN_EXE_git-remote-fdl"), ".", &["fsck", &url])
+            .output()
+            .unwrap();
+        let problems = text(&fsck.stdout).replace(&lake, "<lake>");
+        assert_eq!(fsck.status.code(), Some(1), "{problems}");
+        assert_eq!(
+            problems,
+            format!("error: lake '<lake>': ignoring broken ref refs/heads/bad: {why}\n")
+        );
     }
 }
 
