@@ -14,6 +14,7 @@ use crate::lake::{Lake, LakeError, VersionData, VersionId};
 use crate::mapping::{self, ObjectId};
 use crate::progress::Progress;
 use crate::repo::Repo;
+use crate::store::StoreError;
 
 /// Catalogs checked at once (each streams through a hash: memory stays small).
 const CATALOGS_IN_FLIGHT: usize = 8;
@@ -94,7 +95,18 @@ async fn check_refs_json(
     if !lake.store.can_list() {
         return Ok(());
     }
-    let Some(raw) = lake.refs_json_versioned().await? else {
+    let read = match lake.refs_json_versioned().await {
+        // Too large to read is a problem of the lake like any other, not the end of the check.
+        Err(LakeError::Store {
+            source: e @ StoreError::TooLarge { .. },
+            ..
+        }) => {
+            report.problems.push(format!("error: {e}"));
+            return Ok(());
+        }
+        read => read?,
+    };
+    let Some(raw) = read else {
         if !refs.is_empty() {
             report
                 .problems

@@ -771,3 +771,23 @@ fn a_refs_json_too_large_to_rewrite_leaves_it_and_still_pushes() {
         huge.len() as u64
     );
 }
+
+/// fsck reports a refs.json too large to read as one problem and checks the rest.
+#[test]
+fn fsck_reports_a_refs_json_too_large_to_read_as_a_problem() {
+    let t = TestEnv::new();
+    let url = t.local_lake("lake", &lake());
+    let padding = "x".repeat((64 << 20) + 1);
+    let huge = format!(r#"{{"refs/heads/main": "{}", "pad": "{padding}"}}"#, vid(5));
+    std::fs::write(t.path("lake/refs.json"), &huge).unwrap();
+    let out = t
+        .command(env!("CARGO_BIN_EXE_git-remote-fdl"), ".", &["fsck", &url])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "error: refs.json: larger than the 67108864-byte limit for this file\n"
+    );
+    assert!(text(&out.stderr).contains("Checked 2 refs and 5 versions: 1 problem"));
+}
