@@ -67,13 +67,10 @@ impl Commits {
     /// `cancel` is set.
     fn load(path: &Path, cancel: &AtomicBool) -> Commits {
         // About a hundred bytes a line: room for all of them at once, not by doubling.
-        let size = std::fs::metadata(path).ok().filter(|m| m.is_file());
-        let size = size.map_or(0, |m| m.len()).min(CACHE_FILE_LIMIT + 1);
-        let lines = if size > CACHE_FILE_LIMIT {
-            0
-        } else {
-            size / 100
-        } as usize;
+        let usable = std::fs::metadata(path)
+            .ok()
+            .filter(|m| m.is_file() && m.len() <= CACHE_FILE_LIMIT);
+        let lines = usable.map_or(0, |m| m.len() / 100) as usize;
         let mut out = Commits {
             entries: HashMap::with_capacity(lines),
             parents: HashMap::with_capacity(lines),
