@@ -441,6 +441,16 @@ fn lock_files_that_are_symlinks_fifos_or_devices_are_never_read() {
 
 // ---- 10. What killed pushes and fetches leave behind ---------------------------------------
 
+/// The names in the test folder's `dir` that `keep` keeps: what a killed writer left there.
+fn names_in(t: &TestEnv, dir: &str, keep: impl Fn(&str) -> bool) -> Vec<String> {
+    std::fs::read_dir(t.path(dir))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| keep(n))
+        .collect()
+}
+
 /// Runs git in `cwd` with the crash point `var` set, kills the helper there, and checks that
 /// git failed.
 fn killed_at(t: &TestEnv, cwd: &str, args: &[&str], var: &str) {
@@ -476,14 +486,7 @@ fn a_push_killed_holding_the_refs_json_lock_is_repaired_by_the_next_push() {
         bucket: String::new(),
         prefix: String::new(),
     };
-    let leftovers = |dir: &str| -> Vec<String> {
-        std::fs::read_dir(t.path(dir))
-            .unwrap()
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| n.contains(".lock") || n.contains(".tmp-"))
-            .collect()
-    };
+    let leftovers = |dir: &str| names_in(&t, dir, |n| n.contains(".lock") || n.contains(".tmp-"));
     // The ref was written; refs.json was not, and its lock and temporary file stay.
     assert!(lake.read("refs/tags/killed").is_some());
     assert!(!lake.refs_json().contains_key("refs/tags/killed"));
@@ -512,14 +515,7 @@ fn a_push_killed_while_taking_a_lock_leaves_no_lock() {
     let push = ["push", "-f", "origin", "origin/main~1:refs/heads/main"];
     killed_at(&t, "work", &push, "GIT_REMOTE_FDL_TEST_STOP_TAKING_LOCK");
     assert!(!t.path("lake/refs/heads/main.lock").exists());
-    let staged = || -> Vec<String> {
-        std::fs::read_dir(t.path("lake/refs/heads"))
-            .unwrap()
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| n.starts_with(".lock-staged-"))
-            .collect()
-    };
+    let staged = || names_in(&t, "lake/refs/heads", |n| n.starts_with(".lock-staged-"));
     assert_eq!(staged().len(), 1, "the killed push's staged lock");
     let start = std::time::Instant::now();
     let out = t.git(
@@ -554,12 +550,7 @@ fn a_long_branch_is_locked_whole_and_old_empty_staged_locks_are_swept() {
         "work",
         &["push", "-q", "origin", &format!("origin/main:{long}")],
     );
-    let left: Vec<String> = std::fs::read_dir(t.path("lake/refs/heads"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with('.'))
-        .collect();
+    let left = names_in(&t, "lake/refs/heads", |n| n.starts_with('.'));
     assert!(left.is_empty(), "{left:?}");
 }
 
@@ -601,14 +592,7 @@ fn a_fetch_killed_while_writing_its_pack_leaves_nothing_behind() {
         &fetch,
         "GIT_REMOTE_FDL_TEST_STOP_WRITING_PACK",
     );
-    let temporaries = || -> Vec<String> {
-        std::fs::read_dir(t.path("repo.git/objects/pack"))
-            .unwrap()
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| n.starts_with("tmp_"))
-            .collect()
-    };
+    let temporaries = || names_in(&t, "repo.git/objects/pack", |n| n.starts_with("tmp_"));
     assert_eq!(temporaries().len(), 1, "{:?}", temporaries());
     let out = t.git("repo.git", &["fetch", "origin"]);
     let err = text(&out.stderr);
