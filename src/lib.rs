@@ -10,6 +10,7 @@ pub mod cache;
 pub mod catalog;
 pub mod commands;
 pub mod config;
+pub mod duckdb;
 pub mod fatal;
 pub mod fsck;
 pub mod helper;

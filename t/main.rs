@@ -8,6 +8,7 @@ mod backends;
 mod bad_lakes;
 mod conformance;
 mod credentials;
+mod ducklake;
 mod golden;
 mod hardening_edges;
 mod hardening_push;

@@ -93,4 +93,9 @@ impl Lake {
         };
         format!("{root}{}", self.config.data_dir)
     }
+
+    /// What a query engine needs to read the data files where the helper reads the lake.
+    pub fn data_access(&self) -> crate::store::access::DataAccess {
+        self.store.data_access()
+    }
 }

@@ -2,6 +2,7 @@
 //! needs from it (read with a size limit, list, and later conditional writes), each counted and
 //! optionally traced.
 
+pub mod access;
 mod aws;
 mod azure;
 mod delete;
@@ -150,6 +151,8 @@ pub struct Store {
     /// How a cloud store lists a bounded range in pages of about its size.
     pages: Option<pages::Pages>,
     url: StoreUrl,
+    /// The remote's store options, for [`Store::data_access`].
+    options: Vec<(String, String)>,
     pub stats: Arc<Stats>,
     trace: bool,
     budget: Budget,
@@ -251,6 +254,7 @@ impl Store {
             deleter,
             pages,
             url: url.clone(),
+            options,
             stats: Arc::new(Stats::default()),
             trace: crate::trace::enabled(),
             budget: Budget::new(MEMORY_BUDGET),
@@ -266,6 +270,11 @@ impl Store {
 
     pub fn url(&self) -> &StoreUrl {
         &self.url
+    }
+
+    /// What another program needs to read this store's files as the helper does.
+    pub fn data_access(&self) -> access::DataAccess {
+        access::describe(&self.url, &self.options)
     }
 
     /// A folder on this machine: requests cost microseconds, not round trips.
