@@ -4,7 +4,7 @@
 It knows only the Markdown that manual uses: `# name(section)`, `##`/`###` headings, paragraphs,
 fenced code, `-` and `1.` lists (with indented continuation lines), tables (each row becomes a
 tagged paragraph: first cell as the tag, further cells named by their column), `term` lines
-followed by `: definition`, and inline `code`, **bold** and [links](target).
+followed by `: definition`, and inline `code`, **bold**, *italics* and [links](target).
 Usage: md2man.py MANUAL.md > page.1
 """
 
@@ -26,6 +26,7 @@ def inline(text):
         part = re.sub(r"\[([^\]]+)\]\(([^)]+)\)", r"\1 (\2)", part)
         part = escape(part)
         part = re.sub(r"\*\*([^*]+)\*\*", r"\\fB\1\\fR", part)
+        part = re.sub(r"(?<![\w*])\*([^*\s][^*]*)\*(?![\w*])", r"\\fI\1\\fR", part)
         out.append(part)
     return "".join(out)
 

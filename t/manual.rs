@@ -98,3 +98,40 @@ fn help_summarises_addresses_configuration_and_environment() {
         assert!(help.contains(word), "{word} missing from:\n{help}");
     }
 }
+
+/// Markup the page must not show as text: emphasis, code ticks, a Markdown link, a status word
+/// followed by the sentence's own colon or stop, and a paragraph run into the list item above.
+#[test]
+fn man_page_renders_without_raw_markdown() {
+    let mut t = TestEnv::new();
+    let prefix = install(&mut t);
+    let page_file = prefix.join("share/man/man1/git-remote-fdl.1");
+    let out = t
+        .command("man", ".", &["-l"])
+        .arg(&page_file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = String::from_utf8_lossy(&out.stdout);
+    for (i, line) in page.lines().enumerate() {
+        let bad = ["**", "`", "](", "warning::", "warning:.", "\\f"]
+            .iter()
+            .find(|m| line.contains(*m));
+        let emphasis = line
+            .split_whitespace()
+            .any(|w| w.len() > 2 && w.starts_with('*') && w[1..].starts_with(char::is_alphabetic));
+        assert!(bad.is_none() && !emphasis, "line {}: {line}", i + 1);
+    }
+    let push_options = page
+        .lines()
+        .find(|l| l.contains("Push options (-o) mean nothing"))
+        .expect("the push options paragraph");
+    assert!(
+        !push_options.starts_with("           "),
+        "a paragraph merged into the list item above: {push_options}"
+    );
+}
