@@ -29,11 +29,14 @@ bench: $(MOTO)
 	cargo bench --locked --bench clone
 	cargo bench --locked --bench latency
 
-# Installs the helper and clones the example lake shipped in examples/lake.
+# Installs the helper, clones the example lake shipped in examples/lake and gets one version's
+# catalog, with the DuckDB statements that open it (offline: no Python package is needed).
 example: install
 	rm -rf target/demo
 	git clone fdl::$(abspath examples/lake) target/demo
 	git -C target/demo log --graph --stat --format='%h %s (%an, %ad)' --date=short --all
+	git -C target/demo checkout -q v2026.02
+	cd target/demo && git-remote-fdl catalog v2026.02
 
 # The binary and its man page, both under cargo's install root (~/.cargo by default): man finds
 # <root>/share/man from <root>/bin on PATH, so `git help remote-fdl` and `man git-remote-fdl`
