@@ -107,6 +107,16 @@ fn describe_connection(
     e: &object_store::Error,
 ) -> (String, Option<String>) {
     let cause = one_line(&deepest_source(e), 120);
+    if out_of_open_files(e) {
+        return (
+            format!("cannot connect to {at}: too many open files"),
+            Some(
+                "raise the limit of open files (ulimit -n) or lower the requests in flight: \
+                 git config remote.<remote>.fdlConcurrency 64"
+                    .to_string(),
+            ),
+        );
+    }
     match kind {
         HttpErrorKind::Connect => (
             format!("cannot connect to {at}: {cause}"),
@@ -131,6 +141,22 @@ fn describe_connection(
         ),
         _ => (format!("the request to {at} failed: {cause}"), None),
     }
+}
+
+/// Whether the request failed for want of a file descriptor (`EMFILE`, `ENFILE`).
+fn out_of_open_files(e: &object_store::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = source {
+        let errno = s
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::raw_os_error);
+        if matches!(errno, Some(libc::EMFILE | libc::ENFILE)) {
+            return true;
+        }
+        source = s.source();
+    }
+    let text = deepest_source(e);
+    text.contains("(os error 24)") || text.contains("(os error 23)")
 }
 
 fn http_error_kind(e: &object_store::Error) -> Option<HttpErrorKind> {
