@@ -47,13 +47,7 @@ fn a_403_on_a_version_whose_id_starts_503_is_one_request() {
     );
     l.set_ref("refs/heads/main", DIGITS_ID).refs_json();
     let lake = t.lake_at(Where::S3, "lake", &l);
-    let endpoint = t
-        .env
-        .iter()
-        .find(|(k, _)| k == "AWS_ENDPOINT_URL")
-        .map(|(_, v)| v.clone())
-        .expect("the S3 lake's endpoint");
-    let proxy = faults::start_denying(&endpoint, &format!("versions/{DIGITS_ID}/"));
+    let proxy = faults::start_denying(&s3_endpoint(&t), &format!("versions/{DIGITS_ID}/"));
     t.set("AWS_ENDPOINT_URL", &proxy.endpoint);
     let start = Instant::now();
     let out = t.git(".", &["ls-remote", &lake.url]);
@@ -63,6 +57,15 @@ fn a_403_on_a_version_whose_id_starts_503_is_one_request() {
     let denied = proxy.counters.denied.load(Ordering::SeqCst);
     assert_eq!(denied, 1, "tried {denied} times: {err}");
     assert!(start.elapsed() < Duration::from_secs(5), "{:?}", start.elapsed());
+}
+
+/// The endpoint of the S3 server a lake was put on.
+fn s3_endpoint(t: &TestEnv) -> String {
+    t.env
+        .iter()
+        .find(|(k, _)| k == "AWS_ENDPOINT_URL")
+        .map(|(_, v)| v.clone())
+        .expect("the S3 lake's endpoint")
 }
 
 /// A free port on 127.0.0.1 whose number holds 503 or 429, bound (or `None` if all are taken).
@@ -143,14 +146,19 @@ fn nothing_listening_on_a_port_holding_503_fails_in_seconds() {
 
 // ---- 10. The open-file limit ----------------------------------------------------------------
 
+/// A clone of 300 versions from a store 100 ms away: the default 256 requests in flight
+/// would need more files than a limit of 64 gives (`cannot connect ... Too many open files`).
 #[test]
-fn a_clone_of_300_versions_fits_an_open_file_limit_of_64() {
+fn a_clone_of_300_versions_100_ms_away_fits_an_open_file_limit_of_64() {
     let mut t = TestEnv::new();
     let mut l = LakeBuilder::new();
     l.chain(1, 300);
     l.branch("main", 300);
     l.refs_json();
     let lake = t.lake_at(Where::S3, "lake", &l);
+    let proxy = faults::start_slow(&s3_endpoint(&t), Duration::from_millis(100));
+    t.set("AWS_ENDPOINT_URL", &proxy.endpoint);
+    // The soft limit alone (raised to the hard one), then both (requests fitted to it).
     for (limit, name) in [("-Sn", "soft"), ("-n", "both")] {
         let script = format!("ulimit {limit} 64 && git clone -q '{}' {name}", lake.url);
         let out = t.command("bash", ".", &["-c", &script]).output().unwrap();

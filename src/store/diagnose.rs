@@ -76,6 +76,16 @@ fn describe(url: &StoreUrl, e: &object_store::Error) -> (String, Option<String>)
             )),
         );
     }
+    if out_of_open_files(e) {
+        return (
+            format!("the request to {at} failed: too many open files"),
+            Some(
+                "raise the limit of open files (ulimit -n) or lower the requests in flight: \
+                 git config remote.<remote>.fdlConcurrency 64"
+                    .to_string(),
+            ),
+        );
+    }
     if let Some(kind) = http_error_kind(e) {
         return describe_connection(url, kind, at, e);
     }
@@ -107,16 +117,6 @@ fn describe_connection(
     e: &object_store::Error,
 ) -> (String, Option<String>) {
     let cause = one_line(&deepest_source(e), 120);
-    if out_of_open_files(e) {
-        return (
-            format!("cannot connect to {at}: too many open files"),
-            Some(
-                "raise the limit of open files (ulimit -n) or lower the requests in flight: \
-                 git config remote.<remote>.fdlConcurrency 64"
-                    .to_string(),
-            ),
-        );
-    }
     match kind {
         HttpErrorKind::Connect => (
             format!("cannot connect to {at}: {cause}"),
@@ -345,6 +345,14 @@ mod tests {
             status_of("Server returned non-2xx status code: 500 Internal Server Error: oops"),
             Some(("500 Internal Server Error".into(), "oops".into()))
         );
+        let no_files = object_store::Error::Generic {
+            store: "S3",
+            source: Box::new(std::io::Error::from_raw_os_error(libc::EMFILE)),
+        };
+        let url = StoreUrl::parse("s3://b/l", std::path::Path::new("/")).unwrap();
+        let (message, hint) = describe(&url, &no_files);
+        assert!(message.ends_with("too many open files"), "{message}");
+        assert!(hint.unwrap().contains("fdlConcurrency"));
         assert_eq!(
             requested_origin("Error performing GET http://127.0.0.1:1/b/l/fdl.json in 1s"),
             Some("http://127.0.0.1:1".into())

@@ -126,6 +126,8 @@ struct Mode {
     plain: bool,
     /// Requests whose target holds this are answered 403 AccessDenied, as S3 does.
     deny: Option<String>,
+    /// How long every request waits before it is forwarded: a store far away.
+    delay: Duration,
 }
 
 /// Starts a proxy to `upstream` (`http://host:port`).
@@ -139,6 +141,18 @@ pub fn start_denying(upstream: &str, deny: &str) -> FaultProxy {
     let mode = Mode {
         plain: true,
         deny: Some(deny.to_string()),
+        ..Mode::default()
+    };
+    start_with(upstream, mode)
+}
+
+/// Starts a proxy to `upstream` that injects no fault but holds every request `delay` before
+/// forwarding it, as a store a round trip of that long away would.
+pub fn start_slow(upstream: &str, delay: Duration) -> FaultProxy {
+    let mode = Mode {
+        plain: true,
+        delay,
+        ..Mode::default()
     };
     start_with(upstream, mode)
 }
@@ -286,6 +300,7 @@ fn serve(
             continue;
         }
         if mode.plain {
+            std::thread::sleep(mode.delay);
             out.write_all(&forward(upstream, &req)?)?;
             continue;
         }
