@@ -157,7 +157,9 @@ pub fn open_files_room() -> usize {
         None => super::MAX_CONCURRENCY,
         Some(limit) => {
             let room = limit.saturating_sub(FILES_KEPT.min(limit / 2));
-            usize::try_from(room).unwrap_or(super::MAX_CONCURRENCY).max(1)
+            usize::try_from(room)
+                .unwrap_or(super::MAX_CONCURRENCY)
+                .max(1)
         }
     })
 }
@@ -181,11 +183,17 @@ mod tests {
             Some(503)
         );
         let slow = "Server returned error response: <Error><Code>SlowDown</Code></Error>";
-        assert_eq!(answer_of(slow).and_then(|a| error_code(a.body)), Some("SlowDown"));
+        assert_eq!(
+            answer_of(slow).and_then(|a| error_code(a.body)),
+            Some("SlowDown")
+        );
         let denied = "Server returned non-2xx status code: 403 Forbidden: <Error><Code>\
                       AccessDenied</Code><Key>versions/50300000-x</Key></Error>";
         let a = answer_of(denied).unwrap();
-        assert_eq!((a.status, error_code(a.body)), (Some(403), Some("AccessDenied")));
+        assert_eq!(
+            (a.status, error_code(a.body)),
+            (Some(403), Some("AccessDenied"))
+        );
         assert!(answer_of("Error performing GET http://127.0.0.1:15030/b/x in 1s").is_none());
     }
 

@@ -287,7 +287,11 @@ fn serve(
             continue;
         }
         let count = |n: &AtomicUsize| n.fetch_add(1, Ordering::SeqCst);
-        if mode.deny.as_ref().is_some_and(|d| req.target.contains(d.as_str())) {
+        if mode
+            .deny
+            .as_ref()
+            .is_some_and(|d| req.target.contains(d.as_str()))
+        {
             count(&c.denied);
             let body = "<?xml version=\"1.0\"?><Error><Code>AccessDenied</Code>\
                         <Message>Access Denied</Message></Error>";
