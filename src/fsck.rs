@@ -8,11 +8,12 @@ use futures::StreamExt;
 use sha2::{Digest, Sha256};
 
 use crate::cache::Cache;
-use crate::lake::catalog::{expected_sha256, CatalogFormat};
+use crate::lake::catalog::{parse_digest, CatalogFormat};
 use crate::lake::files::parse_refs_json;
-use crate::lake::{Lake, LakeError, VersionData, VersionId};
+use crate::lake::{Lake, LakeError, VersionId};
 use crate::mapping::{self, ObjectId};
 use crate::progress::Progress;
+use crate::reading::{Reading, Summary};
 use crate::repo::Repo;
 use crate::store::StoreError;
 
@@ -59,15 +60,23 @@ pub async fn fsck(
     }
     check_head(lake, &refs, &mut report).await?;
     check_refs_json(lake, &refs, &mut report).await?;
-    let data = read_reachable(lake, &refs, progress).await?;
+    let mut reading = Reading::new(lake.clone());
+    if catalogs {
+        reading = reading.with_digests();
+    }
+    let data = read_reachable(&reading, &refs, progress).await?;
     report.versions = data.len();
     progress.finish("Reading versions", data.len() as u64, None);
-    let commits = check_history(&refs, &data, &mut report);
+    let digests: Vec<(VersionId, Option<Box<str>>)> = data
+        .iter()
+        .filter_map(|(v, d)| Some((v.clone(), d.as_ref().ok()?.sha256.clone())))
+        .collect();
+    let commits = check_history(&reading, &refs, data, &mut report);
     if let Some(f) = &fetched {
         check_against_repository(&refs, &commits, f, &mut report);
     }
     if catalogs {
-        check_catalogs(lake, &data, &mut report, progress).await;
+        check_catalogs(lake, digests, &mut report, progress).await;
     }
     Ok(report)
 }
@@ -77,7 +86,15 @@ async fn check_head(
     refs: &[(String, VersionId)],
     report: &mut FsckReport,
 ) -> Result<(), LakeError> {
-    let head = lake.head().await?;
+    let head = match lake.head().await {
+        Ok(head) => head,
+        // A HEAD that names no branch is a problem of the lake; the check goes on.
+        Err(e @ LakeError::BadHead { .. }) => {
+            report.problems.push(format!("error: {e}"));
+            return Ok(());
+        }
+        Err(e) => return Err(e),
+    };
     if !refs.is_empty() && !refs.iter().any(|(n, _)| *n == head) {
         report
             .problems
@@ -148,46 +165,56 @@ async fn check_refs_json(
     Ok(())
 }
 
+/// What fsck keeps of each version read: what a fetch keeps (parents, object IDs, a commit
+/// message spilled to disk when large), or why it could not be read. Records are read within
+/// the store's memory budget and let go, so memory does not grow with their size.
+type Read = HashMap<VersionId, Result<Summary, LakeError>>;
+
 /// Reads every version the refs reach, with its `dataset.json`. Where the store can list, all
 /// records are read at once and the reachable ones' datasets after; else a generation at a
 /// time. Versions that cannot be read are kept as errors, for the report.
 async fn read_reachable(
-    lake: &Lake,
+    reading: &Reading,
     refs: &[(String, VersionId)],
     progress: &dyn Progress,
-) -> Result<HashMap<VersionId, Result<VersionData, LakeError>>, LakeError> {
+) -> Result<Read, LakeError> {
+    let lake = &reading.lake;
     let tips: Vec<VersionId> = refs.iter().map(|(_, v)| v.clone()).collect();
     let mut data = HashMap::new();
     if lake.store.can_list() {
         let all = lake.version_ids().await?;
-        read_into(lake, all, false, &mut data, progress).await;
-        let reachable: Vec<VersionId> = reachable_from(&tips, &data).into_iter().collect();
+        read_into(reading, all, false, &mut data, progress).await;
+        let reachable = reachable_from(&tips, &data);
         data.retain(|v, _| reachable.contains(v));
-        let missing_datasets: Vec<VersionId> = reachable
+        let missing_datasets: Vec<(VersionId, ObjectId)> = data
             .iter()
-            .filter(|v| matches!(data.get(*v), Some(Ok(d)) if !d.dataset_read))
-            .cloned()
+            .filter_map(|(v, d)| match d {
+                Ok(s) if !s.dataset_read() => Some((v.clone(), s.record_blob())),
+                _ => None,
+            })
             .collect();
         let mut reads = futures::stream::iter(missing_datasets)
-            .map(|v| async move { (v.clone(), lake.read_dataset(&v).await) })
+            .map(|(v, blob)| async move {
+                let r = reading.dataset_and_tree(&v, blob).await;
+                (v, r)
+            })
             .buffer_unordered(lake.store.concurrency());
         while let Some((v, r)) = reads.next().await {
-            if let Some(Ok(d)) = data.get_mut(&v) {
-                match r {
-                    Ok(ds) => {
-                        d.dataset = ds;
-                        d.dataset_read = true;
+            match r {
+                Ok(read) => {
+                    if let Some(Ok(s)) = data.get_mut(&v) {
+                        s.add_dataset(read);
                     }
-                    Err(e) => {
-                        data.insert(v, Err(e));
-                    }
+                }
+                Err(e) => {
+                    data.insert(v, Err(e));
                 }
             }
         }
     } else {
         let mut frontier = tips;
         while !frontier.is_empty() {
-            read_into(lake, frontier, true, &mut data, progress).await;
+            read_into(reading, frontier, true, &mut data, progress).await;
             frontier = reachable_from(&[], &data)
                 .into_iter()
                 .filter(|v| !data.contains_key(v))
@@ -199,15 +226,18 @@ async fn read_reachable(
 
 /// Reads `ids` concurrently into `data` (a missing record reads as `Ok(None)`: not inserted).
 async fn read_into(
-    lake: &Lake,
+    reading: &Reading,
     ids: Vec<VersionId>,
     with_dataset: bool,
-    data: &mut HashMap<VersionId, Result<VersionData, LakeError>>,
+    data: &mut Read,
     progress: &dyn Progress,
 ) {
     let mut reads = futures::stream::iter(ids)
-        .map(|v| async move { (v.clone(), lake.read_version_with(&v, with_dataset).await) })
-        .buffer_unordered(lake.store.concurrency());
+        .map(|v| async move {
+            let r = reading.version(&v, with_dataset).await;
+            (v, r)
+        })
+        .buffer_unordered(reading.lake.store.concurrency());
     while let Some((v, r)) = reads.next().await {
         match r {
             Ok(Some(d)) => {
@@ -224,14 +254,11 @@ async fn read_into(
 
 /// `tips` and every version read that they reach (plus, with no tips, the parents of
 /// everything read): versions not read are included, so that callers see them missing.
-fn reachable_from(
-    tips: &[VersionId],
-    data: &HashMap<VersionId, Result<VersionData, LakeError>>,
-) -> HashSet<VersionId> {
+fn reachable_from(tips: &[VersionId], data: &Read) -> HashSet<VersionId> {
     let mut stack: Vec<VersionId> = if tips.is_empty() {
         data.values()
             .filter_map(|d| d.as_ref().ok())
-            .flat_map(|d| d.record.parents.iter().cloned())
+            .flat_map(|d| d.parents.iter().cloned())
             .collect()
     } else {
         tips.to_vec()
@@ -242,7 +269,7 @@ fn reachable_from(
             continue;
         }
         if let Some(Ok(d)) = data.get(&v) {
-            stack.extend(d.record.parents.iter().cloned());
+            stack.extend(d.parents.iter().cloned());
         }
     }
     seen
@@ -256,10 +283,11 @@ struct Mapped {
 }
 
 /// Reports unreadable and missing versions and cycles; returns the commit of every version
-/// whose whole history could be mapped.
+/// whose whole history could be mapped. The summaries are used up as their commits are made.
 fn check_history(
+    reading: &Reading,
     refs: &[(String, VersionId)],
-    data: &HashMap<VersionId, Result<VersionData, LakeError>>,
+    mut data: Read,
     report: &mut FsckReport,
 ) -> HashMap<VersionId, Mapped> {
     let mut named_by: BTreeMap<VersionId, String> = BTreeMap::new();
@@ -268,8 +296,8 @@ fn check_history(
             .entry(v.clone())
             .or_insert_with(|| format!("ref {name}"));
     }
-    for (id, d) in data {
-        for p in d.iter().flat_map(|d| d.record.parents.iter()) {
+    for (id, d) in &data {
+        for p in d.iter().flat_map(|d| d.parents.iter()) {
             named_by
                 .entry(p.clone())
                 .or_insert_with(|| format!("version {id}"));
@@ -286,64 +314,84 @@ fn check_history(
     }
     let mut commits = HashMap::new();
     let mut broken = HashSet::new();
-    for (_, tip) in refs {
-        map_history(tip, data, &mut commits, &mut broken, report);
-    }
+    reading.build_in_order(|in_order| {
+        let mut walk = HistoryWalk {
+            in_order,
+            data: &mut data,
+            commits: &mut commits,
+            broken: &mut broken,
+            report,
+        };
+        for (_, tip) in refs {
+            walk.map_history(tip);
+        }
+    });
     commits
 }
 
-/// Maps `tip` and its history, parents first, without recursion. A version whose history
-/// holds a missing or unreadable version, or a cycle, gets no commit.
-fn map_history(
-    tip: &VersionId,
-    data: &HashMap<VersionId, Result<VersionData, LakeError>>,
-    commits: &mut HashMap<VersionId, Mapped>,
-    broken: &mut HashSet<VersionId>,
-    report: &mut FsckReport,
-) {
-    let mut visiting = HashSet::new();
-    let mut stack = vec![(tip.clone(), false)];
-    while let Some((v, expanded)) = stack.pop() {
-        if commits.contains_key(&v) || broken.contains(&v) {
-            continue;
-        }
-        let Some(Ok(d)) = data.get(&v) else {
-            broken.insert(v);
-            continue;
-        };
-        if expanded {
-            visiting.remove(&v);
-            let parents: Option<Vec<ObjectId>> = d
-                .record
-                .parents
-                .iter()
-                .map(|p| commits.get(p).map(|m| m.commit))
-                .collect();
-            match parents {
-                Some(parents) => {
-                    let objects =
-                        mapping::version_objects(&v, &d.record, d.dataset.clone(), &parents);
-                    let mapped = Mapped {
-                        commit: objects.commit.id,
-                        tree: objects.tree.id,
-                    };
-                    commits.insert(v, mapped);
-                }
-                None => {
-                    broken.insert(v);
-                }
+/// Commits made parents first, from the summaries read.
+struct HistoryWalk<'a, 'r> {
+    in_order: &'a mut crate::reading::InOrder<'r>,
+    data: &'a mut Read,
+    commits: &'a mut HashMap<VersionId, Mapped>,
+    broken: &'a mut HashSet<VersionId>,
+    report: &'a mut FsckReport,
+}
+
+impl HistoryWalk<'_, '_> {
+    /// Maps `tip` and its history, parents first, without recursion. A version whose history
+    /// holds a missing or unreadable version, or a cycle, gets no commit.
+    fn map_history(&mut self, tip: &VersionId) {
+        let mut visiting = HashSet::new();
+        let mut stack = vec![(tip.clone(), false)];
+        while let Some((v, expanded)) = stack.pop() {
+            if self.commits.contains_key(&v) || self.broken.contains(&v) {
+                continue;
             }
-            continue;
+            let Some(Ok(d)) = self.data.get(&v) else {
+                self.broken.insert(v);
+                continue;
+            };
+            if expanded {
+                visiting.remove(&v);
+                self.build(v);
+                continue;
+            }
+            if !visiting.insert(v.clone()) {
+                self.report.problems.push(format!(
+                    "error: the parents of version {v} lead back to itself (a cycle)"
+                ));
+                self.broken.insert(v);
+                continue;
+            }
+            let parents = d.parents.clone();
+            stack.push((v, true));
+            stack.extend(parents.into_iter().map(|p| (p, false)));
         }
-        if !visiting.insert(v.clone()) {
-            report.problems.push(format!(
-                "error: the parents of version {v} lead back to itself (a cycle)"
-            ));
-            broken.insert(v);
-            continue;
+    }
+
+    /// Makes the commit of `v`, whose parents were all looked at: none if one has none.
+    fn build(&mut self, v: VersionId) {
+        let Some(Ok(s)) = self.data.remove(&v) else {
+            self.broken.insert(v);
+            return;
+        };
+        let parents: Option<Vec<ObjectId>> = (s.parents.iter())
+            .map(|p| self.commits.get(p).map(|m| m.commit))
+            .collect();
+        let (Some(parents), Some(tree)) = (parents, s.tree()) else {
+            self.broken.insert(v);
+            return;
+        };
+        match self.in_order.build(&v, s, &parents) {
+            Ok((commit, _)) => {
+                self.commits.insert(v, Mapped { commit, tree });
+            }
+            Err(e) => {
+                self.report.problems.push(format!("error: {e}"));
+                self.broken.insert(v);
+            }
         }
-        stack.push((v.clone(), true));
-        stack.extend(d.record.parents.iter().map(|p| (p.clone(), false)));
     }
 }
 
@@ -429,24 +477,33 @@ fn check_tags(
 /// With `--catalogs`: each catalog's bytes against its record's `sha256`.
 async fn check_catalogs(
     lake: &Lake,
-    data: &HashMap<VersionId, Result<VersionData, LakeError>>,
+    digests: Vec<(VersionId, Option<Box<str>>)>,
     report: &mut FsckReport,
     progress: &dyn Progress,
 ) {
-    let mut versions: Vec<(&VersionId, String)> = Vec::new();
-    for (v, d) in data {
-        let Ok(d) = d else { continue };
-        match expected_sha256(&d.record, &CatalogFormat::Default) {
-            Some(sha) => versions.push((v, sha)),
+    let mut versions: Vec<(VersionId, String)> = Vec::new();
+    let mut not_digests = Vec::new();
+    for (v, given) in digests {
+        match given.as_deref().map(|g| (g, parse_digest(g))) {
+            Some((_, Some(sha))) => versions.push((v, sha)),
+            Some((g, None)) => not_digests.push(format!(
+                "error: version {v}: version.json's sha256 '{}' is not a digest (64 hex digits): its catalog cannot be checked",
+                crate::redact::for_terminal(g)
+            )),
             None => report.notes.push(format!(
                 "version {v} gives no sha256 for its catalog: not checked"
             )),
         }
     }
+    not_digests.sort();
+    report.problems.extend(not_digests);
     versions.sort();
     let total = versions.len() as u64;
     let mut checks = futures::stream::iter(versions)
-        .map(|(v, expected)| async move { (v, expected, catalog_sha256(lake, v).await) })
+        .map(|(v, expected)| async move {
+            let got = catalog_sha256(lake, &v).await;
+            (v, expected, got)
+        })
         .buffer_unordered(CATALOGS_IN_FLIGHT);
     let mut done = 0;
     let mut found = Vec::new();

@@ -30,6 +30,8 @@ pub struct Reading {
     spill: Arc<Spill>,
     /// Bytes of commit tails kept in memory now.
     tails_kept: Arc<std::sync::atomic::AtomicUsize>,
+    /// Whether each summary keeps its record's `sha256` (for `fsck --catalogs`).
+    digests: bool,
 }
 
 /// What follows a commit's parent lines ([`mapping::commit_tail`]), in memory or spilled.
@@ -53,6 +55,8 @@ pub struct Summary {
     /// The signature's verdict, when reading checks signatures (boxed: most reads check
     /// none, and a clone holds a summary for every version).
     pub verdict: Option<Box<Verdict>>,
+    /// The record's `sha256` as given (an excerpt), when the reading keeps digests.
+    pub sha256: Option<Box<str>>,
     /// Set while the versions it descends from are built ([`compute_commits`]).
     ///
     /// [`compute_commits`]: crate::history::compute_commits
@@ -72,6 +76,11 @@ impl Summary {
 
     pub fn record_blob(&self) -> ObjectId {
         self.record_blob
+    }
+
+    /// The version's tree, once its `dataset.json` was read.
+    pub fn tree(&self) -> Option<ObjectId> {
+        self.tree
     }
 
     /// Takes what [`Reading::dataset_and_tree`] read.
@@ -103,7 +112,14 @@ impl Reading {
             check: None,
             spill: Arc::default(),
             tails_kept: Arc::default(),
+            digests: false,
         }
+    }
+
+    /// Keeps each record's `sha256` in its summary.
+    pub fn with_digests(mut self) -> Reading {
+        self.digests = true;
+        self
     }
 
     pub fn with_sink(mut self, sink: Option<Arc<PackSink>>) -> Reading {
@@ -209,6 +225,10 @@ impl Reading {
         let record_blob = self.keep(Kind::Blob, &raw.bytes);
         let tail = mapping::commit_tail(id, &record);
         let tail = self.keep_tail(tail);
+        let sha256 = match (self.digests, record.sha256) {
+            (true, Some(d)) => Some(crate::redact::excerpt(&d, 100).into_boxed_str()),
+            _ => None,
+        };
         Ok(Some(Summary {
             parents: record.parents,
             record_blob,
@@ -218,6 +238,7 @@ impl Reading {
             author_email: record.author.email,
             time,
             verdict,
+            sha256,
             under_way: false,
         }))
     }

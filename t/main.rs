@@ -11,6 +11,7 @@ mod credentials;
 mod ducklake;
 mod golden;
 mod hardening_edges;
+mod hardening_limits;
 mod hardening_push;
 mod hardening_read;
 mod integrity;

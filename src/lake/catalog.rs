@@ -61,7 +61,13 @@ pub fn expected_sha256(record: &VersionRecord, format: &CatalogFormat) -> Option
             }
         }
     };
-    let digest = digest.trim().to_ascii_lowercase();
+    parse_digest(&digest)
+}
+
+/// A sha256 as a record gives it, in lower case: 64 hex digits, either case, blanks around
+/// them trimmed (a tolerant reader); anything else (a prefix, a digit short) is no digest.
+pub fn parse_digest(given: &str) -> Option<String> {
+    let digest = given.trim().to_ascii_lowercase();
     (digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_hexdigit())).then_some(digest)
 }
 

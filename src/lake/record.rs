@@ -89,10 +89,13 @@ impl VersionRecord {
             .iter()
             .filter_map(|k| obj.get(*k).and_then(Value::as_str))
             .find_map(parse_rfc3339_seconds);
-        let sha256 = obj
-            .get("sha256")
-            .and_then(Value::as_str)
-            .map(str::to_string);
+        // Any value is kept (a short excerpt of its JSON when it is not a string), so that a
+        // check can tell a digest that is not one from no digest.
+        let sha256 = obj.get("sha256").and_then(|v| match v {
+            Value::Null => None,
+            Value::String(s) => Some(s.clone()),
+            other => Some(crate::redact::excerpt(&other.to_string(), 80)),
+        });
         Ok(VersionRecord {
             raw,
             parents,

@@ -76,6 +76,16 @@ fn describe(url: &StoreUrl, e: &object_store::Error) -> (String, Option<String>)
             )),
         );
     }
+    if out_of_open_files(e) {
+        return (
+            format!("the request to {at} failed: too many open files"),
+            Some(
+                "raise the limit of open files (ulimit -n) or lower the requests in flight: \
+                 git config remote.<remote>.fdlConcurrency 64"
+                    .to_string(),
+            ),
+        );
+    }
     if let Some(kind) = http_error_kind(e) {
         return describe_connection(url, kind, at, e);
     }
@@ -131,6 +141,22 @@ fn describe_connection(
         ),
         _ => (format!("the request to {at} failed: {cause}"), None),
     }
+}
+
+/// Whether the request failed for want of a file descriptor (`EMFILE`, `ENFILE`).
+fn out_of_open_files(e: &object_store::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = source {
+        let errno = s
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::raw_os_error);
+        if matches!(errno, Some(libc::EMFILE | libc::ENFILE)) {
+            return true;
+        }
+        source = s.source();
+    }
+    let text = deepest_source(e);
+    text.contains("(os error 24)") || text.contains("(os error 23)")
 }
 
 fn http_error_kind(e: &object_store::Error) -> Option<HttpErrorKind> {
@@ -319,6 +345,14 @@ mod tests {
             status_of("Server returned non-2xx status code: 500 Internal Server Error: oops"),
             Some(("500 Internal Server Error".into(), "oops".into()))
         );
+        let no_files = object_store::Error::Generic {
+            store: "S3",
+            source: Box::new(std::io::Error::from_raw_os_error(libc::EMFILE)),
+        };
+        let url = StoreUrl::parse("s3://b/l", std::path::Path::new("/")).unwrap();
+        let (message, hint) = describe(&url, &no_files);
+        assert!(message.ends_with("too many open files"), "{message}");
+        assert!(hint.unwrap().contains("fdlConcurrency"));
         assert_eq!(
             requested_origin("Error performing GET http://127.0.0.1:1/b/l/fdl.json in 1s"),
             Some("http://127.0.0.1:1".into())

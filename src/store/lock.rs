@@ -201,12 +201,35 @@ fn stage(staged: &Path, holder: &str) -> std::io::Result<()> {
     written
 }
 
+/// How many breakers deep a stale lock is recovered: `.<lock>.break` left by a writer killed
+/// while breaking, and the one above it.
+const BREAK_DEPTH: usize = 2;
+
 /// Removes a lock whose writer is dead, if it still is the lock `seen` describes. Only the
 /// writer that holds `.<lock>.break` may remove it: of two writers that saw the same stale
-/// lock, the second finds the first one's new lock (alive) and leaves it.
+/// lock, the second finds the first one's new lock (alive) and leaves it. A `.break` left by
+/// a writer killed while breaking is itself a stale lock, recovered the same way.
 fn break_stale(lock: &Path, seen: &Holder) -> bool {
-    let Ok(_breaking) = create(&breaker_of(lock)) else {
-        return false;
+    break_stale_at(lock, seen, 0)
+}
+
+fn break_stale_at(lock: &Path, seen: &Holder, depth: usize) -> bool {
+    let breaker = breaker_of(lock);
+    let _breaking = match create(&breaker) {
+        Ok(guard) => guard,
+        Err(e) if e.kind() == ErrorKind::AlreadyExists && depth < BREAK_DEPTH => {
+            let recovered = match read_lock(&breaker) {
+                LockFile::Held(dead) if dead.is_dead() => {
+                    break_stale_at(&breaker, &dead, depth + 1)
+                }
+                _ => false,
+            };
+            match recovered.then(|| create(&breaker)) {
+                Some(Ok(guard)) => guard,
+                _ => return false,
+            }
+        }
+        Err(_) => return false,
     };
     match read_lock(lock) {
         LockFile::Held(now) if now.text == seen.text && now.is_dead() => {

@@ -233,7 +233,7 @@ impl Store {
             .iter()
             .cloned()
             .partition(|(k, _)| k == CONCURRENCY_OPTION);
-        let concurrency = concurrency_of(url, &own)?;
+        let concurrency = concurrency_of(url, &own)?.min(throttle::open_files_room());
         let (backend, deleter, pages) = match url {
             // A folder uses no store option, but one no store knows is a typo all the same.
             StoreUrl::Local(path) => {

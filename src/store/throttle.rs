@@ -1,7 +1,8 @@
 //! Requests in flight on a cloud store, fewer while it throttles: a store that answers "slow
 //! down" (503 SlowDown, 429) halves how many requests the helper keeps in flight, and the
 //! request is tried again after a pause; each run of successes lets one more request in again,
-//! up to the configured concurrency. A throttled read is slowed, not failed.
+//! up to the configured concurrency. A throttled read is slowed, not failed. And never more
+//! in flight than the open files this process may have leave room for.
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -103,19 +104,64 @@ impl Drop for Pass<'_> {
     }
 }
 
-/// Whether an error from the store means "slow down".
+/// Whether an error from the store means "slow down": an answer with status 503 or 429, or an
+/// S3 error whose code is `SlowDown`. Only the answer itself is looked at, never the whole
+/// message, which holds the request's URL (a version ID, a port) and how long it took.
 pub fn is_throttling(e: &object_store::Error) -> bool {
-    let text = e.to_string();
-    [
-        "503",
-        "SlowDown",
-        "429",
-        "Too Many Requests",
-        "Throttl",
-        "RequestLimitExceeded",
-    ]
-    .iter()
-    .any(|m| text.contains(m))
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = source {
+        if let Some(answer) = answer_of(&s.to_string()) {
+            return answer.status == Some(503)
+                || answer.status == Some(429)
+                || error_code(answer.body) == Some("SlowDown");
+        }
+        source = s.source();
+    }
+    false
+}
+
+/// A store's answer as object_store words it (its `RequestError`, which is not public: its
+/// text is all there is): `Server returned non-2xx status code: <status> <reason>: <body>`, or
+/// `Server returned error response: <body>` for an error in a 200's body.
+struct Answer<'a> {
+    status: Option<u16>,
+    body: &'a str,
+}
+
+fn answer_of(text: &str) -> Option<Answer<'_>> {
+    if let Some(rest) = text.strip_prefix("Server returned non-2xx status code: ") {
+        let status = rest.get(..3).and_then(|s| s.parse().ok());
+        let body = rest.split_once(": ").map_or("", |(_, b)| b);
+        return Some(Answer { status, body });
+    }
+    let body = text.strip_prefix("Server returned error response: ")?;
+    Some(Answer { status: None, body })
+}
+
+/// An S3 error answer's `<Code>`.
+fn error_code(body: &str) -> Option<&str> {
+    let start = body.find("<Code>")? + "<Code>".len();
+    let end = body[start..].find("</Code>")? + start;
+    Some(body[start..end].trim())
+}
+
+/// Files the helper keeps open beside its requests in flight (Git's pipes, the pack being
+/// written and its index, the cache, the spill file, the runtime's own), at most half the limit.
+const FILES_KEPT: u64 = 64;
+
+/// How many requests may be in flight within the open files this process may have: the limit
+/// (raised once to the hard limit) less what the rest of the helper keeps open.
+pub fn open_files_room() -> usize {
+    static ROOM: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *ROOM.get_or_init(|| match crate::process::raise_open_files_limit() {
+        None => super::MAX_CONCURRENCY,
+        Some(limit) => {
+            let room = limit.saturating_sub(FILES_KEPT.min(limit / 2));
+            usize::try_from(room)
+                .unwrap_or(super::MAX_CONCURRENCY)
+                .max(1)
+        }
+    })
 }
 
 /// The pauses before trying a throttled request again: from 100 ms doubling up to 5 s, with
@@ -128,6 +174,28 @@ pub fn backoff() -> crate::backoff::Backoff {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_answer_tells_throttling_never_digits_in_the_url() {
+        assert_eq!(
+            answer_of("Server returned non-2xx status code: 503 Service Unavailable: x")
+                .and_then(|a| a.status),
+            Some(503)
+        );
+        let slow = "Server returned error response: <Error><Code>SlowDown</Code></Error>";
+        assert_eq!(
+            answer_of(slow).and_then(|a| error_code(a.body)),
+            Some("SlowDown")
+        );
+        let denied = "Server returned non-2xx status code: 403 Forbidden: <Error><Code>\
+                      AccessDenied</Code><Key>versions/50300000-x</Key></Error>";
+        let a = answer_of(denied).unwrap();
+        assert_eq!(
+            (a.status, error_code(a.body)),
+            (Some(403), Some("AccessDenied"))
+        );
+        assert!(answer_of("Error performing GET http://127.0.0.1:15030/b/x in 1s").is_none());
+    }
 
     #[tokio::test]
     async fn throttling_halves_the_limit_and_successes_raise_it() {

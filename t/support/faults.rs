@@ -97,6 +97,8 @@ pub struct Counters {
     pub resets: AtomicUsize,
     pub delayed: AtomicUsize,
     pub lost_answers: AtomicUsize,
+    /// Requests answered 403 because their target holds the proxy's `deny` text.
+    pub denied: AtomicUsize,
     /// Every fault the plan injected, as `<request> #<occurrence>: <fault>`, in arrival order.
     pub injected: Mutex<Vec<String>>,
 }
@@ -117,8 +119,45 @@ pub struct FaultProxy {
     pub fail_all_writes: Arc<AtomicBool>,
 }
 
+/// What a proxy does beside forwarding.
+#[derive(Clone, Default)]
+struct Mode {
+    /// No planned faults: every request is forwarded (but those `deny` names).
+    plain: bool,
+    /// Requests whose target holds this are answered 403 AccessDenied, as S3 does.
+    deny: Option<String>,
+    /// How long every request waits before it is forwarded: a store far away.
+    delay: Duration,
+}
+
 /// Starts a proxy to `upstream` (`http://host:port`).
 pub fn start(upstream: &str) -> FaultProxy {
+    start_with(upstream, Mode::default())
+}
+
+/// Starts a proxy to `upstream` that injects no fault but answers every request whose target
+/// holds `deny` with 403 AccessDenied.
+pub fn start_denying(upstream: &str, deny: &str) -> FaultProxy {
+    let mode = Mode {
+        plain: true,
+        deny: Some(deny.to_string()),
+        ..Mode::default()
+    };
+    start_with(upstream, mode)
+}
+
+/// Starts a proxy to `upstream` that injects no fault but holds every request `delay` before
+/// forwarding it, as a store a round trip of that long away would.
+pub fn start_slow(upstream: &str, delay: Duration) -> FaultProxy {
+    let mode = Mode {
+        plain: true,
+        delay,
+        ..Mode::default()
+    };
+    start_with(upstream, mode)
+}
+
+fn start_with(upstream: &str, mode: Mode) -> FaultProxy {
     let upstream = upstream.trim_start_matches("http://").to_string();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -129,8 +168,9 @@ pub fn start(upstream: &str) -> FaultProxy {
     std::thread::spawn(move || {
         for client in listener.incoming().flatten() {
             let (c, f, s, up) = (c.clone(), f.clone(), seen.clone(), upstream.clone());
+            let mode = mode.clone();
             // A connection ends with an error whenever a fault closes it: nothing to report.
-            std::thread::spawn(move || serve(client, &up, &c, &f, &s).ok());
+            std::thread::spawn(move || serve(client, &up, &c, &f, &s, &mode).ok());
         }
     });
     FaultProxy {
@@ -233,6 +273,7 @@ fn serve(
     c: &Counters,
     fail_writes: &AtomicBool,
     seen: &Seen,
+    mode: &Mode,
 ) -> std::io::Result<()> {
     let mut reader = BufReader::new(client.try_clone()?);
     let mut out = client;
@@ -246,6 +287,27 @@ fn serve(
             continue;
         }
         let count = |n: &AtomicUsize| n.fetch_add(1, Ordering::SeqCst);
+        if mode
+            .deny
+            .as_ref()
+            .is_some_and(|d| req.target.contains(d.as_str()))
+        {
+            count(&c.denied);
+            let body = "<?xml version=\"1.0\"?><Error><Code>AccessDenied</Code>\
+                        <Message>Access Denied</Message></Error>";
+            let head = format!(
+                "HTTP/1.1 403 Forbidden\r\nContent-Type: application/xml\r\nContent-Length: {}\r\n\r\n",
+                body.len()
+            );
+            out.write_all(head.as_bytes())?;
+            out.write_all(body.as_bytes())?;
+            continue;
+        }
+        if mode.plain {
+            std::thread::sleep(mode.delay);
+            out.write_all(&forward(upstream, &req)?)?;
+            continue;
+        }
         let key = req.key();
         let (occurrence, fault) = seen.decide(&key);
         if fault != Fault::None {
