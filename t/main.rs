@@ -10,6 +10,7 @@ mod conformance;
 mod credentials;
 mod golden;
 mod hardening_edges;
+mod hardening_human;
 mod hardening_push;
 mod hardening_read;
 mod integrity;

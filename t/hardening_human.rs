@@ -1,0 +1,247 @@
+//! The commands for humans under attack (issue 24): `catalog -o` into devices, FIFOs and a full
+//! disk, a catalog rewritten in the lake after a clone, `fsck <address>` inside a clone,
+//! relative remotes from a subfolder, and output closed, full or interrupted.
+
+use std::process::{Output, Stdio};
+
+use sha2::{Digest, Sha256};
+
+use crate::support::{vid, LakeBuilder, TestEnv, Where};
+
+fn helper(t: &TestEnv, cwd: &str, args: &[&str]) -> Output {
+    t.command(env!("CARGO_BIN_EXE_git-remote-fdl"), cwd, args)
+        .output()
+        .unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Versions 1..=4 in a chain, main at 4, tag v1 at 2, refs.json written.
+fn lake() -> LakeBuilder {
+    let mut l = LakeBuilder::new();
+    l.chain(1, 4);
+    l.branch("main", 4).tag("v1", 2).refs_json();
+    l
+}
+
+/// A copy of a character device (`mknod`, as root), or where that is not allowed a link to it:
+/// either way the path is not a regular file, and must stay so.
+fn device_copy(t: &TestEnv, name: &str, of: &str, minor: &str) -> std::path::PathBuf {
+    let path = t.path(name);
+    let made = std::process::Command::new("mknod")
+        .arg(&path)
+        .args(["c", "1", minor])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !made {
+        std::os::unix::fs::symlink(of, &path).unwrap();
+    }
+    path
+}
+
+fn is_char_device(path: &std::path::Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::metadata(path)
+        .unwrap()
+        .file_type()
+        .is_char_device()
+}
+
+fn is_fifo(path: &std::path::Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::symlink_metadata(path)
+        .unwrap()
+        .file_type()
+        .is_fifo()
+}
+
+/// What is in `dir` besides the work tree's own files.
+fn written_in(t: &TestEnv, dir: &str) -> Vec<String> {
+    std::fs::read_dir(t.path(dir))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| ![".git", "dataset.json", "version.json"].contains(&n.as_str()))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect()
+}
+
+// ---- 2. catalog -o into devices and FIFOs --------------------------------------------------
+
+#[test]
+fn catalog_into_a_device_writes_into_it_and_never_replaces_it() {
+    let t = TestEnv::new();
+    let url = t.local_lake("lake", &lake());
+    t.ok(".", &["clone", "-q", &url, "work"]);
+    let null = device_copy(&t, "null", "/dev/null", "3");
+    let out = helper(&t, "work", &["catalog", "v1", "-o", null.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(is_char_device(&null), "the device was replaced");
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "Wrote the catalog of version {} to {} (26 bytes, sha256 {} as in version.json)\n",
+            vid(2),
+            null.display(),
+            sha256(b"test catalog of version 2\n")
+        )
+    );
+    // No file to attach.
+    assert_eq!(text(&out.stdout), "");
+    // A full device is a write error that names the output, not the lake.
+    let full = device_copy(&t, "full", "/dev/full", "7");
+    let out = helper(&t, "work", &["catalog", "v1", "-o", full.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(128));
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "fatal: cannot write {}: No space left on device\n",
+            full.display()
+        )
+    );
+    assert!(is_char_device(&full), "the device was replaced");
+    assert_eq!(
+        written_in(&t, "."),
+        ["full", "home", "lake", "null", "work"]
+    );
+}
+
+#[test]
+fn catalog_into_a_fifo_streams_and_a_bad_digest_says_what_was_sent() {
+    let t = TestEnv::new();
+    let url = t.local_lake("lake", &lake());
+    t.ok(".", &["clone", "-q", &url, "work"]);
+    let fifo = t.path("pipe");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let read_all = |fifo: std::path::PathBuf| std::thread::spawn(move || std::fs::read(fifo));
+    let reader = read_all(fifo.clone());
+    let out = helper(&t, "work", &["catalog", "v1", "-o", fifo.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        reader.join().unwrap().unwrap(),
+        b"test catalog of version 2\n"
+    );
+    assert!(is_fifo(&fifo), "the FIFO was replaced");
+    // A catalog that is not the one its record names: the reader got the bytes, and is told.
+    std::fs::write(
+        t.path(&format!("lake/versions/{}/ducklake.duckdb", vid(2))),
+        b"not the catalog",
+    )
+    .unwrap();
+    let reader = read_all(fifo.clone());
+    let out = helper(&t, "work", &["catalog", "v1", "-o", fifo.to_str().unwrap()]);
+    assert_eq!(reader.join().unwrap().unwrap(), b"not the catalog");
+    assert_eq!(out.status.code(), Some(128));
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "fatal: version {}'s ducklake.duckdb has sha256 {}, but its version.json says {}\n\
+             hint: the catalog was damaged or replaced in the lake; {} already received 15 unverified bytes: do not use them\n",
+            vid(2),
+            sha256(b"not the catalog"),
+            sha256(b"test catalog of version 2\n"),
+            fifo.display()
+        )
+    );
+    assert!(is_fifo(&fifo));
+}
+
+#[test]
+fn catalog_into_dev_stdout_writes_the_catalog_alone_to_standard_output() {
+    let t = TestEnv::new();
+    let url = t.local_lake("lake", &lake());
+    t.ok(".", &["clone", "-q", &url, "work"]);
+    let out = helper(&t, "work", &["catalog", "origin/main", "-o", "/dev/stdout"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "test catalog of version 4\n");
+    assert_eq!(written_in(&t, "work"), Vec::<String>::new());
+}
+
+// ---- 15c. A full disk blames the output ----------------------------------------------------
+
+#[test]
+fn catalog_on_a_full_disk_blames_the_output_file_not_the_lake() {
+    let t = TestEnv::new();
+    let url = t.local_lake("lake", &lake());
+    t.ok(".", &["clone", "-q", &url, "work"]);
+    std::fs::create_dir(t.path("work/out")).unwrap();
+    // A file system of one page, filled: in a mount namespace of the command's own (root, or
+    // a user namespace), so nothing is mounted for anyone else.
+    let script = "mount -t tmpfs -o size=4k tmpfs out && head -c 4096 /dev/zero > out/fill; \
+                  exec \"$0\" \"$@\"";
+    let out = t
+        .command(
+            "unshare",
+            "work",
+            &[
+                "-rm",
+                "sh",
+                "-c",
+                script,
+                env!("CARGO_BIN_EXE_git-remote-fdl"),
+                "catalog",
+                "origin/main",
+                "-o",
+                "out/sales.duckdb",
+            ],
+        )
+        .output()
+        .unwrap();
+    assert_eq!(
+        text(&out.stderr),
+        "fatal: cannot write out/sales.duckdb: No space left on device\n"
+    );
+    assert_eq!(out.status.code(), Some(128));
+}
+
+// ---- 3. catalog checks the commit's own version.json ---------------------------------------
+
+#[test]
+fn catalog_refuses_a_version_rewritten_after_the_clone_naming_both_digests() {
+    for place in [Where::Local, Where::S3] {
+        let mut t = TestEnv::new();
+        let at = t.lake_at(place, "lake", &lake());
+        t.ok(".", &["clone", "-q", &at.url, "work"]);
+        let v4 = vid(4);
+        let old = sha256(b"test catalog of version 4\n");
+        let new = sha256(b"a rewritten catalog\n");
+        let record = at.read(&format!("versions/{v4}/version.json")).unwrap();
+        assert!(record.contains(&old));
+        at.write(
+            &format!("versions/{v4}/version.json"),
+            &record.replace(&old, &new),
+        );
+        at.write(
+            &format!("versions/{v4}/ducklake.duckdb"),
+            "a rewritten catalog\n",
+        );
+        let out = helper(&t, "work", &["catalog", "origin/main"]);
+        assert_eq!(out.status.code(), Some(128), "{place:?}");
+        let lake = at.url.trim_start_matches("fdl::");
+        let head = t.ok("work", &["rev-parse", "origin/main"]);
+        assert_eq!(
+            text(&out.stderr),
+            format!(
+                "fatal: version {v4} was rewritten in lake '{lake}': commit {}'s version.json gives its ducklake.duckdb sha256 {old}, the lake's version.json now gives {new}\n\
+                 hint: versions are never rewritten: nothing was written; check the lake with: git-remote-fdl fsck <remote>\n",
+                &head[..12]
+            ),
+            "{place:?}"
+        );
+        assert_eq!(written_in(&t, "work"), Vec::<String>::new(), "{place:?}");
+    }
+}
