@@ -245,3 +245,53 @@ fn catalog_refuses_a_version_rewritten_after_the_clone_naming_both_digests() {
         assert_eq!(written_in(&t, "work"), Vec::<String>::new(), "{place:?}");
     }
 }
+
+// ---- 15a. Ctrl-C during a fetch's pack -----------------------------------------------------
+
+/// Waits for the helper to stop at its crash point, then sends it `signal`.
+fn signal_at_crash_point(pid_file: &std::path::Path, signal: i32) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let pid = loop {
+        if let Some(p) = std::fs::read_to_string(pid_file)
+            .ok()
+            .and_then(|p| p.trim().parse::<i32>().ok())
+        {
+            break p;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the helper never reached the crash point"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
+}
+
+#[test]
+fn a_fetch_interrupted_while_writing_its_pack_removes_its_temporary_files() {
+    for (signal, name) in [
+        (libc::SIGINT, "SIGINT"),
+        (libc::SIGTERM, "SIGTERM"),
+        (libc::SIGHUP, "SIGHUP"),
+    ] {
+        let t = TestEnv::new();
+        let url = t.local_lake("lake", &lake());
+        t.ok(".", &["init", "-q", "--bare", "repo.git"]);
+        t.ok("repo.git", &["remote", "add", "origin", &url]);
+        let pid_file = t.path("helper.pid");
+        let mut git = t
+            .command("git", "repo.git", &["fetch", "origin"])
+            .env("GIT_REMOTE_FDL_TEST_STOP_WRITING_PACK", &pid_file)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        signal_at_crash_point(&pid_file, signal);
+        assert!(!git.wait().unwrap().success(), "{name}");
+        let left: Vec<String> = std::fs::read_dir(t.path("repo.git/objects/pack"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(left, Vec::<String>::new(), "{name}: left behind");
+    }
+}
