@@ -295,3 +295,79 @@ fn a_fetch_interrupted_while_writing_its_pack_removes_its_temporary_files() {
         assert_eq!(left, Vec::<String>::new(), "{name}: left behind");
     }
 }
+
+// ---- 15b. Closed and full output -----------------------------------------------------------
+
+/// Runs the helper with its standard output's reading end already closed (`| head -0`).
+fn into_closed_pipe(t: &TestEnv, cwd: &str, args: &[&str]) -> Output {
+    let mut child = t
+        .command(env!("CARGO_BIN_EXE_git-remote-fdl"), cwd, args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    child.wait_with_output().unwrap()
+}
+
+fn into_dev_full(t: &TestEnv, cwd: &str, args: &[&str], stream: &str) -> Output {
+    let full = || {
+        Stdio::from(
+            std::fs::File::options()
+                .write(true)
+                .open("/dev/full")
+                .unwrap(),
+        )
+    };
+    let mut c = t.command(env!("CARGO_BIN_EXE_git-remote-fdl"), cwd, args);
+    match stream {
+        "stdout" => c.stdout(full()).stderr(Stdio::piped()),
+        _ => c.stdout(Stdio::piped()).stderr(full()),
+    };
+    c.output().unwrap()
+}
+
+#[test]
+fn a_closed_pipe_ends_ls_and_fsck_quietly_as_git_does() {
+    let t = TestEnv::new();
+    let mut l = lake();
+    // refs.json lacks a tag: one problem for fsck to print.
+    l.set_ref("refs/tags/stale", &vid(1));
+    let url = t.local_lake("lake", &l);
+    for args in [vec!["ls", url.as_str()], vec!["fsck", url.as_str()]] {
+        let out = into_closed_pipe(&t, ".", &args);
+        // Git's `git log | head -0`: killed by SIGPIPE, which a shell shows as 141.
+        assert_eq!(out.status.code(), Some(141), "{args:?}");
+        assert_eq!(text(&out.stderr), "", "{args:?}");
+    }
+}
+
+#[test]
+fn a_full_disk_under_stdout_or_stderr_is_an_error_naming_the_output_never_a_bug() {
+    let t = TestEnv::new();
+    let mut l = lake();
+    // refs.json lacks a tag: one problem for fsck to print.
+    l.set_ref("refs/tags/stale", &vid(1));
+    let url = t.local_lake("lake", &l);
+    for args in [vec!["ls", url.as_str()], vec!["fsck", url.as_str()]] {
+        let out = into_dev_full(&t, ".", &args, "stdout");
+        assert_eq!(
+            text(&out.stderr),
+            "fatal: write failure on standard output: No space left on device\n",
+            "{args:?}"
+        );
+        assert_eq!(out.status.code(), Some(128), "{args:?}");
+    }
+    // A full stderr is passed over, as Git does: the catalog is written all the same.
+    t.ok(".", &["clone", "-q", &url, "work"]);
+    let out = into_dev_full(&t, "work", &["catalog", "v1", "-o", "v1.duckdb"], "stderr");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(text(&out.stdout).starts_with("INSTALL ducklake;"));
+    assert_eq!(
+        std::fs::read(t.path("work/v1.duckdb")).unwrap(),
+        b"test catalog of version 2\n"
+    );
+    // And a fatal error with a full stderr still ends with Git's status, not an abort.
+    let out = into_dev_full(&t, "work", &["catalog", "no-such-ref"], "stderr");
+    assert_eq!(out.status.code(), Some(128));
+}
