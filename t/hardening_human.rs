@@ -371,3 +371,159 @@ fn a_full_disk_under_stdout_or_stderr_is_an_error_naming_the_output_never_a_bug(
     let out = into_dev_full(&t, "work", &["catalog", "no-such-ref"], "stderr");
     assert_eq!(out.status.code(), Some(128));
 }
+
+// ---- 7. fsck <address> inside a clone ------------------------------------------------------
+
+/// Rewrites version 3's record in the lake, as an attacker would after a clone.
+fn rewrite_version_3(at: &crate::support::LakeAt) {
+    let v3 = vid(3);
+    let record = at.read(&format!("versions/{v3}/version.json")).unwrap();
+    at.write(
+        &format!("versions/{v3}/version.json"),
+        &record.replace("Load batch 3", "Load batch 3, edited"),
+    );
+}
+
+fn rewritten_line(t: &TestEnv, cwd: &str) -> String {
+    let old3 = t.ok(cwd, &["rev-parse", "origin/main~1"]);
+    format!(
+        "error: version {} was rewritten in the lake: the repository holds commit {} for it, the lake now gives ",
+        vid(3),
+        old3.trim()
+    )
+}
+
+#[test]
+fn fsck_of_a_remotes_address_inside_a_clone_finds_a_rewritten_version() {
+    for place in [Where::Local, Where::S3] {
+        let mut t = TestEnv::new();
+        let at = t.lake_at(place, "lake", &lake());
+        t.ok(".", &["clone", "-q", &at.url, "work"]);
+        rewrite_version_3(&at);
+        let expected = rewritten_line(&t, "work");
+        let bare = at.url.trim_start_matches("fdl::").to_string();
+        let mut addresses = vec![at.url.clone(), bare.clone()];
+        match place {
+            // The same folder by another path: a trailing slash, a relative path.
+            Where::Local => addresses.extend([format!("{bare}/"), "../lake".to_string()]),
+            _ => addresses.push(bare.trim_end_matches('/').to_string()),
+        }
+        for address in addresses {
+            let out = helper(&t, "work", &["fsck", "-q", &address]);
+            assert_eq!(out.status.code(), Some(1), "{place:?} {address}");
+            assert!(
+                text(&out.stdout).starts_with(&expected),
+                "{place:?} {address}: {}",
+                text(&out.stdout)
+            );
+        }
+    }
+}
+
+#[test]
+fn fsck_of_a_lake_no_remote_names_says_rewrites_cannot_be_seen() {
+    let t = TestEnv::new();
+    let url = t.local_lake("lake", &lake());
+    let other = t.local_lake("other", &lake());
+    t.ok(".", &["clone", "-q", &url, "work"]);
+    let out = helper(&t, "work", &["fsck", &other]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        text(&out.stderr),
+        "note: this repository has no remote for this lake: versions rewritten and tags moved \
+         since a fetch cannot be seen without one (run 'git-remote-fdl fsck <remote>' in a \
+         clone of the lake)\nChecked 2 refs and 4 versions: 0 problems\n"
+    );
+}
+
+// ---- 14. Relative remotes and file:// paths ------------------------------------------------
+
+#[test]
+fn a_relative_remote_is_resolved_from_the_top_of_the_work_tree_in_a_subfolder() {
+    let t = TestEnv::new();
+    let url = t.local_lake("lake", &lake());
+    t.ok(".", &["init", "-q", "work"]);
+    t.ok("work", &["commit", "-q", "--allow-empty", "-m", "local"]);
+    t.ok("work", &["remote", "add", "origin", "fdl::../lake"]);
+    t.ok("work", &["fetch", "-q", "origin"]);
+    // What ../lake names from the subfolder: another lake, which must not be checked.
+    t.local_lake("work/lake", &{
+        let mut l = LakeBuilder::new();
+        l.chain(1, 1);
+        l.branch("main", 1).refs_json();
+        l
+    });
+    std::fs::create_dir_all(t.path("work/sub/deeper")).unwrap();
+    let out = helper(&t, "work/sub/deeper", &["fsck", "origin"]);
+    assert_eq!(
+        (out.status.code(), text(&out.stderr)),
+        (
+            Some(0),
+            "Checked 2 refs and 4 versions: 0 problems\n".to_string()
+        )
+    );
+    let out = helper(
+        &t,
+        "work/sub",
+        &["catalog", "origin/main", "-o", "c.duckdb"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        std::fs::read(t.path("work/sub/c.duckdb")).unwrap(),
+        b"test catalog of version 4\n"
+    );
+    let at = crate::support::LakeAt {
+        url: url.clone(),
+        place: Where::Local,
+        dir: t.path("lake"),
+        bucket: String::new(),
+        prefix: String::new(),
+    };
+    rewrite_version_3(&at);
+    let out = helper(&t, "work/sub/deeper", &["fsck", "-q", "origin"]);
+    assert!(
+        text(&out.stdout).starts_with(&rewritten_line(&t, "work")),
+        "{}",
+        text(&out.stdout)
+    );
+    // A bare repository: Git runs the helper where the command runs, and so does fsck.
+    t.ok(".", &["init", "-q", "--bare", "repo.git"]);
+    t.ok("repo.git", &["remote", "add", "origin", "fdl::../lake"]);
+    t.ok("repo.git", &["fetch", "-q", "origin"]);
+    let out = helper(&t, "repo.git", &["fsck", "origin"]);
+    assert_eq!(
+        (out.status.code(), text(&out.stderr)),
+        (
+            Some(0),
+            "Checked 2 refs and 4 versions: 0 problems\n".to_string()
+        )
+    );
+}
+
+#[test]
+fn a_file_url_through_a_link_and_dot_dot_reads_what_the_system_resolves() {
+    let t = TestEnv::new();
+    // d/link -> real/inner, so d/link/../lake is real/lake to the system, d/lake as text.
+    t.local_lake("real/lake", &lake());
+    std::fs::create_dir_all(t.path("real/inner")).unwrap();
+    std::fs::create_dir_all(t.path("d")).unwrap();
+    std::os::unix::fs::symlink(t.path("real/inner"), t.path("d/link")).unwrap();
+    t.local_lake("d/lake", &{
+        let mut l = LakeBuilder::new();
+        l.chain(1, 1);
+        l.branch("decoy", 1).refs_json();
+        l
+    });
+    let path = format!("{}/d/link/../lake", t.dir.path().display());
+    let by_path = helper(&t, ".", &["ls", &format!("fdl::{path}")]);
+    let by_url = helper(&t, ".", &["ls", &format!("fdl::file://{path}")]);
+    assert!(text(&by_path.stdout).contains("refs/heads/main"));
+    assert_eq!(text(&by_url.stdout), text(&by_path.stdout));
+    // Git's own file:// remotes agree.
+    t.ok(".", &["init", "-q", "--bare", "real/inner/../bare.git"]);
+    let git_path = format!("{}/d/link/../bare.git", t.dir.path().display());
+    assert!(t
+        .git(".", &["ls-remote", &format!("file://{git_path}")])
+        .status
+        .success());
+}
