@@ -49,6 +49,17 @@ fn device_copy(t: &TestEnv, name: &str, of: &str, minor: &str) -> std::path::Pat
     path
 }
 
+/// Reads a FIFO on a thread of its own; the function returned gives what it read, failing the
+/// test if no writer came within 30 s (a FIFO replaced by a file never sees one).
+fn read_all(fifo: std::path::PathBuf) -> impl FnOnce() -> Vec<u8> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(std::fs::read(fifo).unwrap()));
+    move || {
+        rx.recv_timeout(std::time::Duration::from_secs(30))
+            .expect("nothing was written into the FIFO")
+    }
+}
+
 fn is_char_device(path: &std::path::Path) -> bool {
     use std::os::unix::fs::FileTypeExt;
     std::fs::metadata(path)
@@ -127,14 +138,10 @@ fn catalog_into_a_fifo_streams_and_a_bad_digest_says_what_was_sent() {
         .status()
         .unwrap()
         .success());
-    let read_all = |fifo: std::path::PathBuf| std::thread::spawn(move || std::fs::read(fifo));
     let reader = read_all(fifo.clone());
     let out = helper(&t, "work", &["catalog", "v1", "-o", fifo.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert_eq!(
-        reader.join().unwrap().unwrap(),
-        b"test catalog of version 2\n"
-    );
+    assert_eq!(reader(), b"test catalog of version 2\n");
     assert!(is_fifo(&fifo), "the FIFO was replaced");
     // A catalog that is not the one its record names: the reader got the bytes, and is told.
     std::fs::write(
@@ -144,7 +151,7 @@ fn catalog_into_a_fifo_streams_and_a_bad_digest_says_what_was_sent() {
     .unwrap();
     let reader = read_all(fifo.clone());
     let out = helper(&t, "work", &["catalog", "v1", "-o", fifo.to_str().unwrap()]);
-    assert_eq!(reader.join().unwrap().unwrap(), b"not the catalog");
+    assert_eq!(reader(), b"not the catalog");
     assert_eq!(out.status.code(), Some(128));
     assert_eq!(
         text(&out.stderr),
