@@ -167,15 +167,26 @@ fn catalog_into_a_fifo_streams_and_a_bad_digest_says_what_was_sent() {
     assert!(is_fifo(&fifo));
 }
 
+/// Standard output named as a path, never `/dev/stdout` itself: a helper that replaced its
+/// target would replace the system's (as root), so a link to it stands in.
 #[test]
 fn catalog_into_dev_stdout_writes_the_catalog_alone_to_standard_output() {
     let t = TestEnv::new();
     let url = t.local_lake("lake", &lake());
     t.ok(".", &["clone", "-q", &url, "work"]);
-    let out = helper(&t, "work", &["catalog", "origin/main", "-o", "/dev/stdout"]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert_eq!(text(&out.stdout), "test catalog of version 4\n");
-    assert_eq!(written_in(&t, "work"), Vec::<String>::new());
+    std::os::unix::fs::symlink("/dev/stdout", t.path("stdout")).unwrap();
+    let link = t.path("stdout").display().to_string();
+    for output in [link.as_str(), "/dev/fd/1"] {
+        let out = helper(&t, "work", &["catalog", "origin/main", "-o", output]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        assert_eq!(text(&out.stdout), "test catalog of version 4\n", "{output}");
+        assert_eq!(written_in(&t, "work"), Vec::<String>::new());
+        let link = std::fs::symlink_metadata(t.path("stdout")).unwrap();
+        assert!(
+            link.file_type().is_symlink(),
+            "{output}: the link was replaced"
+        );
+    }
 }
 
 // ---- 15c. A full disk blames the output ----------------------------------------------------

@@ -62,12 +62,11 @@ impl Target {
                 crate::cleanup::remove_on_signal(&tmp);
                 (Sink::Temporary { file, tmp }, path)
             }
-            Target::Stream(path) if is_own_stdout(path) => {
-                (Sink::Stream(Box::new(std::io::stdout())), path)
-            }
             Target::Stream(path) => {
+                // Appending: a file behind `/dev/stdout` opened by `>>` keeps what it holds
+                // (one opened by `>` is empty, and is written from its start all the same).
                 let file = std::fs::OpenOptions::new()
-                    .write(true)
+                    .append(true)
                     .open(path)
                     .map_err(|e| cannot_write(path, &e))?;
                 (Sink::Stream(Box::new(file)), path)
@@ -185,12 +184,4 @@ fn names_a_descriptor(path: &Path) -> bool {
         };
     }
     false
-}
-
-/// This process's standard output named as a path: written through the descriptor itself,
-/// so that its offset (a `>>` redirection) is kept.
-fn is_own_stdout(path: &Path) -> bool {
-    ["/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"]
-        .iter()
-        .any(|p| path == Path::new(p))
 }
