@@ -2,7 +2,7 @@
 //! <lake>`, `git-remote-fdl help`. It prints what the library's `commands` compute; Git's own
 //! invocations never reach here.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 
 use clap::{CommandFactory, Parser, Subcommand};
 use git_remote_fdl::commands;
@@ -10,6 +10,34 @@ use git_remote_fdl::fatal::Fatal;
 use git_remote_fdl::progress::{self, Progress, Silent};
 use git_remote_fdl::redact;
 use git_remote_fdl::signatures::DEFAULT_NAMESPACE;
+
+/// `eprintln!` for a human's command: a full or closed stderr is passed over, as Git does,
+/// rather than a panic.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// `println!` that returns its error (`out!(...)?`): see [`stdout_failed`].
+macro_rules! out {
+    ($($arg:tt)*) => {
+        writeln!(std::io::stdout(), $($arg)*).map_err(stdout_failed)
+    };
+}
+
+/// Standard output failed. A closed pipe (`| head -1`) ends the command quietly, with the
+/// status a shell shows for Git there (141, killed by SIGPIPE: Rust ignores the signal, so the
+/// write fails instead); anything else (a full disk) is Git's `fatal: write failure`.
+fn stdout_failed(e: std::io::Error) -> Fatal {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        std::process::exit(141);
+    }
+    Fatal::new(format!(
+        "write failure on standard output: {}",
+        git_remote_fdl::fatal::io_reason(&e)
+    ))
+}
 
 #[derive(Parser, Debug)]
 #[command(
@@ -132,17 +160,17 @@ fn usage_error(e: &clap::Error) -> i32 {
         e.kind(),
         clap::error::ErrorKind::InvalidSubcommand | clap::error::ErrorKind::UnknownArgument
     ) {
-        eprintln!("\nCommands:");
+        say!("\nCommands:");
         for c in Cli::command().get_subcommands() {
             let about = c.get_about().map(|a| a.to_string()).unwrap_or_default();
             let about = about.lines().next().unwrap_or_default().to_string();
-            eprintln!("  {:<8} {about}", c.get_name());
+            say!("  {:<8} {about}", c.get_name());
         }
-        eprintln!(
+        say!(
             "  {:<8} Addresses, configuration keys and environment",
             "help"
         );
-        eprintln!("\nGit runs git-remote-fdl itself for fdl:: addresses (git clone fdl::<lake>).");
+        say!("\nGit runs git-remote-fdl itself for fdl:: addresses (git clone fdl::<lake>).");
     }
     129
 }
@@ -196,7 +224,12 @@ pub fn main(args: &[String]) -> i32 {
             }
         }
     });
-    match result {
+    match result.and_then(|code| {
+        std::io::stdout()
+            .flush()
+            .map_err(stdout_failed)
+            .map(|()| code)
+    }) {
         Ok(code) => code,
         Err(f) => crate::report_fatal(&f),
     }
@@ -211,13 +244,13 @@ async fn fsck(lake: &str, catalogs: bool, quiet: bool) -> Result<i32, Fatal> {
     };
     let report = commands::fsck(lake, catalogs, progress.as_ref()).await?;
     for line in &report.problems {
-        println!("{}", redact::for_terminal(line));
+        out!("{}", redact::for_terminal(line))?;
     }
     if !quiet {
         for note in &report.notes {
-            eprintln!("note: {}", redact::for_terminal(note));
+            say!("note: {}", redact::for_terminal(note));
         }
-        eprintln!(
+        say!(
             "Checked {} ref{} and {} version{}: {} problem{}",
             report.refs,
             plural(report.refs),
@@ -232,7 +265,7 @@ async fn fsck(lake: &str, catalogs: bool, quiet: bool) -> Result<i32, Fatal> {
 
 async fn catalog(request: &commands::CatalogRequest) -> Result<i32, Fatal> {
     let done = commands::catalog(request).await?;
-    eprintln!(
+    say!(
         "Wrote the catalog of version {} to {} ({} bytes, sha256 {} as in version.json)",
         done.version,
         shown(&done.path.display().to_string()),
@@ -240,7 +273,7 @@ async fn catalog(request: &commands::CatalogRequest) -> Result<i32, Fatal> {
         done.sha256
     );
     for line in done.attach.lines() {
-        println!("{}", shown(line));
+        out!("{}", shown(line))?;
     }
     Ok(0)
 }
@@ -256,13 +289,13 @@ fn plural(n: usize) -> &'static str {
 async fn ls(address: &str) -> Result<i32, Fatal> {
     let list = commands::ls(address).await?;
     for w in &list.warnings {
-        eprintln!("warning: {}", shown(w));
+        say!("warning: {}", shown(w));
     }
     for (commit, version, name) in &list.refs {
-        println!("{commit}\t{version}\t{}", shown(name));
+        out!("{commit}\t{version}\t{}", shown(name))?;
     }
     if let Some(h) = &list.head {
-        println!("ref: {}\tHEAD", shown(h));
+        out!("ref: {}\tHEAD", shown(h))?;
     }
     Ok(0)
 }
@@ -274,32 +307,32 @@ async fn verify(
     namespace: &str,
 ) -> Result<i32, Fatal> {
     let report = commands::verify(address, wanted, allowed_signers, namespace).await?;
-    println!("{:<36}  {:<28}  STATUS", "VERSION", "SIGNER");
+    out!("{:<36}  {:<28}  STATUS", "VERSION", "SIGNER")?;
     for row in &report.rows {
         let status = if row.verdict.is_good() {
             format!("ok: {}", row.verdict)
         } else {
             format!("FAILED: {}", row.verdict)
         };
-        println!(
+        out!(
             "{}  {:<28}  {}",
             row.version,
             shown(&row.signer),
             shown(&status)
-        );
+        )?;
     }
     if report.listed_signers > 0 {
-        println!(
+        out!(
             "\nfdl.json lists {} signer(s); only the keys in {} are trusted",
             report.listed_signers,
             shown(&report.allowed_signers.display().to_string())
-        );
+        )?;
     }
     let bad = report.bad();
-    println!(
+    out!(
         "{} version(s), {bad} not signed by a trusted key",
         report.rows.len()
-    );
+    )?;
     Ok(if bad == 0 { 0 } else { 1 })
 }
 

@@ -10,27 +10,33 @@ use crate::fatal::Fatal;
 use crate::history::{self, Reading};
 use crate::lake::{Lake, VersionId};
 use crate::mapping::ObjectId;
-use crate::open::{fdl_remotes, local_repo, open_lake, open_remote_lake};
+use crate::open::{fdl_remotes, local_repo, open_lake, open_remote_lake, remote_of_address};
 use crate::progress::Silent;
 use crate::remote::Remote;
 use crate::signatures::{AllowedSigners, Policy, Verdict};
 
-/// `git-remote-fdl fsck <lake>`: `lake` is an address, or the name of an fdl remote of the
-/// repository around, whose fetched commits are then compared with the lake's.
+/// `git-remote-fdl fsck <lake>`: `lake` is the name of an fdl remote of the repository around,
+/// or an address; an address one of its remotes names is that remote (compared as the helper
+/// resolves both). A remote's fetched commits are then compared with the lake's.
 pub async fn fsck(
     lake: &str,
     catalogs: bool,
     progress: &dyn crate::progress::Progress,
 ) -> Result<crate::fsck::FsckReport, Fatal> {
     let repo = local_repo()?;
-    let remote = repo
-        .as_ref()
-        .filter(|_| fdl_remotes().iter().any(|(n, _)| n == lake));
-    let opened = match remote {
-        Some(repo) => open_remote_lake(repo, lake).await?,
+    let remote = repo.as_ref().and_then(|repo| {
+        let named = fdl_remotes().into_iter().any(|(n, _)| n == lake);
+        let name = match named {
+            true => Some(lake.to_string()),
+            false => remote_of_address(repo, lake),
+        };
+        name.map(|name| (repo, name))
+    });
+    let opened = match &remote {
+        Some((repo, name)) => open_remote_lake(repo, name).await?,
         None => open_lake(lake).await?,
     };
-    let fetched = remote.map(|repo| crate::fsck::Fetched {
+    let fetched = remote.as_ref().map(|(repo, _)| crate::fsck::Fetched {
         repo,
         cache: Some(crate::cache::Cache::load(
             repo.git_dir(),
@@ -38,7 +44,16 @@ pub async fn fsck(
             opened.config.id.as_deref(),
         )),
     });
-    Ok(crate::fsck::fsck(&opened, fetched, catalogs, progress).await?)
+    let mut report = crate::fsck::fsck(&opened, fetched, catalogs, progress).await?;
+    if repo.is_some() && remote.is_none() {
+        report.notes.push(
+            "this repository has no remote for this lake: versions rewritten and tags moved \
+             since a fetch cannot be seen without one (run 'git-remote-fdl fsck <remote>' in a \
+             clone of the lake)"
+                .to_string(),
+        );
+    }
+    Ok(report)
 }
 
 /// A lake's refs: `(commit, version, ref name)` in name order, HEAD's target, and warnings.

@@ -58,6 +58,15 @@ impl Fatal {
 
 impl std::error::Error for Fatal {}
 
+/// An I/O error as Git words one (`No space left on device`), without Rust's `(os error N)`.
+pub fn io_reason(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.rfind(" (os error ") {
+        Some(at) if text.ends_with(')') => text[..at].to_string(),
+        _ => text,
+    }
+}
+
 impl From<RemoteError> for Fatal {
     fn from(e: RemoteError) -> Fatal {
         // A store's own advice (which variable or key to set) is more precise than the lake's.

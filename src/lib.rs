@@ -8,6 +8,7 @@
 pub mod backoff;
 pub mod cache;
 pub mod catalog;
+pub mod cleanup;
 pub mod commands;
 pub mod config;
 pub mod duckdb;

@@ -5,6 +5,8 @@
 
 mod cli;
 
+use std::io::Write;
+
 use git_remote_fdl::fatal::Fatal;
 
 fn main() {
@@ -26,9 +28,10 @@ fn main() {
     std::process::exit(code);
 }
 
-/// Prints a fatal error as Git does; its exit code is Git's for `die()`.
+/// Prints a fatal error as Git does; its exit code is Git's for `die()`. A full or closed
+/// stderr is passed over (Git too ignores it), not a panic.
 pub fn report_fatal(f: &Fatal) -> i32 {
-    eprint!("{f}");
+    let _ = write!(std::io::stderr(), "{f}");
     128
 }
 

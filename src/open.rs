@@ -10,8 +10,7 @@ use crate::store::{Store, StoreUrl};
 /// Opens a lake from an address typed by a human (with or without `fdl::`).
 pub async fn open_lake(address: &str) -> Result<Lake, Fatal> {
     let address = address.strip_prefix("fdl::").unwrap_or(address);
-    let cwd = std::env::current_dir().map_err(|e| Fatal::new(format!("no current folder: {e}")))?;
-    let url = StoreUrl::parse(address, &cwd).map_err(|e| Fatal::new(e.to_string()))?;
+    let url = StoreUrl::parse(address, &current_dir()?).map_err(|e| Fatal::new(e.to_string()))?;
     let store = Store::open(&url, &[]).map_err(|e| Fatal::cannot_open(&url, &e))?;
     Ok(Lake::open(store).await?)
 }
@@ -76,15 +75,59 @@ pub fn fdl_remote(wanted: Option<&str>) -> Result<String, Fatal> {
 
 /// Opens the lake of fdl remote `name`, with the remote's configuration.
 pub async fn open_remote_lake(repo: &Repo, name: &str) -> Result<Lake, Fatal> {
+    let url = remote_store_url(repo, name)?;
+    let opts = config::store_options(Some(repo), name)?;
+    let store = Store::open(&url, &opts).map_err(|e| Fatal::cannot_open(&url, &e))?;
+    Ok(Lake::open(store).await?)
+}
+
+/// The lake fdl remote `name` names, resolved as Git's helper resolves it: Git runs its
+/// helpers at the top of the work tree (in a bare repository, or with `GIT_DIR` and no work
+/// tree, where the command runs), so a relative path is taken from there, whatever subfolder
+/// the command runs in.
+pub fn remote_store_url(repo: &Repo, name: &str) -> Result<StoreUrl, Fatal> {
     let url = repo
         .config(&format!("remote.{name}.url"))
         .ok_or_else(|| Fatal::new(format!("remote '{name}' has no url")))?;
     let address = url.strip_prefix("fdl::").unwrap_or(&url);
-    let cwd = std::env::current_dir().map_err(|e| Fatal::new(format!("no current folder: {e}")))?;
-    let url = StoreUrl::parse(address, &cwd).map_err(|e| Fatal::new(e.to_string()))?;
-    let opts = config::store_options(Some(repo), name)?;
-    let store = Store::open(&url, &opts).map_err(|e| Fatal::cannot_open(&url, &e))?;
-    Ok(Lake::open(store).await?)
+    let relative = !address.contains("://") && !std::path::Path::new(address).is_absolute();
+    let base = match relative {
+        true => git_output(&["rev-parse", "--show-toplevel"]).map(std::path::PathBuf::from),
+        false => None,
+    };
+    let base = match base {
+        Some(top) => top,
+        None => current_dir()?,
+    };
+    StoreUrl::parse(address, &base).map_err(|e| Fatal::new(e.to_string()))
+}
+
+/// The fdl remote of `repo` whose lake `address` (typed by a human, from the current folder)
+/// names, compared as the helper resolves both: a folder by the path the system resolves.
+pub fn remote_of_address(repo: &Repo, address: &str) -> Option<String> {
+    let address = address.strip_prefix("fdl::").unwrap_or(address);
+    let typed = StoreUrl::parse(address, &current_dir().ok()?).ok()?;
+    let typed = comparable(&typed);
+    fdl_remotes()
+        .into_iter()
+        .map(|(n, _)| n)
+        .find(|n| remote_store_url(repo, n).is_ok_and(|url| comparable(&url) == typed))
+}
+
+/// A lake's address as two names of one lake agree on it: a folder's path as the system
+/// resolves it (links, `..`), a cloud address without its trailing `/`.
+fn comparable(url: &StoreUrl) -> String {
+    match url {
+        StoreUrl::Local(p) => std::fs::canonicalize(p)
+            .unwrap_or_else(|_| p.clone())
+            .display()
+            .to_string(),
+        other => other.to_string().trim_end_matches('/').to_string(),
+    }
+}
+
+fn current_dir() -> Result<std::path::PathBuf, Fatal> {
+    std::env::current_dir().map_err(|e| Fatal::new(format!("no current folder: {e}")))
 }
 
 pub fn git_output(args: &[&str]) -> Option<String> {

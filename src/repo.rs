@@ -191,6 +191,8 @@ impl Repo {
         static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let tmp = pack_dir.join(temporary_name(&format!("pack{n}")));
+        // Its name is unique to this process: left in the list once renamed, it names nothing.
+        crate::cleanup::remove_on_signal(&tmp);
         PackWriter::create(&tmp).map_err(|e| self.write_error(e))
     }
 
@@ -211,6 +213,7 @@ impl Repo {
         let pack_dir = self.pack_dir();
         let name = format!("pack-{}", crate::pack::hex(&pack.checksum));
         let tmp_idx = pack_dir.join(temporary_name(&format!("{name}.idx")));
+        crate::cleanup::remove_on_signal(&tmp_idx);
         let keep = locked.then(|| std::path::absolute(pack_dir.join(format!("{name}.keep"))));
         let keep = keep.transpose().map_err(|e| self.write_error(e))?;
         // Git reads the path back from a protocol line and removes that file: a path that

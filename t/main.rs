@@ -12,6 +12,7 @@ mod ducklake;
 mod golden;
 mod hardening_edges;
 mod hardening_limits;
+mod hardening_human;
 mod hardening_push;
 mod hardening_read;
 mod integrity;

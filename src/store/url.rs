@@ -46,10 +46,9 @@ impl StoreUrl {
         };
         let url = Url::parse(s).map_err(|e| bad(e.to_string()))?;
         match scheme.as_str() {
-            "file" => url
-                .to_file_path()
+            "file" => file_path(s, &url)
                 .map(StoreUrl::Local)
-                .map_err(|_| bad("a file:// URL must name an absolute local path".into())),
+                .ok_or_else(|| bad("a file:// URL must name an absolute local path".into())),
             "s3" | "s3a" => Ok(StoreUrl::S3(url)),
             "gs" => Ok(StoreUrl::Gcs(url)),
             "az" | "azure" | "abfs" | "abfss" | "adl" => Ok(StoreUrl::Azure(url)),
@@ -64,6 +63,35 @@ impl StoreUrl {
     pub fn is_read_only(&self) -> bool {
         matches!(self, StoreUrl::Http(_))
     }
+}
+
+/// A `file://` URL's path as written, percent-decoded. `Url` removes `..` segments as text
+/// (`/d/link/../lake` becomes `/d/lake`); Git's own `file://` remotes and a plain path leave
+/// them to the system, which follows `link` first. `Url` still checks the host and form.
+fn file_path(s: &str, url: &Url) -> Option<PathBuf> {
+    url.to_file_path().ok()?;
+    let rest = s.get("file://".len()..)?;
+    let path = &rest[rest.find('/')?..];
+    let path = path.split(['?', '#']).next()?;
+    let mut bytes = Vec::with_capacity(path.len());
+    let mut raw = path.bytes();
+    while let Some(b) = raw.next() {
+        let hex = |b: Option<u8>| (b? as char).to_digit(16);
+        let decoded = match b {
+            b'%' => {
+                let mut ahead = raw.clone();
+                let pair = hex(ahead.next()).zip(hex(ahead.next()));
+                pair.map(|(hi, lo)| {
+                    raw = ahead;
+                    (hi * 16 + lo) as u8
+                })
+            }
+            _ => None,
+        };
+        bytes.push(decoded.unwrap_or(b));
+    }
+    let path: std::ffi::OsString = std::os::unix::ffi::OsStringExt::from_vec(bytes);
+    Some(PathBuf::from(path))
 }
 
 impl fmt::Display for StoreUrl {
@@ -636,6 +664,16 @@ mod tests {
             StoreUrl::parse("file:///abs/l", cwd).unwrap(),
             StoreUrl::Local("/abs/l".into())
         );
+        // `..` is left to the system (which follows links first), as in a path.
+        assert_eq!(
+            StoreUrl::parse("file:///d/link/../lake", cwd).unwrap(),
+            StoreUrl::Local("/d/link/../lake".into())
+        );
+        assert_eq!(
+            StoreUrl::parse("file://localhost/a%20b/./c?x#y", cwd).unwrap(),
+            StoreUrl::Local("/a b/./c".into())
+        );
+        assert!(StoreUrl::parse("file://elsewhere/x", cwd).is_err());
         assert!(matches!(
             StoreUrl::parse("s3://b/lake/", cwd).unwrap(),
             StoreUrl::S3(_)

@@ -1,18 +1,20 @@
 //! `git-remote-fdl catalog <commit-ish>`: from a commit fetched from a lake to that version's
 //! verified catalog on disk, and the DuckDB statements that open it read-only.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use sha2::{Digest, Sha256};
 
+mod target;
+
 use crate::fatal::Fatal;
 use crate::lake::catalog::{expected_sha256, CatalogFormat};
-use crate::lake::VersionId;
+use crate::lake::{VersionId, VersionRecord};
 use crate::mapping::{self, ObjectId};
 use crate::open::{fdl_remote, local_repo, open_remote_lake};
 use crate::remote::Remote;
 use crate::repo::Repo;
+use target::{Output, Target};
 
 /// What `catalog` was asked for.
 pub struct CatalogRequest {
@@ -35,7 +37,7 @@ pub struct CatalogOutcome {
 }
 
 /// Downloads the catalog of the version `req.commit` stands for, checks its digest against
-/// the version's record, and only then renames it into place.
+/// the commit's own record (and the lake's), and only then renames it into place.
 pub async fn catalog(req: &CatalogRequest) -> Result<CatalogOutcome, Fatal> {
     let format = match &req.format {
         None => CatalogFormat::Default,
@@ -48,22 +50,14 @@ pub async fn catalog(req: &CatalogRequest) -> Result<CatalogOutcome, Fatal> {
         )
     })?;
     let (commit, version) = version_of_commit(&repo, &req.commit)?;
+    // The digest is the one the commit's own version.json gives: neither a cache nor the lake
+    // (which may have been rewritten since) can change what a commit stands for.
+    let committed = committed_record(&repo, &commit)?;
     let remote_name = fdl_remote(req.remote.as_deref())?;
     let lake = open_remote_lake(&repo, &remote_name).await?;
     let mut remote = Remote::new(lake, Some(repo));
     check_commit(&mut remote, &req.commit, &commit, &version).await?;
-    let lake = &remote.lake;
-    let record = lake
-        .read_version_with(&version, false)
-        .await?
-        .ok_or_else(|| {
-            Fatal::new(format!(
-                "lake '{}' no longer holds version {version}",
-                lake.name()
-            ))
-        })?
-        .record;
-    let expected = expected_sha256(&record, &format).ok_or_else(|| {
+    let expected = expected_sha256(&committed, &format).ok_or_else(|| {
         Fatal::with_hint(
             format!(
                 "version {version}'s version.json gives no sha256 for its {}: refusing an unverified catalog",
@@ -72,16 +66,22 @@ pub async fn catalog(req: &CatalogRequest) -> Result<CatalogOutcome, Fatal> {
             "nothing was written",
         )
     })?;
+    check_lake_record(&remote, &commit, &version, &format, &expected).await?;
     let path = req
         .output
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("{version}.duckdb")));
-    let (bytes, sha256) = download_verified(&remote, &version, &format, &path, &expected).await?;
-    let attach = crate::duckdb::attach_statements(
-        &path,
-        &remote.lake.data_path(),
-        &remote.lake.data_access(),
-    );
+    let target = Target::of(&path)?;
+    let (bytes, sha256) = download_verified(&remote, &version, &format, &target, &expected).await?;
+    // A device or a pipe holds no file for DuckDB to attach.
+    let attach = match target.is_stream() {
+        true => String::new(),
+        false => crate::duckdb::attach_statements(
+            &path,
+            &remote.lake.data_path(),
+            &remote.lake.data_access(),
+        ),
+    };
     Ok(CatalogOutcome {
         version,
         path,
@@ -138,59 +138,126 @@ async fn check_commit(
     Ok(())
 }
 
-/// Streams the catalog into a temporary file beside `path`, hashing it; renames it into place
-/// only if the digest is `expected`. Returns the size and digest.
+/// The record in the commit's own tree (`version.json`): what the commit stands for.
+fn committed_record(repo: &Repo, commit: &ObjectId) -> Result<VersionRecord, Fatal> {
+    let short = &commit.to_hex()[..12];
+    let unreadable = |why: &str| {
+        Fatal::with_hint(
+            format!("commit {short}'s version.json cannot be read: {why}"),
+            "name a commit fetched from the lake, such as a tag or origin/main; nothing was written",
+        )
+    };
+    let (_, data) = repo
+        .object(commit)
+        .ok_or_else(|| unreadable("the commit is not in the repository"))?;
+    let tree = std::str::from_utf8(&data)
+        .ok()
+        .and_then(|t| t.lines().next()?.strip_prefix("tree "))
+        .and_then(ObjectId::from_hex)
+        .ok_or_else(|| unreadable("the commit names no tree"))?;
+    let blob = repo
+        .object(&tree)
+        .and_then(|(_, entries)| tree_entry(&entries, b"version.json"))
+        .ok_or_else(|| unreadable("its tree has no version.json"))?;
+    let (_, raw) = repo
+        .object(&blob)
+        .ok_or_else(|| unreadable("the file is not in the repository"))?;
+    VersionRecord::parse(raw).map_err(|e| unreadable(&e.to_string()))
+}
+
+/// The object a raw tree (`<mode> <name>\0<20-byte id>`...) holds under `name`.
+fn tree_entry(mut entries: &[u8], name: &[u8]) -> Option<ObjectId> {
+    while !entries.is_empty() {
+        let nul = entries.iter().position(|b| *b == 0)?;
+        let (head, rest) = entries.split_at(nul);
+        let id: [u8; 20] = rest.get(1..21)?.try_into().ok()?;
+        let entry_name = &head[head.iter().position(|b| *b == b' ')? + 1..];
+        if entry_name == name {
+            return Some(ObjectId(id));
+        }
+        entries = &rest[21..];
+    }
+    None
+}
+
+/// The lake's record of the version must still give the commit's digest: a rewritten record
+/// (and catalog) is refused before anything is written, naming both digests.
+async fn check_lake_record(
+    remote: &Remote,
+    commit: &ObjectId,
+    version: &VersionId,
+    format: &CatalogFormat,
+    expected: &str,
+) -> Result<(), Fatal> {
+    let lake = &remote.lake;
+    let record = lake
+        .read_version_with(version, false)
+        .await?
+        .ok_or_else(|| {
+            Fatal::new(format!(
+                "lake '{}' no longer holds version {version}",
+                lake.name()
+            ))
+        })?
+        .record;
+    let now = expected_sha256(&record, format);
+    if now.as_deref() == Some(expected) {
+        return Ok(());
+    }
+    Err(Fatal::with_hint(
+        format!(
+            "version {version} was rewritten in lake '{}': commit {}'s version.json gives its {} sha256 {expected}, the lake's version.json now gives {}",
+            lake.name(),
+            &commit.to_hex()[..12],
+            format.file(),
+            now.as_deref().unwrap_or("none"),
+        ),
+        "versions are never rewritten: nothing was written; check the lake with: git-remote-fdl fsck <remote>",
+    ))
+}
+
+/// Streams the catalog to `target`, hashing it. A file is written beside its path and renamed
+/// into place only if the digest is `expected`; a device or FIFO receives the bytes as they
+/// come, and is told nothing is right unless the digest is. Returns the size and digest.
 async fn download_verified(
     remote: &Remote,
     version: &VersionId,
     format: &CatalogFormat,
-    path: &Path,
+    target: &Target,
     expected: &str,
 ) -> Result<(u64, String), Fatal> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().to_string())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let result = download_to(remote, version, format, &tmp, expected).await;
-    let outcome = result.and_then(|got| {
-        std::fs::rename(&tmp, path)
-            .map_err(|e| Fatal::new(format!("cannot write {}: {e}", path.display())))?;
-        Ok(got)
-    });
-    if outcome.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    outcome
+    let mut out = target.open()?;
+    let result = download_to(remote, version, format, &mut out, expected).await;
+    out.finish(result)
 }
 
 async fn download_to(
     remote: &Remote,
     version: &VersionId,
     format: &CatalogFormat,
-    tmp: &Path,
+    out: &mut Output,
     expected: &str,
 ) -> Result<(u64, String), Fatal> {
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(tmp)
-        .map_err(|e| Fatal::new(format!("cannot write {}: {e}", tmp.display())))?;
     let mut hasher = Sha256::new();
     let mut bytes = 0u64;
+    let mut failed: Option<std::io::Error> = None;
     let found = remote
         .lake
         .download_catalog(version, format, &mut |chunk| {
             hasher.update(chunk);
             bytes += chunk.len() as u64;
-            file.write_all(chunk)
+            // The output's own error is kept, so that the output is blamed, not the lake.
+            out.write_all(chunk).map_err(|e| {
+                let kind = e.kind();
+                failed = Some(e);
+                std::io::Error::new(kind, "the output failed")
+            })
         })
-        .await?;
-    if !found {
+        .await;
+    if let Some(e) = failed {
+        return Err(out.write_error(&e));
+    }
+    if !found? {
         return Err(Fatal::with_hint(
             format!(
                 "version {version} has no {} in lake '{}'",
@@ -211,10 +278,11 @@ async fn download_to(
                 "version {version}'s {} has sha256 {got}, but its version.json says {expected}",
                 format.file()
             ),
-            "the catalog was damaged or replaced in the lake; nothing was written",
+            format!(
+                "the catalog was damaged or replaced in the lake; {}",
+                out.what_was_written()
+            ),
         ));
     }
-    file.sync_all()
-        .map_err(|e| Fatal::new(format!("cannot write {}: {e}", tmp.display())))?;
     Ok((bytes, got))
 }

@@ -1,0 +1,91 @@
+//! Temporary files this process made, removed if a signal ends it (Ctrl-C, a hang-up, a
+//! kill), as Git and gix-tempfile remove theirs. The signals are caught (tokio's `signal`) only
+//! once a file is registered, so a command that writes nothing keeps the default actions.
+//! SIGPIPE needs nothing: Rust ignores it, so a closed pipe is a write error, and the error's
+//! path removes the file as any failure does.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, Once};
+
+static FILES: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+static LISTENING: Once = Once::new();
+
+/// `path` is removed if a signal ends the process before [`forget`] is called for it.
+pub fn remove_on_signal(path: &Path) {
+    LISTENING.call_once(listen);
+    if let Ok(mut files) = FILES.lock() {
+        files.push(path.to_path_buf());
+    }
+}
+
+/// `path` was renamed into place or removed: a signal no longer concerns it.
+pub fn forget(path: &Path) {
+    if let Ok(mut files) = FILES.lock() {
+        files.retain(|f| f != path);
+    }
+}
+
+/// Catches SIGINT, SIGTERM and SIGHUP from now on (the handlers are in place when this
+/// returns); a thread of its own waits for them, removes the files and exits as a process
+/// the signal ended (128 + its number). If the handlers cannot be set, the defaults stay.
+fn listen() {
+    let (ready, set) = std::sync::mpsc::channel();
+    let spawned = std::thread::Builder::new()
+        .name("fdl-signals".into())
+        .spawn(move || {
+            let number = wait_for_signal(&ready);
+            remove_all();
+            std::process::exit(128 + number);
+        });
+    if spawned.is_ok() {
+        let _ = set.recv();
+    }
+}
+
+/// Sets the handlers, says so on `ready` (also when they cannot be set, and then never
+/// returns), and waits for the first of the signals; returns its number.
+fn wait_for_signal(ready: &std::sync::mpsc::Sender<()>) -> i32 {
+    use tokio::signal::unix::{signal, SignalKind};
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build();
+    let caught = runtime.as_ref().ok().and_then(|runtime| {
+        let _entered = runtime.enter();
+        [
+            (SignalKind::interrupt(), libc::SIGINT),
+            (SignalKind::terminate(), libc::SIGTERM),
+            (SignalKind::hangup(), libc::SIGHUP),
+        ]
+        .into_iter()
+        .map(|(kind, number)| signal(kind).map(|s| (s, number)))
+        .collect::<Result<Vec<_>, _>>()
+        .ok()
+    });
+    let _ = ready.send(());
+    let (Ok(runtime), Some(mut caught)) = (runtime, caught) else {
+        // Nothing to wait for: the thread parks for good, leaving the process to its defaults.
+        loop {
+            std::thread::park();
+        }
+    };
+    runtime.block_on(async {
+        let waits = caught.iter_mut().map(|(s, n)| {
+            let n = *n;
+            Box::pin(async move {
+                s.recv().await;
+                n
+            })
+        });
+        futures::future::select_all(waits).await.0
+    })
+}
+
+fn remove_all() {
+    let files = match FILES.lock() {
+        Ok(files) => files.clone(),
+        Err(poisoned) => poisoned.into_inner().clone(),
+    };
+    for f in files {
+        let _ = std::fs::remove_file(f);
+    }
+}
