@@ -94,6 +94,8 @@ pub struct Listing {
     pub refs_json: Option<Option<Versioned>>,
     /// `refs.json` was read before the refs were listed, rather than beside them.
     pub refs_json_first: bool,
+    /// Made by `list for-push`: with the tokens and `refs.json` a push writes on condition.
+    pub for_push: bool,
 }
 
 impl Listing {
@@ -480,6 +482,7 @@ impl Remote {
                 tokens,
                 refs_json,
                 refs_json_first,
+                for_push,
             });
         }
         let tips: Vec<(VersionId, String)> = refs
@@ -521,6 +524,7 @@ impl Remote {
             tokens,
             refs_json,
             refs_json_first,
+            for_push,
         })
     }
 

@@ -9,6 +9,7 @@ mod bad_lakes;
 mod conformance;
 mod credentials;
 mod golden;
+mod hardening_caches;
 mod hardening_edges;
 mod hardening_push;
 mod hardening_read;
