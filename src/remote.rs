@@ -190,17 +190,30 @@ struct Kept {
 }
 
 impl Kept {
-    fn read(cache: Option<&Cache>) -> Kept {
+    /// The packs kept in `cache` that are whole and agree with their index; any other is
+    /// removed (what it held is read again from the lake), with a warning for each.
+    fn read(cache: Option<&Cache>) -> (Kept, Vec<String>) {
         let mut kept = Kept::default();
+        let mut dropped = Vec::new();
         for idx in cache.map(Cache::kept_packs).unwrap_or_default() {
-            let ids = crate::cache::read_cache_file(&idx)
-                .and_then(|bytes| crate::pack::index_ids(&bytes));
-            if let Some(ids) = ids {
-                kept.ids.extend(ids);
-                kept.packs.push(idx);
+            match crate::pack::check_kept(&idx) {
+                Ok(ids) => {
+                    kept.ids.extend(ids);
+                    kept.packs.push(idx);
+                }
+                Err(why) => {
+                    let pack = idx.with_extension("pack");
+                    let _ = std::fs::remove_file(&pack);
+                    let _ = std::fs::remove_file(&idx);
+                    dropped.push(format!(
+                        "removed {}, kept by an earlier listing: {why}; what it held is read \
+                         again from the lake",
+                        pack.display()
+                    ));
+                }
             }
         }
-        kept
+        (kept, dropped)
     }
 }
 
@@ -609,7 +622,10 @@ impl Remote {
         let reading = self.reading(true)?;
         self.load_cache().await;
         let cache = self.cache.take();
-        let kept = Kept::read(cache.as_ref());
+        let (kept, dropped) = Kept::read(cache.as_ref());
+        for note in dropped {
+            self.lake_warn(note);
+        }
         let fetched = self
             .fetch_with(&reading, cache.as_ref(), &kept, listing, wants, progress)
             .await;

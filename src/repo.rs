@@ -248,12 +248,18 @@ impl Repo {
         }
         let pack = writer.finish().map_err(|e| self.write_error(e))?;
         let name = format!("pack-{}", crate::pack::hex(&pack.checksum));
+        // On disk before it is named (the pack was synced as it was finished), and the folder
+        // after: a crash leaves a whole pack or none, never a name for half of one. A kept pack
+        // is checked again before a fetch installs it (`pack::check_kept`).
         let kept = (|| -> std::io::Result<()> {
             std::fs::create_dir_all(dir)?;
             let tmp = dir.join(format!("tmp_{name}.idx"));
-            std::fs::write(&tmp, &pack.index)?;
+            let mut f = std::fs::File::create(&tmp)?;
+            f.write_all(&pack.index)?;
+            f.sync_all()?;
             std::fs::rename(&pack.path, dir.join(format!("{name}.pack")))?;
-            std::fs::rename(&tmp, dir.join(format!("{name}.idx")))
+            std::fs::rename(&tmp, dir.join(format!("{name}.idx")))?;
+            std::fs::File::open(dir)?.sync_all()
         })();
         if kept.is_err() {
             let _ = std::fs::remove_file(&pack.path);

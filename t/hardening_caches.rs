@@ -66,3 +66,101 @@ fn a_plain_list_then_a_tag_push_in_one_session_updates_refs_json() {
         );
     }
 }
+
+/// Writes into the lake the files `after` holds that `before` does not (or holds otherwise),
+/// as another writer would.
+fn grow(at: &crate::support::LakeAt, before: &LakeBuilder, after: &LakeBuilder) {
+    for (path, bytes) in &after.files {
+        if before.files.get(path) != Some(bytes) {
+            at.write(path, std::str::from_utf8(bytes).unwrap());
+        }
+    }
+}
+
+/// The one lake folder in a repository's cache (its commits file, its kept packs).
+fn cache_dir(t: &TestEnv, git_dir: &str) -> std::path::PathBuf {
+    std::fs::read_dir(t.path(&format!("{git_dir}/fdl")))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.is_dir())
+        .unwrap()
+}
+
+/// The pack `ls-remote` kept for the next fetch.
+fn kept_pack(t: &TestEnv, git_dir: &str) -> Option<std::path::PathBuf> {
+    let dir = cache_dir(t, git_dir).join("packs");
+    std::fs::read_dir(dir)
+        .ok()?
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "pack"))
+}
+
+/// Item 1: a kept pack damaged after `ls-remote` kept it (a flipped byte, cut in half, the
+/// pack gone and its index left) is dropped, not installed: the fetch reads those versions
+/// again, and the repository stays sound for every later fetch.
+#[test]
+fn kept_pack_with_a_flipped_byte_is_dropped_not_installed() {
+    for place in [Where::Local, Where::S3] {
+        let mut t = TestEnv::new();
+        let before = lake();
+        let at = t.lake_at(place, "lake", &before);
+        t.ok(".", &["clone", "-q", &at.url, "work"]);
+        let mut after = before.clone();
+        after.chain(4, 5);
+        after.branch("main", 5).refs_json();
+        grow(&at, &before, &after);
+        let listed = t.ok("work", &["ls-remote", "origin", "refs/heads/main"]);
+        let main = listed.split('\t').next().unwrap().to_string();
+        assert!(
+            kept_pack(&t, "work/.git").is_some(),
+            "{place:?}: no pack kept"
+        );
+        let damages: [(&str, &dyn Fn(&std::path::Path)); 3] = [
+            ("flipped", &|p| {
+                let mut bytes = std::fs::read(p).unwrap();
+                let at = bytes.len() / 2;
+                bytes[at] ^= 0x40;
+                std::fs::write(p, bytes).unwrap();
+            }),
+            ("cut", &|p| {
+                let bytes = std::fs::read(p).unwrap();
+                std::fs::write(p, &bytes[..bytes.len() / 2]).unwrap();
+            }),
+            ("gone", &|p| std::fs::remove_file(p).unwrap()),
+        ];
+        for (name, damage) in damages {
+            crate::support::copy_dir(&t.path("work"), &t.path(name));
+            damage(&kept_pack(&t, &format!("{name}/.git")).unwrap());
+            let out = t.git(name, &["fetch", "-q", "origin"]);
+            let err = text(&out.stderr);
+            assert!(out.status.success(), "{place:?} {name}: {err}");
+            assert!(
+                err.starts_with("warning: removed ")
+                    && err.contains(", kept by an earlier listing: "),
+                "{place:?} {name}: {err}"
+            );
+            assert_eq!(
+                t.ok(name, &["rev-parse", "origin/main"]).trim(),
+                main,
+                "{place:?} {name}"
+            );
+            t.ok(name, &["fsck", "--strict"]);
+            assert!(
+                kept_pack(&t, &format!("{name}/.git")).is_none(),
+                "{place:?} {name}"
+            );
+            let idx_left = std::fs::read_dir(cache_dir(&t, &format!("{name}/.git")).join("packs"))
+                .map_or(0, |d| d.count());
+            assert_eq!(idx_left, 0, "{place:?} {name}: the index was left");
+            // Every later fetch works.
+            assert_eq!(
+                t.git(name, &["fetch", "-q", "origin"]).status.code(),
+                Some(0)
+            );
+        }
+        // Untouched, the kept pack is installed and nothing is read again.
+        let out = t.git("work", &["fetch", "-q", "origin"]);
+        assert_eq!(text(&out.stderr), "", "{place:?}");
+        t.ok("work", &["fsck", "--strict"]);
+    }
+}
