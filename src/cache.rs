@@ -157,12 +157,18 @@ impl Cache {
 
     /// The cache with what the file of refs `remembered` ([`remembered`]), its commits file
     /// not read yet: [`Cache::load_commits`] or [`Cache::take_commits`] when they are needed.
+    /// The file of refs is kept by URL alone: what it remembers of another lake once at that
+    /// URL (another `id`), or of a lake it cannot name, is not taken.
     pub fn open(
         root: &Path,
         lake_url: &str,
         lake_id: Option<&str>,
-        remembered: Remembered,
+        mut remembered: Remembered,
     ) -> Cache {
+        if remembered.lake_id.as_deref() != Some(lake_id.unwrap_or("")) {
+            remembered.refs.clear();
+            remembered.tips.clear();
+        }
         Cache {
             dir: root.join(key(&format!("{lake_url}\n{}", lake_id.unwrap_or("")))),
             refs_path: refs_path(root, lake_url),

@@ -164,3 +164,54 @@ fn kept_pack_with_a_flipped_byte_is_dropped_not_installed() {
         t.ok("work", &["fsck", "--strict"]);
     }
 }
+
+/// The lake of [`lake`] as another lake put at the same address would be: another `id`, the
+/// same version IDs with other content.
+fn replacement() -> LakeBuilder {
+    let mut l = LakeBuilder::new();
+    l.put(
+        "fdl.json",
+        serde_json::to_vec_pretty(&serde_json::json!({
+            "fdl": "0.1",
+            "id": "0b5e1c1e-0000-4000-8000-000000000002",
+            "data_dir": "data/",
+            "catalog_formats": [{"ducklake": "1.1"}]
+        }))
+        .unwrap(),
+    );
+    l.version(1, &[], "Another lake's first version");
+    l.version(2, &[1], "Another lake's second version");
+    l.version(3, &[2], "Another lake's third version");
+    l.branch("main", 3).tag("v1", 1).refs_json();
+    l
+}
+
+/// Item 5: a lake replaced at the same URL (another `fdl.json` id) is listed and fetched as
+/// it is, not as the tips remembered of the lake once there say, in a repository and in the
+/// user's cache outside one.
+#[test]
+fn a_lake_replaced_at_the_same_url_is_not_listed_from_the_old_lakes_tips() {
+    for place in [Where::Local, Where::S3] {
+        let mut t = TestEnv::new();
+        let at = t.lake_at(place, "lake", &lake());
+        t.ok(".", &["clone", "-q", &at.url, "work"]);
+        let old = t.ok("work", &["ls-remote", "origin"]);
+        // Outside a repository, the user's cache remembers it too.
+        assert_eq!(t.ok(".", &["ls-remote", &at.url]), old, "{place:?}");
+        grow(&at, &lake(), &replacement());
+        // What a session with no cache at all sees.
+        t.ok(".", &["init", "-q", "fresh"]);
+        let new = t.ok("fresh", &["ls-remote", &at.url]);
+        assert_ne!(new, old, "{place:?}");
+        assert_eq!(t.ok("work", &["ls-remote", "origin"]), new, "{place:?}");
+        assert_eq!(t.ok(".", &["ls-remote", &at.url]), new, "{place:?}");
+        t.ok("work", &["fetch", "-q", "--no-tags", "origin"]);
+        let main = t.ok("work", &["rev-parse", "origin/main"]);
+        assert!(
+            new.contains(&format!("{}\trefs/heads/main", main.trim())),
+            "{place:?}"
+        );
+        let message = t.ok("work", &["log", "-1", "--format=%s", "origin/main"]);
+        assert_eq!(message, "Another lake's third version\n", "{place:?}");
+    }
+}
