@@ -215,3 +215,42 @@ fn a_lake_replaced_at_the_same_url_is_not_listed_from_the_old_lakes_tips() {
         assert_eq!(message, "Another lake's third version\n", "{place:?}");
     }
 }
+
+/// Item 6: on an S3-compatible server that gives every object an empty ETag, or one ETag for
+/// all, a branch that moved is seen by `ls-remote` and `fetch` (in a repository and outside
+/// one), not hidden behind an ETag that did not change.
+#[test]
+fn etags_that_name_nothing_do_not_hide_a_moved_branch() {
+    for tag in ["\"\"", "\"0123456789abcdef\""] {
+        let server = crate::support::s3lite::start_with(16);
+        let mut before = LakeBuilder::new();
+        before.chain(1, 3);
+        before.branch("main", 3).refs_json();
+        server.put_files("etags", "lake/", &before.files);
+        server.set_fixed_etag(Some(tag));
+        let mut t = TestEnv::new();
+        for (k, v) in server.env() {
+            t.set(&k, &v);
+        }
+        let url = "fdl::s3://etags/lake/";
+        t.ok(".", &["clone", "-q", url, "work"]);
+        t.ok(".", &["ls-remote", url]);
+        t.ok("work", &["ls-remote", "origin"]);
+        let mut after = before.clone();
+        after.chain(4, 4);
+        after.branch("main", 4).refs_json();
+        server.put_files("etags", "lake/", &after.files);
+        let listed = t.ok("work", &["ls-remote", "origin", "refs/heads/main"]);
+        t.ok("work", &["fetch", "-q", "origin"]);
+        let main = t.ok("work", &["rev-parse", "origin/main"]);
+        assert_eq!(
+            listed,
+            format!("{}\trefs/heads/main\n", main.trim()),
+            "{tag}"
+        );
+        let message = t.ok("work", &["log", "-1", "--format=%s", "origin/main"]);
+        assert_eq!(message, "Load batch 4\n", "ETag {tag}");
+        let outside = t.ok(".", &["ls-remote", url, "refs/heads/main"]);
+        assert_eq!(outside, listed, "ETag {tag}, outside a repository");
+    }
+}
