@@ -31,3 +31,4 @@ pub mod spill;
 pub mod store;
 pub mod testhook;
 pub mod trace;
+pub mod vouch;

@@ -304,6 +304,50 @@ impl Repo {
     }
 }
 
+/// The objects of packs kept by an earlier `ls-remote` ([`Repo::keep_pack`]), read where they
+/// wait (a listing may need a commit from them before any fetch installs them).
+#[derive(Default)]
+pub struct KeptObjects {
+    packs: Vec<(gix::odb::pack::index::File, gix::odb::pack::data::File)>,
+}
+
+impl KeptObjects {
+    /// The packs whose indexes are `indexes` (those that cannot be opened are passed over).
+    pub fn open(indexes: &[PathBuf]) -> KeptObjects {
+        let sha1 = gix::hash::Kind::Sha1;
+        let packs = indexes.iter().filter_map(|idx| {
+            let index = gix::odb::pack::index::File::at(idx, sha1).ok()?;
+            let data = gix::odb::pack::data::File::at(idx.with_extension("pack"), sha1).ok()?;
+            Some((index, data))
+        });
+        KeptObjects {
+            packs: packs.collect(),
+        }
+    }
+
+    /// The content of the commit `id`, if a kept pack holds it whole (the helper writes no
+    /// deltas) and it hashes to `id`.
+    pub fn commit(&self, id: &ObjectId) -> Option<Vec<u8>> {
+        let oid = gix::ObjectId::try_from(&id.0[..]).ok()?;
+        for (index, data) in &self.packs {
+            let Some(at) = index.lookup(oid) else {
+                continue;
+            };
+            let entry = data.entry(index.pack_offset_at_index(at)).ok()?;
+            let mut out = Vec::new();
+            let mut inflate = gix::zlib::Inflate::default();
+            let mut cache = gix::odb::pack::cache::Never;
+            let outcome = data
+                .decode_entry(entry, &mut out, &mut inflate, &|_, _| Ok(None), &mut cache)
+                .ok()?;
+            let is_commit = outcome.kind == gix::object::Kind::Commit;
+            let sound = crate::mapping::object_id(crate::mapping::Kind::Commit, &out) == *id;
+            return (is_commit && sound).then_some(out);
+        }
+        None
+    }
+}
+
 /// This host's name as it goes into a file name: letters, digits, `-` and `.` only.
 fn host_tag() -> String {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();

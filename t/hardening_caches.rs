@@ -254,3 +254,128 @@ fn etags_that_name_nothing_do_not_hide_a_moved_branch() {
         assert_eq!(outside, listed, "ETag {tag}, outside a repository");
     }
 }
+
+/// Rewrites each line of a cache file (`<body> <crc32>`) that `edit` changes, with a checksum
+/// that holds: an edit, not damage.
+fn edit_cache_file(path: &std::path::Path, edit: impl Fn(&str) -> String) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut out = String::new();
+    let mut edited = 0;
+    for line in text.lines() {
+        match line.rsplit_once(' ').filter(|_| !line.starts_with('#')) {
+            Some((body, crc)) if edit(body) != body => {
+                let body = edit(body);
+                assert_eq!(crc.len(), 8, "{line}");
+                out.push_str(&format!(
+                    "{body} {:08x}\n",
+                    crc32fast::hash(body.as_bytes())
+                ));
+                edited += 1;
+            }
+            _ => out.push_str(&format!("{line}\n")),
+        }
+    }
+    assert!(edited > 0, "nothing edited in {}:\n{text}", path.display());
+    std::fs::write(path, out).unwrap();
+}
+
+/// The file of refs of a repository's cache (`<key>.refs`).
+fn refs_file(t: &TestEnv, git_dir: &str) -> std::path::PathBuf {
+    std::fs::read_dir(t.path(&format!("{git_dir}/fdl")))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "refs"))
+        .unwrap()
+}
+
+/// Item 4: an `@tip` line edited with a checksum that holds (main's version remembered as an
+/// older commit) does not move `origin/main` back: the commit is checked in the repository
+/// (its trailer names another version) and the version read again.
+#[test]
+fn an_edited_tip_with_a_valid_checksum_does_not_move_a_ref() {
+    for place in [Where::Local, Where::S3] {
+        let mut t = TestEnv::new();
+        let at = t.lake_at(place, "lake", &lake());
+        t.ok(".", &["clone", "-q", &at.url, "work"]);
+        let main = t
+            .ok("work", &["rev-parse", "origin/main"])
+            .trim()
+            .to_string();
+        let older = t
+            .ok("work", &["rev-parse", "origin/main~1"])
+            .trim()
+            .to_string();
+        let tip = format!("@tip {} {main}", vid(3));
+        edit_cache_file(&refs_file(&t, "work/.git"), |l| {
+            if l == tip {
+                format!("@tip {} {older}", vid(3))
+            } else {
+                l.to_string()
+            }
+        });
+        let listed = t.ok("work", &["ls-remote", "origin", "refs/heads/main"]);
+        assert_eq!(listed, format!("{main}\trefs/heads/main\n"), "{place:?}");
+        edit_cache_file(&refs_file(&t, "work/.git"), |l| {
+            if l == tip {
+                format!("@tip {} {older}", vid(3))
+            } else {
+                l.to_string()
+            }
+        });
+        let out = t.git("work", &["fetch", "origin"]);
+        assert!(out.status.success(), "{place:?}: {}", text(&out.stderr));
+        assert!(
+            !text(&out.stderr).contains("forced update"),
+            "{place:?}: {}",
+            text(&out.stderr)
+        );
+        assert_eq!(
+            t.ok("work", &["rev-parse", "origin/main"]).trim(),
+            main,
+            "{place:?}"
+        );
+    }
+}
+
+/// Item 4: a commits-file entry edited with a checksum that holds (version 3 remembered as
+/// version 1's commit) does not make the next fetch mint version 4 on the wrong parent.
+#[test]
+fn an_edited_commits_entry_with_a_valid_checksum_does_not_lose_history() {
+    for place in [Where::Local, Where::S3] {
+        let mut t = TestEnv::new();
+        let before = lake();
+        let at = t.lake_at(place, "lake", &before);
+        t.ok(".", &["clone", "-q", &at.url, "work"]);
+        let main = t
+            .ok("work", &["rev-parse", "origin/main"])
+            .trim()
+            .to_string();
+        let first = t
+            .ok("work", &["rev-parse", "origin/main~2"])
+            .trim()
+            .to_string();
+        let commits = cache_dir(&t, "work/.git").join("commits");
+        let v3 = vid(3);
+        edit_cache_file(&commits, |l| {
+            match l.strip_prefix(&format!("{v3} {main}")) {
+                Some(rest) => format!("{v3} {first}{rest}"),
+                None => l.to_string(),
+            }
+        });
+        let mut after = before.clone();
+        after.chain(4, 4);
+        after.branch("main", 4).refs_json();
+        grow(&at, &before, &after);
+        t.ok("work", &["fetch", "-q", "origin"]);
+        assert_eq!(
+            t.ok("work", &["rev-parse", "origin/main~1"]).trim(),
+            main,
+            "{place:?}: version 4's parent"
+        );
+        assert_eq!(
+            t.ok("work", &["rev-list", "--count", "origin/main"]),
+            "4\n",
+            "{place:?}"
+        );
+    }
+}
