@@ -15,7 +15,7 @@ use crate::progress::Progress;
 use crate::repo::{Repo, RepoError};
 use crate::signatures::{Policy, Verdict};
 use crate::store::{StoreError, Token, Versioned};
-use crate::vouch::{Objects, Vetted};
+use crate::vouch::{Objects, Seen, Vetted};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RemoteError {
@@ -359,7 +359,9 @@ impl Remote {
             .cache
             .as_ref()
             .and_then(|c| c.tips.get(version).copied());
-        let vouched = |c: &ObjectId| objects.as_ref().is_none_or(|o| o.vouch(version, c, None));
+        let vouched = |c: &ObjectId| {
+            (objects.as_ref()).is_none_or(|o| o.vouch(version, c, None) == Seen::Holds)
+        };
         if let Some(c) = tip.filter(vouched) {
             return Ok(c);
         }
@@ -535,10 +537,14 @@ impl Remote {
             .iter()
             .filter_map(|(v, _)| Some((v.clone(), vetted.commit(v)?)))
             .collect();
+        let rewritten = resolved.as_ref().ok().and_then(|r| rewritten(r, &vetted));
         drop(vetted);
         drop(objects);
         self.cache = cache;
         let resolved = resolved?;
+        if let Some((version, cached, computed)) = rewritten {
+            return Err(self.cache_mismatch(version, cached, computed));
+        }
         // The map of every version read, grown by a few tips rather than copied.
         let mut commits = resolved.commits;
         commits.extend(tips_known);
@@ -576,9 +582,17 @@ impl Remote {
         let mut commits = HashMap::with_capacity(refs.len());
         for (_, v) in refs {
             let c = *cache.tips.get(v)?;
-            if !objects.as_ref().is_none_or(|o| o.vouch(v, &c, None)) {
-                cache.tips.remove(v);
-                return None;
+            match objects
+                .as_ref()
+                .map_or(Seen::Holds, |o| o.vouch(v, &c, None))
+            {
+                Seen::Holds => {}
+                Seen::Contradicted => {
+                    cache.tips.remove(v);
+                    return None;
+                }
+                // Read again, and checked against the commits file.
+                Seen::Absent => return None,
             }
             commits.insert(v.clone(), c);
         }
@@ -624,6 +638,23 @@ impl Remote {
                 Ok(None)
             }
             Err(e) => Err(e.into()),
+        }
+    }
+
+    /// A version that maps to another commit than the one this repository read.
+    fn cache_mismatch(
+        &self,
+        version: VersionId,
+        cached: ObjectId,
+        computed: ObjectId,
+    ) -> RemoteError {
+        let dir = self.repo.as_ref().map(|r| r.git_dir().join("fdl"));
+        RemoteError::CacheMismatch {
+            lake: self.lake.name(),
+            version,
+            computed,
+            cached,
+            cache: dir.unwrap_or_default().display().to_string(),
         }
     }
 
@@ -722,7 +753,7 @@ impl Remote {
             }
         };
         trace_step(&format!("fetch: {} versions need objects", order.len()));
-        let computed = self.build_fresh(reading, &order, listing, fresh, &vetted, repo)?;
+        let computed = self.build_fresh(reading, &order, listing, fresh, &vetted)?;
         if self.require_signatures.is_some() {
             self.check_signatures(&order, listing, &computed)?;
         }
@@ -852,8 +883,7 @@ impl Remote {
         order: &[VersionId],
         listing: &Listing,
         mut fresh: HashMap<VersionId, Summary>,
-        known: &dyn Known,
-        repo: &Repo,
+        known: &Vetted,
     ) -> Result<HashMap<VersionId, (ObjectId, Built)>, RemoteError> {
         let mut computed: HashMap<VersionId, (ObjectId, Built)> = HashMap::new();
         if fresh.is_empty() {
@@ -877,15 +907,13 @@ impl Remote {
                     })?);
                 }
                 let (commit, built) = in_order.build(v, d, &parents)?;
-                let expected = listing.commits.get(v).copied().or_else(|| known.commit(v));
+                let expected = listing
+                    .commits
+                    .get(v)
+                    .copied()
+                    .or_else(|| known.expected(v));
                 if let Some(expected) = expected.filter(|e| *e != commit) {
-                    return Err(RemoteError::CacheMismatch {
-                        lake: self.lake.name(),
-                        version: v.clone(),
-                        computed: commit,
-                        cached: expected,
-                        cache: repo.git_dir().join("fdl").display().to_string(),
-                    });
+                    return Err(self.cache_mismatch(v.clone(), expected, commit));
                 }
                 computed.insert(v.clone(), (commit, built));
             }
@@ -933,6 +961,18 @@ fn needed_in_order<'a>(
         }
     }
     (out, reached_existing)
+}
+
+/// A version a listing read again (its remembered commit found nowhere to check) that maps to
+/// another commit than the one remembered: `(version, remembered, computed)`.
+fn rewritten(
+    resolved: &history::Resolved,
+    vetted: &Vetted,
+) -> Option<(VersionId, ObjectId, ObjectId)> {
+    resolved.order.iter().find_map(|v| {
+        let (cached, computed) = (vetted.expected(v)?, *resolved.commits.get(v)?);
+        (cached != computed).then(|| (v.clone(), cached, computed))
+    })
 }
 
 /// Where remembered commits are checked ([`crate::vouch`]): the repository, and the packs kept

@@ -3,9 +3,12 @@
 //! repository a remembered commit is taken only if the repository (or a pack an `ls-remote`
 //! kept for it) holds it, its `FDL-Version` trailer names that version, and, where the cache
 //! knows the version's parents, its parents are the commits remembered for them. Otherwise the
-//! version is read again from the lake. Each version is looked at once, and only those a
-//! listing or a fetch reaches (tips, and the known versions new ones descend from). Outside a
-//! repository there is nothing to check against (the manual says so).
+//! version is read again from the lake: a commit found that says otherwise is an edit, and
+//! forgotten; one found nowhere (objects pruned, a kept pack removed) is what the repository
+//! read once, and the version read again must map to it (a rewrite in the lake stops the
+//! fetch). Each version is looked at once, and only those a listing or a fetch reaches (tips,
+//! and the known versions new ones descend from). Outside a repository there is nothing to
+//! check against (the manual says so).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -31,19 +34,36 @@ impl<'a> Objects<'a> {
         }
     }
 
-    /// Whether `c` is a commit here whose trailer names `v` and, when `parents` is given,
-    /// whose parents are those.
-    pub fn vouch(&self, v: &VersionId, c: &ObjectId, parents: Option<&[ObjectId]>) -> bool {
+    /// What the objects say of `c` as the commit of `v` (with those parents, when given).
+    pub fn vouch(&self, v: &VersionId, c: &ObjectId, parents: Option<&[ObjectId]>) -> Seen {
         let data = match self.repo.object(c) {
-            Some((kind, data)) if kind == "commit" => Some(data),
-            Some(_) => None,
-            None => self.kept.commit(c),
+            Some((kind, data)) if kind == "commit" => data,
+            Some(_) => return Seen::Contradicted,
+            None => match self.kept.commit(c) {
+                Some(data) => data,
+                None => return Seen::Absent,
+            },
         };
-        let Some(data) = data else { return false };
         let message = crate::mapping::commit_message(&data);
         let names = message.and_then(crate::mapping::version_of_message);
-        names.as_ref() == Some(v) && parents.is_none_or(|p| crate::repo::commit_parents(&data) == p)
+        let holds = names.as_ref() == Some(v)
+            && parents.is_none_or(|p| crate::repo::commit_parents(&data) == p);
+        match holds {
+            true => Seen::Holds,
+            false => Seen::Contradicted,
+        }
     }
+}
+
+/// What the objects say of a remembered commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Seen {
+    /// It is there, and names the version (with the parents expected).
+    Holds,
+    /// It is there and says otherwise (another version, other parents, no commit): an edit.
+    Contradicted,
+    /// It is nowhere to be looked at, or its parents cannot be checked.
+    Absent,
 }
 
 /// The cache's commits as a walk looks them up ([`Known`]), each checked against `objects`
@@ -52,7 +72,7 @@ pub struct Vetted<'a> {
     entries: &'a HashMap<VersionId, ObjectId>,
     parents: &'a HashMap<VersionId, Vec<VersionId>>,
     objects: Option<&'a Objects<'a>>,
-    seen: RefCell<HashMap<VersionId, bool>>,
+    seen: RefCell<HashMap<VersionId, Seen>>,
 }
 
 impl<'a> Vetted<'a> {
@@ -69,29 +89,43 @@ impl<'a> Vetted<'a> {
         }
     }
 
-    /// Whether the remembered commit `c` of `v` holds; its parents must be the commits
-    /// remembered for the parents the cache remembers (all of them known).
-    fn holds(&self, v: &VersionId, c: &ObjectId) -> bool {
+    /// What the objects say of the remembered commit `c` of `v`: its parents must be the
+    /// commits remembered for the parents the cache remembers.
+    fn seen(&self, v: &VersionId, c: &ObjectId) -> Seen {
         let Some(objects) = self.objects else {
-            return true;
+            return Seen::Holds;
         };
-        if let Some(&held) = self.seen.borrow().get(v) {
-            return held;
+        if let Some(&seen) = self.seen.borrow().get(v) {
+            return seen;
         }
         let parents: Option<Vec<ObjectId>> = self
             .parents
             .get(v)
             .and_then(|ps| ps.iter().map(|p| self.entries.get(p).copied()).collect());
-        let held = parents.is_some_and(|ps| objects.vouch(v, c, Some(&ps)));
-        self.seen.borrow_mut().insert(v.clone(), held);
-        held
+        let seen = match parents {
+            Some(ps) => objects.vouch(v, c, Some(&ps)),
+            // A parent's line was lost: the version is read again, and must map to `c`.
+            None => match objects.vouch(v, c, None) {
+                Seen::Holds => Seen::Absent,
+                other => other,
+            },
+        };
+        self.seen.borrow_mut().insert(v.clone(), seen);
+        seen
+    }
+
+    /// The commit `v` must map to when it is read again: the one remembered, unless the
+    /// objects contradict it (an edit is no record of what the repository read).
+    pub fn expected(&self, v: &VersionId) -> Option<ObjectId> {
+        let c = self.entries.get(v)?;
+        (self.seen(v, c) != Seen::Contradicted).then_some(*c)
     }
 }
 
 impl Known for Vetted<'_> {
     fn commit(&self, v: &VersionId) -> Option<ObjectId> {
         let c = self.entries.get(v)?;
-        self.holds(v, c).then_some(*c)
+        (self.seen(v, c) == Seen::Holds).then_some(*c)
     }
 
     fn newest(&self) -> Option<&VersionId> {
