@@ -95,6 +95,9 @@ fn kept_pack(t: &TestEnv, git_dir: &str) -> Option<std::path::PathBuf> {
         .find(|p| p.extension().is_some_and(|e| e == "pack"))
 }
 
+/// What a test does to a kept pack.
+type Damage = dyn Fn(&std::path::Path);
+
 /// Item 1: a kept pack damaged after `ls-remote` kept it (a flipped byte, cut in half, the
 /// pack gone and its index left) is dropped, not installed: the fetch reads those versions
 /// again, and the repository stays sound for every later fetch.
@@ -115,7 +118,7 @@ fn kept_pack_with_a_flipped_byte_is_dropped_not_installed() {
             kept_pack(&t, "work/.git").is_some(),
             "{place:?}: no pack kept"
         );
-        let damages: [(&str, &dyn Fn(&std::path::Path)); 3] = [
+        let damages: [(&str, &Damage); 3] = [
             ("flipped", &|p| {
                 let mut bytes = std::fs::read(p).unwrap();
                 let at = bytes.len() / 2;
