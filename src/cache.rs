@@ -9,8 +9,9 @@
 //! listing whose refs are all known answers without reading the commits file, whose size
 //! grows with history: a no-op fetch costs O(refs), not O(versions).
 //!
-//! Every line carries its own checksum: a damaged or hand-edited line is ignored (and counted,
-//! so the caller can say so), never trusted. New versions
+//! Every line carries its own checksum: a damaged line is ignored (and counted, so the caller
+//! can say so), never trusted. A checksum does not catch an edit: a commit read from here is
+//! checked against the repository before it is used (`vouch.rs`). New versions
 //! are appended; the file is rewritten only when it was missing or unreadable.
 
 use std::collections::HashMap;
