@@ -523,28 +523,9 @@ impl Remote {
             .iter()
             .map(|(n, v)| (v.clone(), format!("ref {n}")))
             .collect();
-        self.load_cache().await;
-        let cache = self.cache.take();
-        let (empty, no_parents) = (HashMap::new(), HashMap::new());
-        let known = cache.as_ref().map_or(&empty, |c| &c.entries);
-        let parents = cache.as_ref().map_or(&no_parents, |c| &c.parents);
-        let nothing_known = known.is_empty();
-        // What the cache remembers is checked as the walk meets it ([`crate::vouch`]).
-        let objects = objects_in(self.repo.as_ref(), cache.as_ref());
-        let vetted = Vetted::new(known, parents, objects.as_ref());
-        let resolved = history::resolve_listed(&reading, &tips, &vetted, progress, listing).await;
-        let tips_known: Vec<(VersionId, ObjectId)> = tips
-            .iter()
-            .filter_map(|(v, _)| Some((v.clone(), vetted.commit(v)?)))
-            .collect();
-        let rewritten = resolved.as_ref().ok().and_then(|r| rewritten(r, &vetted));
-        drop(vetted);
-        drop(objects);
-        self.cache = cache;
-        let resolved = resolved?;
-        if let Some((version, cached, computed)) = rewritten {
-            return Err(self.cache_mismatch(version, cached, computed));
-        }
+        let (resolved, tips_known, nothing_known) = self
+            .resolve_tips(&reading, &tips, progress, listing)
+            .await?;
         // The map of every version read, grown by a few tips rather than copied.
         let mut commits = resolved.commits;
         commits.extend(tips_known);
@@ -570,6 +551,40 @@ impl Remote {
             refs_json_first,
             for_push,
         })
+    }
+
+    /// Reads and builds what the tips reach that the cache does not vouch for ([`crate::vouch`]):
+    /// what was built, the tips' commits the cache gave, and whether it knew nothing.
+    async fn resolve_tips(
+        &mut self,
+        reading: &Reading,
+        tips: &[(VersionId, String)],
+        progress: &dyn Progress,
+        listing: Option<history::ListingUnderWay>,
+    ) -> Result<(history::Resolved, Vec<(VersionId, ObjectId)>, bool), RemoteError> {
+        self.load_cache().await;
+        let cache = self.cache.take();
+        let (empty, no_parents) = (HashMap::new(), HashMap::new());
+        let known = cache.as_ref().map_or(&empty, |c| &c.entries);
+        let parents = cache.as_ref().map_or(&no_parents, |c| &c.parents);
+        let nothing_known = known.is_empty();
+        // What the cache remembers is checked as the walk meets it.
+        let objects = objects_in(self.repo.as_ref(), cache.as_ref());
+        let vetted = Vetted::new(known, parents, objects.as_ref());
+        let resolved = history::resolve_listed(reading, tips, &vetted, progress, listing).await;
+        let tips_known: Vec<(VersionId, ObjectId)> = tips
+            .iter()
+            .filter_map(|(v, _)| Some((v.clone(), vetted.commit(v)?)))
+            .collect();
+        let rewritten = resolved.as_ref().ok().and_then(|r| rewritten(r, &vetted));
+        drop(vetted);
+        drop(objects);
+        self.cache = cache;
+        let resolved = resolved?;
+        if let Some((version, cached, computed)) = rewritten {
+            return Err(self.cache_mismatch(version, cached, computed));
+        }
+        Ok((resolved, tips_known, nothing_known))
     }
 
     /// The commit of every ref's version, when the file of refs knows them all; the tips it
