@@ -15,7 +15,7 @@ use crate::progress::Progress;
 use crate::repo::{Repo, RepoError};
 use crate::signatures::{Policy, Verdict};
 use crate::store::{StoreError, Token, Versioned};
-use crate::vouch::{Objects, Seen, Vetted};
+use crate::vouch::{objects_in, rewritten, Kept, Objects, Seen, Vetted};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RemoteError {
@@ -179,42 +179,6 @@ impl Saving {
     /// The cache, once saved (`None` if none was lent).
     pub async fn done(self) -> Option<Cache> {
         self.0?.await.ok()
-    }
-}
-
-/// Packs of objects an earlier session read but did not fetch (`git ls-remote` in this
-/// repository), and the objects they hold.
-#[derive(Default)]
-struct Kept {
-    packs: Vec<std::path::PathBuf>,
-    ids: HashSet<ObjectId>,
-}
-
-impl Kept {
-    /// The packs kept in `cache` that are whole and agree with their index; any other is
-    /// removed (what it held is read again from the lake), with a warning for each.
-    fn read(cache: Option<&Cache>) -> (Kept, Vec<String>) {
-        let mut kept = Kept::default();
-        let mut dropped = Vec::new();
-        for idx in cache.map(Cache::kept_packs).unwrap_or_default() {
-            match crate::pack::check_kept(&idx) {
-                Ok(ids) => {
-                    kept.ids.extend(ids);
-                    kept.packs.push(idx);
-                }
-                Err(why) => {
-                    let pack = idx.with_extension("pack");
-                    let _ = std::fs::remove_file(&pack);
-                    let _ = std::fs::remove_file(&idx);
-                    dropped.push(format!(
-                        "removed {}, kept by an earlier listing: {why}; what it held is read \
-                         again from the lake",
-                        pack.display()
-                    ));
-                }
-            }
-        }
-        (kept, dropped)
     }
 }
 
@@ -976,25 +940,6 @@ fn needed_in_order<'a>(
         }
     }
     (out, reached_existing)
-}
-
-/// A version a listing read again (its remembered commit found nowhere to check) that maps to
-/// another commit than the one remembered: `(version, remembered, computed)`.
-fn rewritten(
-    resolved: &history::Resolved,
-    vetted: &Vetted,
-) -> Option<(VersionId, ObjectId, ObjectId)> {
-    resolved.order.iter().find_map(|v| {
-        let (cached, computed) = (vetted.expected(v)?, *resolved.commits.get(v)?);
-        (cached != computed).then(|| (v.clone(), cached, computed))
-    })
-}
-
-/// Where remembered commits are checked ([`crate::vouch`]): the repository, and the packs kept
-/// in `cache`; `None` outside a repository.
-fn objects_in<'a>(repo: Option<&'a Repo>, cache: Option<&Cache>) -> Option<Objects<'a>> {
-    let kept = cache.map(Cache::kept_packs).unwrap_or_default();
-    repo.map(|r| Objects::new(r, &kept))
 }
 
 fn trace_step(what: &str) {

@@ -8,13 +8,16 @@
 //! read once, and the version read again must map to it (a rewrite in the lake stops the
 //! fetch). Each version is looked at once, and only those a listing or a fetch reaches (tips,
 //! and the known versions new ones descend from). Outside a repository there is nothing to
-//! check against (the manual says so).
+//! check against (the manual says so). Packs an `ls-remote` kept are checked whole before a
+//! fetch counts on them ([`Kept::read`]).
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
-use crate::history::Known;
+use crate::cache::Cache;
+
+use crate::history::{Known, Resolved};
 use crate::lake::VersionId;
 use crate::mapping::ObjectId;
 use crate::repo::{KeptObjects, Repo};
@@ -131,4 +134,56 @@ impl Known for Vetted<'_> {
     fn newest(&self) -> Option<&VersionId> {
         self.entries.keys().max()
     }
+}
+
+/// Packs of objects an earlier session read but did not fetch (`git ls-remote` in this
+/// repository), and the objects they hold.
+#[derive(Default)]
+pub struct Kept {
+    pub packs: Vec<std::path::PathBuf>,
+    pub ids: HashSet<ObjectId>,
+}
+
+impl Kept {
+    /// The packs kept in `cache` that are whole and agree with their index; any other is
+    /// removed (what it held is read again from the lake), with a warning for each.
+    pub fn read(cache: Option<&Cache>) -> (Kept, Vec<String>) {
+        let mut kept = Kept::default();
+        let mut dropped = Vec::new();
+        for idx in cache.map(Cache::kept_packs).unwrap_or_default() {
+            match crate::pack::check_kept(&idx) {
+                Ok(ids) => {
+                    kept.ids.extend(ids);
+                    kept.packs.push(idx);
+                }
+                Err(why) => {
+                    let pack = idx.with_extension("pack");
+                    let _ = std::fs::remove_file(&pack);
+                    let _ = std::fs::remove_file(&idx);
+                    dropped.push(format!(
+                        "removed {}, kept by an earlier listing: {why}; what it held is read \
+                         again from the lake",
+                        pack.display()
+                    ));
+                }
+            }
+        }
+        (kept, dropped)
+    }
+}
+
+/// A version a listing read again (its remembered commit found nowhere to check) that maps to
+/// another commit than the one remembered: `(version, remembered, computed)`.
+pub fn rewritten(resolved: &Resolved, vetted: &Vetted) -> Option<(VersionId, ObjectId, ObjectId)> {
+    resolved.order.iter().find_map(|v| {
+        let (cached, computed) = (vetted.expected(v)?, *resolved.commits.get(v)?);
+        (cached != computed).then(|| (v.clone(), cached, computed))
+    })
+}
+
+/// Where remembered commits are checked: the repository, and the packs kept
+/// in `cache`; `None` outside a repository.
+pub fn objects_in<'a>(repo: Option<&'a Repo>, cache: Option<&Cache>) -> Option<Objects<'a>> {
+    let kept = cache.map(Cache::kept_packs).unwrap_or_default();
+    repo.map(|r| Objects::new(r, &kept))
 }
