@@ -9,8 +9,9 @@
 //! listing whose refs are all known answers without reading the commits file, whose size
 //! grows with history: a no-op fetch costs O(refs), not O(versions).
 //!
-//! Every line carries its own checksum: a damaged or hand-edited line is ignored (and counted,
-//! so the caller can say so), never trusted. New versions
+//! Every line carries its own checksum: a damaged line is ignored (and counted, so the caller
+//! can say so), never trusted. A checksum does not catch an edit: a commit read from here is
+//! checked against the repository before it is used (`vouch.rs`). New versions
 //! are appended; the file is rewritten only when it was missing or unreadable.
 
 use std::collections::HashMap;
@@ -157,12 +158,18 @@ impl Cache {
 
     /// The cache with what the file of refs `remembered` ([`remembered`]), its commits file
     /// not read yet: [`Cache::load_commits`] or [`Cache::take_commits`] when they are needed.
+    /// The file of refs is kept by URL alone: what it remembers of another lake once at that
+    /// URL (another `id`), or of a lake it cannot name, is not taken.
     pub fn open(
         root: &Path,
         lake_url: &str,
         lake_id: Option<&str>,
-        remembered: Remembered,
+        mut remembered: Remembered,
     ) -> Cache {
+        if remembered.lake_id.as_deref() != Some(lake_id.unwrap_or("")) {
+            remembered.refs.clear();
+            remembered.tips.clear();
+        }
         Cache {
             dir: root.join(key(&format!("{lake_url}\n{}", lake_id.unwrap_or("")))),
             refs_path: refs_path(root, lake_url),

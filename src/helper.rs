@@ -308,10 +308,19 @@ impl<W: Write> Session<W> {
     }
 
     async fn push(&mut self, items: &[PushItem]) -> Result<(), Fatal> {
-        let listing = self
+        let mut listing = self
             .listing
             .take()
             .ok_or_else(|| Fatal::new("protocol error: push before list for-push"))?;
+        // After a plain `list` (a driver other than Git), the refs are listed again as for a
+        // push: without the ref files' tokens and refs.json's, nothing could be written on
+        // condition, and refs.json would be left behind.
+        if !listing.for_push {
+            let progress = self.progress();
+            let listed = self.remote().await?.list_for_push(progress.as_ref()).await;
+            self.show_warnings(&[]);
+            listing = listed?;
+        }
         let opts = PushOptions {
             dry_run: self.options.dry_run,
             atomic: self.options.atomic,

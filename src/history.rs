@@ -51,6 +51,26 @@ impl Drop for ListingUnderWay {
     }
 }
 
+/// Commits known without reading their versions (the cache's), looked up one at a time as the
+/// walk meets them: a lookup may check what it gives (`vouch.rs`), so that only the versions a
+/// walk reaches are checked, not the whole history.
+pub trait Known {
+    /// The commit of `v`, if known (and found sound).
+    fn commit(&self, v: &VersionId) -> Option<ObjectId>;
+    /// The newest version known: newer ones are listed from there.
+    fn newest(&self) -> Option<&VersionId>;
+}
+
+impl Known for HashMap<VersionId, ObjectId> {
+    fn commit(&self, v: &VersionId) -> Option<ObjectId> {
+        self.get(v).copied()
+    }
+
+    fn newest(&self) -> Option<&VersionId> {
+        self.keys().max()
+    }
+}
+
 /// Reads what is missing and computes commit IDs for `tips` and everything they reach.
 /// `known` holds commit IDs from the cache; `tips` name who points at each tip (for errors).
 pub async fn resolve(
@@ -66,18 +86,18 @@ pub async fn resolve(
 pub async fn resolve_listed(
     reading: &Reading,
     tips: &[(VersionId, String)],
-    known: &HashMap<VersionId, ObjectId>,
+    known: &dyn Known,
     progress: &dyn Progress,
     listing: Option<ListingUnderWay>,
 ) -> Result<Resolved, LakeError> {
     // Every tip known (a push's listing, a no-op fetch): nothing to read or build.
-    if tips.iter().all(|(v, _)| known.contains_key(v)) {
+    if tips.iter().all(|(v, _)| known.commit(v).is_some()) {
         return Ok(Resolved::default());
     }
-    let newest_known = known.keys().max();
+    let newest_known = known.newest();
     let walk = Walk {
         reading,
-        stop: &|v: &VersionId| known.contains_key(v),
+        stop: &|v: &VersionId| known.commit(v).is_some(),
         walked: &|_: &VersionId| None,
         newest_known,
         progress,
@@ -471,7 +491,7 @@ where
 pub fn compute_commits(
     reading: &Reading,
     tips: &[(VersionId, String)],
-    known: &HashMap<VersionId, ObjectId>,
+    known: &dyn Known,
     mut data: HashMap<VersionId, Result<Summary, LakeError>>,
     named_by: &HashMap<VersionId, String>,
 ) -> Result<Resolved, LakeError> {
@@ -479,7 +499,8 @@ pub fn compute_commits(
     out.commits.reserve(data.len());
     out.built.reserve(data.len());
     out.order.reserve(data.len());
-    let commit_of = |out: &Resolved, v: &VersionId| known.get(v).or(out.commits.get(v)).copied();
+    let commit_of =
+        |out: &Resolved, v: &VersionId| out.commits.get(v).copied().or_else(|| known.commit(v));
     /// A version to look at, or one whose parents are built by the time it is popped. Only
     /// IDs: the stack of a long chain holds every version of it.
     enum Step {

@@ -33,3 +33,4 @@ pub mod spill;
 pub mod store;
 pub mod testhook;
 pub mod trace;
+pub mod vouch;

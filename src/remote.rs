@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::cache::{Cache, Preload};
-use crate::history::{self, Built, Reading, Summary};
+use crate::history::{self, Built, Known, Reading, Summary};
 use crate::lake::{Lake, LakeError, VersionId};
 use crate::mapping::ObjectId;
 use crate::pack::PackSink;
@@ -15,6 +15,7 @@ use crate::progress::Progress;
 use crate::repo::{Repo, RepoError};
 use crate::signatures::{Policy, Verdict};
 use crate::store::{StoreError, Token, Versioned};
+use crate::vouch::{objects_in, rewritten, Kept, Objects, Seen, Vetted};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RemoteError {
@@ -94,6 +95,8 @@ pub struct Listing {
     pub refs_json: Option<Option<Versioned>>,
     /// `refs.json` was read before the refs were listed, rather than beside them.
     pub refs_json_first: bool,
+    /// Made by `list for-push`: with the tokens and `refs.json` a push writes on condition.
+    pub for_push: bool,
 }
 
 impl Listing {
@@ -176,29 +179,6 @@ impl Saving {
     /// The cache, once saved (`None` if none was lent).
     pub async fn done(self) -> Option<Cache> {
         self.0?.await.ok()
-    }
-}
-
-/// Packs of objects an earlier session read but did not fetch (`git ls-remote` in this
-/// repository), and the objects they hold.
-#[derive(Default)]
-struct Kept {
-    packs: Vec<std::path::PathBuf>,
-    ids: HashSet<ObjectId>,
-}
-
-impl Kept {
-    fn read(cache: Option<&Cache>) -> Kept {
-        let mut kept = Kept::default();
-        for idx in cache.map(Cache::kept_packs).unwrap_or_default() {
-            let ids = crate::cache::read_cache_file(&idx)
-                .and_then(|bytes| crate::pack::index_ids(&bytes));
-            if let Some(ids) = ids {
-                kept.ids.extend(ids);
-                kept.packs.push(idx);
-            }
-        }
-        kept
     }
 }
 
@@ -338,20 +318,40 @@ impl Remote {
         version: &VersionId,
         named_by: &str,
     ) -> Result<ObjectId, RemoteError> {
-        if let Some(c) = self.cache.as_ref().and_then(|c| c.known_commit(version)) {
+        let objects = objects_in(self.repo.as_ref(), self.cache.as_ref());
+        let tip = self
+            .cache
+            .as_ref()
+            .and_then(|c| c.tips.get(version).copied());
+        let vouched = |c: &ObjectId| {
+            (objects.as_ref()).is_none_or(|o| o.vouch(version, c, None) == Seen::Holds)
+        };
+        if let Some(c) = tip.filter(vouched) {
             return Ok(c);
         }
+        drop(objects);
         self.load_cache().await;
-        if let Some(c) = self.cache.as_ref().and_then(|c| c.known_commit(version)) {
-            return Ok(c);
-        }
         let reading = self.reading(false)?;
         let tips = [(version.clone(), named_by.to_string())];
         // The cache is lent to the walk (not copied), and put back whatever happens.
         let cache = self.cache.take();
-        let empty = HashMap::new();
+        let (empty, no_parents) = (HashMap::new(), HashMap::new());
         let known = cache.as_ref().map_or(&empty, |c| &c.entries);
-        let resolved = history::resolve(&reading, &tips, known, &crate::progress::Silent).await;
+        let parents = cache.as_ref().map_or(&no_parents, |c| &c.parents);
+        let objects = objects_in(self.repo.as_ref(), cache.as_ref());
+        let vetted = Vetted::new(known, parents, objects.as_ref());
+        let resolved = match vetted.commit(version) {
+            Some(c) => Ok(history::Resolved {
+                commits: HashMap::from([(version.clone(), c)]),
+                ..Default::default()
+            }),
+            None => {
+                let silent = crate::progress::Silent;
+                history::resolve_listed(&reading, &tips, &vetted, &silent, None).await
+            }
+        };
+        drop(vetted);
+        drop(objects);
         self.cache = cache;
         let resolved = resolved?;
         self.remember(&resolved.commits, &resolved.built);
@@ -480,24 +480,16 @@ impl Remote {
                 tokens,
                 refs_json,
                 refs_json_first,
+                for_push,
             });
         }
         let tips: Vec<(VersionId, String)> = refs
             .iter()
             .map(|(n, v)| (v.clone(), format!("ref {n}")))
             .collect();
-        self.load_cache().await;
-        let cache = self.cache.take();
-        let empty = HashMap::new();
-        let known = cache.as_ref().map_or(&empty, |c| &c.entries);
-        let nothing_known = known.is_empty();
-        let resolved = history::resolve_listed(&reading, &tips, known, progress, listing).await;
-        let tips_known: Vec<(VersionId, ObjectId)> = tips
-            .iter()
-            .filter_map(|(v, _)| Some((v.clone(), *known.get(v)?)))
-            .collect();
-        self.cache = cache;
-        let resolved = resolved?;
+        let (resolved, tips_known, nothing_known) = self
+            .resolve_tips(&reading, &tips, progress, listing)
+            .await?;
         // The map of every version read, grown by a few tips rather than copied.
         let mut commits = resolved.commits;
         commits.extend(tips_known);
@@ -521,16 +513,67 @@ impl Remote {
             tokens,
             refs_json,
             refs_json_first,
+            for_push,
         })
+    }
+
+    /// Reads and builds what the tips reach that the cache does not vouch for ([`crate::vouch`]):
+    /// what was built, the tips' commits the cache gave, and whether it knew nothing.
+    async fn resolve_tips(
+        &mut self,
+        reading: &Reading,
+        tips: &[(VersionId, String)],
+        progress: &dyn Progress,
+        listing: Option<history::ListingUnderWay>,
+    ) -> Result<(history::Resolved, Vec<(VersionId, ObjectId)>, bool), RemoteError> {
+        self.load_cache().await;
+        let cache = self.cache.take();
+        let (empty, no_parents) = (HashMap::new(), HashMap::new());
+        let known = cache.as_ref().map_or(&empty, |c| &c.entries);
+        let parents = cache.as_ref().map_or(&no_parents, |c| &c.parents);
+        let nothing_known = known.is_empty();
+        // What the cache remembers is checked as the walk meets it.
+        let objects = objects_in(self.repo.as_ref(), cache.as_ref());
+        let vetted = Vetted::new(known, parents, objects.as_ref());
+        let resolved = history::resolve_listed(reading, tips, &vetted, progress, listing).await;
+        let tips_known: Vec<(VersionId, ObjectId)> = tips
+            .iter()
+            .filter_map(|(v, _)| Some((v.clone(), vetted.commit(v)?)))
+            .collect();
+        let rewritten = resolved.as_ref().ok().and_then(|r| rewritten(r, &vetted));
+        drop(vetted);
+        drop(objects);
+        self.cache = cache;
+        let resolved = resolved?;
+        if let Some((version, cached, computed)) = rewritten {
+            return Err(self.cache_mismatch(version, cached, computed));
+        }
+        Ok((resolved, tips_known, nothing_known))
     }
 
     /// The commit of every ref's version, when the file of refs knows them all; the tips it
     /// remembers are then those of `refs` (fewer if a ref is gone).
+    /// Each tip's commit is checked first ([`crate::vouch`]: in the repository, its trailer; the
+    /// commits file, which knows its parents, is not read here); one that fails is forgotten.
     fn known_tips(&mut self, refs: &[(String, VersionId)]) -> Option<HashMap<VersionId, ObjectId>> {
+        let objects = objects_in(self.repo.as_ref(), self.cache.as_ref());
         let cache = self.cache.as_mut()?;
         let mut commits = HashMap::with_capacity(refs.len());
         for (_, v) in refs {
-            commits.insert(v.clone(), *cache.tips.get(v)?);
+            let c = *cache.tips.get(v)?;
+            match objects
+                .as_ref()
+                .map_or(Seen::Holds, |o| o.vouch(v, &c, None))
+            {
+                Seen::Holds => {}
+                Seen::Contradicted => {
+                    cache.tips.remove(v);
+                    return None;
+                }
+                // Read again, and checked against the commits file.
+                Seen::Absent => return None,
+            }
+            commits.insert(v.clone(), c);
         }
         if commits.len() != cache.tips.len() {
             cache.set_tips(commits.clone());
@@ -577,6 +620,23 @@ impl Remote {
         }
     }
 
+    /// A version that maps to another commit than the one this repository read.
+    fn cache_mismatch(
+        &self,
+        version: VersionId,
+        cached: ObjectId,
+        computed: ObjectId,
+    ) -> RemoteError {
+        let dir = self.repo.as_ref().map(|r| r.git_dir().join("fdl"));
+        RemoteError::CacheMismatch {
+            lake: self.lake.name(),
+            version,
+            computed,
+            cached,
+            cache: dir.unwrap_or_default().display().to_string(),
+        }
+    }
+
     fn lake_warn(&self, msg: String) {
         self.warnings.lock().expect("warnings lock").push(msg);
     }
@@ -605,7 +665,10 @@ impl Remote {
         let reading = self.reading(true)?;
         self.load_cache().await;
         let cache = self.cache.take();
-        let kept = Kept::read(cache.as_ref());
+        let (kept, dropped) = Kept::read(cache.as_ref());
+        for note in dropped {
+            self.lake_warn(note);
+        }
         let fetched = self
             .fetch_with(&reading, cache.as_ref(), &kept, listing, wants, progress)
             .await;
@@ -648,9 +711,14 @@ impl Remote {
         progress: &dyn Progress,
     ) -> Result<(FetchOutcome, Computed), RemoteError> {
         let repo = self.repo.as_ref().expect("a fetch has a repository");
-        let empty = HashMap::new();
+        let (empty, no_parents) = (HashMap::new(), HashMap::new());
         let known = cache.map_or(&empty, |c| &c.entries);
         let tips = self.wanted_versions(listing, wants, known)?;
+        // What the cache remembers is checked before a commit is made on it or the walk stops
+        // at it ([`crate::vouch`]): in the repository, or in the packs kept for it.
+        let objects = Objects::new(repo, &kept.packs);
+        let parents = cache.map_or(&no_parents, |c| &c.parents);
+        let vetted = Vetted::new(known, parents, Some(&objects));
         // A clone: what `list` built is what is needed, already in order.
         let (order, reached_existing, fresh) = match listing.whole_history_for(&tips) {
             Some(order) if repo.is_empty() && kept.packs.is_empty() => {
@@ -658,13 +726,13 @@ impl Remote {
             }
             _ => {
                 let (order, reached_existing, fresh) = self
-                    .walk_for_fetch(reading, cache, kept, listing, &tips, progress)
+                    .walk_for_fetch(reading, (cache, &vetted), kept, listing, &tips, progress)
                     .await?;
                 (Cow::Owned(order), reached_existing, fresh)
             }
         };
         trace_step(&format!("fetch: {} versions need objects", order.len()));
-        let computed = self.build_fresh(reading, &order, listing, fresh, known, repo)?;
+        let computed = self.build_fresh(reading, &order, listing, fresh, &vetted)?;
         if self.require_signatures.is_some() {
             self.check_signatures(&order, listing, &computed)?;
         }
@@ -683,17 +751,16 @@ impl Remote {
     async fn walk_for_fetch(
         &self,
         reading: &Reading,
-        cache: Option<&Cache>,
+        (cache, known): (Option<&Cache>, &dyn Known),
         kept: &Kept,
         listing: &Listing,
         tips: &[(VersionId, String)],
         progress: &dyn Progress,
     ) -> Result<(Vec<VersionId>, bool, HashMap<VersionId, Summary>), RemoteError> {
         let repo = self.repo.as_ref().expect("a fetch has a repository");
-        let (empty, no_parents) = (HashMap::new(), HashMap::new());
-        let known = cache.map_or(&empty, |c| &c.entries);
+        let no_parents = HashMap::new();
         let cached_parents = cache.map_or(&no_parents, |c| &c.parents);
-        let commit_of = |v: &VersionId| listing.commits.get(v).or_else(|| known.get(v)).copied();
+        let commit_of = |v: &VersionId| listing.commits.get(v).copied().or_else(|| known.commit(v));
         // Walk down from the wants, stopping at commits the repository already has; parents
         // known from `list` or the cache are walked through without a request.
         let empty = repo.is_empty();
@@ -710,7 +777,7 @@ impl Remote {
             reading,
             stop: &in_repo,
             walked: &walked,
-            newest_known: known.keys().max(),
+            newest_known: known.newest(),
             progress,
         };
         let mut read = walk.read(tips).await?;
@@ -795,8 +862,7 @@ impl Remote {
         order: &[VersionId],
         listing: &Listing,
         mut fresh: HashMap<VersionId, Summary>,
-        known: &HashMap<VersionId, ObjectId>,
-        repo: &Repo,
+        known: &Vetted,
     ) -> Result<HashMap<VersionId, (ObjectId, Built)>, RemoteError> {
         let mut computed: HashMap<VersionId, (ObjectId, Built)> = HashMap::new();
         if fresh.is_empty() {
@@ -811,8 +877,8 @@ impl Remote {
                         .get(p)
                         .map(|(c, _)| c)
                         .or_else(|| listing.commits.get(p))
-                        .or_else(|| known.get(p))
-                        .copied();
+                        .copied()
+                        .or_else(|| known.commit(p));
                     parents.push(c.ok_or_else(|| LakeError::MissingVersion {
                         lake: self.lake.name(),
                         version: p.clone(),
@@ -820,15 +886,13 @@ impl Remote {
                     })?);
                 }
                 let (commit, built) = in_order.build(v, d, &parents)?;
-                let expected = listing.commits.get(v).or_else(|| known.get(v)).copied();
+                let expected = listing
+                    .commits
+                    .get(v)
+                    .copied()
+                    .or_else(|| known.expected(v));
                 if let Some(expected) = expected.filter(|e| *e != commit) {
-                    return Err(RemoteError::CacheMismatch {
-                        lake: self.lake.name(),
-                        version: v.clone(),
-                        computed: commit,
-                        cached: expected,
-                        cache: repo.git_dir().join("fdl").display().to_string(),
-                    });
+                    return Err(self.cache_mismatch(v.clone(), expected, commit));
                 }
                 computed.insert(v.clone(), (commit, built));
             }

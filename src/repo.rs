@@ -251,12 +251,18 @@ impl Repo {
         }
         let pack = writer.finish().map_err(|e| self.write_error(e))?;
         let name = format!("pack-{}", crate::pack::hex(&pack.checksum));
+        // On disk before it is named (the pack was synced as it was finished), and the folder
+        // after: a crash leaves a whole pack or none, never a name for half of one. A kept pack
+        // is checked again before a fetch installs it (`pack::check_kept`).
         let kept = (|| -> std::io::Result<()> {
             std::fs::create_dir_all(dir)?;
             let tmp = dir.join(format!("tmp_{name}.idx"));
-            std::fs::write(&tmp, &pack.index)?;
+            let mut f = std::fs::File::create(&tmp)?;
+            f.write_all(&pack.index)?;
+            f.sync_all()?;
             std::fs::rename(&pack.path, dir.join(format!("{name}.pack")))?;
-            std::fs::rename(&tmp, dir.join(format!("{name}.idx")))
+            std::fs::rename(&tmp, dir.join(format!("{name}.idx")))?;
+            std::fs::File::open(dir)?.sync_all()
         })();
         if kept.is_err() {
             let _ = std::fs::remove_file(&pack.path);
@@ -298,6 +304,50 @@ impl Repo {
             path: self.pack_dir(),
             message: e.to_string(),
         }
+    }
+}
+
+/// The objects of packs kept by an earlier `ls-remote` ([`Repo::keep_pack`]), read where they
+/// wait (a listing may need a commit from them before any fetch installs them).
+#[derive(Default)]
+pub struct KeptObjects {
+    packs: Vec<(gix::odb::pack::index::File, gix::odb::pack::data::File)>,
+}
+
+impl KeptObjects {
+    /// The packs whose indexes are `indexes` (those that cannot be opened are passed over).
+    pub fn open(indexes: &[PathBuf]) -> KeptObjects {
+        let sha1 = gix::hash::Kind::Sha1;
+        let packs = indexes.iter().filter_map(|idx| {
+            let index = gix::odb::pack::index::File::at(idx, sha1).ok()?;
+            let data = gix::odb::pack::data::File::at(idx.with_extension("pack"), sha1).ok()?;
+            Some((index, data))
+        });
+        KeptObjects {
+            packs: packs.collect(),
+        }
+    }
+
+    /// The content of the commit `id`, if a kept pack holds it whole (the helper writes no
+    /// deltas) and it hashes to `id`.
+    pub fn commit(&self, id: &ObjectId) -> Option<Vec<u8>> {
+        let oid = gix::ObjectId::try_from(&id.0[..]).ok()?;
+        for (index, data) in &self.packs {
+            let Some(at) = index.lookup(oid) else {
+                continue;
+            };
+            let entry = data.entry(index.pack_offset_at_index(at)).ok()?;
+            let mut out = Vec::new();
+            let mut inflate = gix::zlib::Inflate::default();
+            let mut cache = gix::odb::pack::cache::Never;
+            let outcome = data
+                .decode_entry(entry, &mut out, &mut inflate, &|_, _| Ok(None), &mut cache)
+                .ok()?;
+            let is_commit = outcome.kind == gix::object::Kind::Commit;
+            let sound = crate::mapping::object_id(crate::mapping::Kind::Commit, &out) == *id;
+            return (is_commit && sound).then_some(out);
+        }
+        None
     }
 }
 

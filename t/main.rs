@@ -10,6 +10,7 @@ mod conformance;
 mod credentials;
 mod ducklake;
 mod golden;
+mod hardening_caches;
 mod hardening_edges;
 mod hardening_limits;
 mod hardening_human;

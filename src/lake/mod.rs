@@ -2,6 +2,7 @@
 //! version records, each read with a size limit and validated before use.
 
 pub mod catalog;
+mod etags;
 pub mod files;
 pub mod names;
 pub mod record;
@@ -165,6 +166,9 @@ pub struct Lake {
     read_ahead: Arc<Mutex<ReadAhead>>,
     /// Ref files passed over because they hold no version (see [`Lake::broken_refs`]).
     broken: Arc<Mutex<std::collections::BTreeSet<String>>>,
+    /// The ETags of `fdl.json` and `refs.json` as read on opening: a ref file listed with one
+    /// of them is on a store whose ETags name no content (`etags.rs`).
+    other_tags: Vec<String>,
 }
 
 /// Files read with `fdl.json`, each handed out once (a later read asks the store again).
@@ -208,7 +212,7 @@ impl Lake {
         // The listing first: its ranges' answers take longest to parse.
         let (ref_listing, raw, head, refs_json) = futures::join!(
             listing,
-            store.get("fdl.json", SMALL_FILE_LIMIT),
+            store.get_versioned("fdl.json", SMALL_FILE_LIMIT),
             store.get("HEAD", SMALL_FILE_LIMIT),
             store.get_versioned("refs.json", REFS_JSON_LIMIT)
         );
@@ -219,12 +223,20 @@ impl Lake {
             })?
             .ok_or_else(|| LakeError::NotALake { lake: lake.clone() })?;
         let lake_name = lake.clone();
-        let config = FdlConfig::parse(&raw).map_err(|why| LakeError::Config { lake, why })?;
+        let config = FdlConfig::parse(&raw.bytes).map_err(|why| LakeError::Config { lake, why })?;
+        let refs_json_tag = refs_json.as_ref().ok().and_then(|r| r.as_ref());
+        let other_tags = [Some(&raw), refs_json_tag]
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.token.e_tag.clone())
+            .filter(|t| etags::names_something(t))
+            .collect();
         Ok(Lake {
             store,
             config,
             warnings: Default::default(),
             broken: Default::default(),
+            other_tags,
             read_ahead: Arc::new(Mutex::new(ReadAhead {
                 head: Some(head),
                 refs_json: Some(refs_json),
@@ -347,6 +359,11 @@ impl Lake {
         known: &HashMap<String, (String, VersionId)>,
     ) -> Result<RefsSeen, LakeError> {
         let (names, mut e_tags) = self.ref_names(known).await?;
+        // ETags that name no content are no ETags: every ref file is read, none remembered.
+        e_tags.retain(|_, t| etags::names_something(t));
+        let trusted = etags::trusted(&e_tags, known, &self.other_tags);
+        let nothing = HashMap::new();
+        let known = if trusted { known } else { &nothing };
         // Refs unchanged since they were last read are taken as remembered, without a future
         // each: a lake of a thousand tags mostly holds those.
         let mut unchanged = Vec::with_capacity(names.len());
@@ -392,10 +409,15 @@ impl Lake {
             none_read && refs.len() == known.len() && refs.windows(2).all(|w| w[0].0 < w[1].0);
         let remember = (!as_known).then(|| {
             let with_tags = refs.iter().filter_map(|(name, v, token)| {
-                let tag = token.e_tag.clone()?;
+                let tag = token.e_tag.clone().filter(|t| etags::names_something(t))?;
                 Some((name.clone(), (tag, v.clone())))
             });
-            with_tags.collect()
+            let remember: HashMap<String, (String, VersionId)> = with_tags.collect();
+            let each = etags::one_version_each(remember.values().map(|(t, v)| (t, v)));
+            match trusted && each {
+                true => remember,
+                false => HashMap::new(),
+            }
         });
         Ok((refs, remember))
     }

@@ -12,7 +12,9 @@ use sha1::{Digest, Sha1};
 
 use crate::mapping::{Kind, ObjectId};
 
+mod check;
 mod deflate;
+pub use check::check_kept;
 use deflate::SmallDeflate;
 
 /// Lower-case hex of `bytes`.

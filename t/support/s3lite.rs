@@ -65,6 +65,9 @@ struct State {
     before_get: Mutex<Option<(String, BeforeGet)>>,
     waves: Mutex<Waves>,
     wave_done: Condvar,
+    /// The one ETag every object is given (`Some("\"\"")`: an empty one), as some
+    /// S3-compatible servers do; `None`: each object's own.
+    fixed_etag: Mutex<Option<String>>,
 }
 
 /// Connections served at once (each by its own thread).
@@ -161,6 +164,11 @@ impl S3Lite {
     ) {
         *self.state.before_get.lock().unwrap() =
             Some((format!("{bucket}/{key}"), Box::new(change)));
+    }
+
+    /// Gives every object the ETag `tag` in every answer (`None`: each object its own).
+    pub fn set_fixed_etag(&self, tag: Option<&str>) {
+        *self.state.fixed_etag.lock().unwrap() = tag.map(str::to_string);
     }
 
     pub fn reset(&self) {
@@ -376,11 +384,11 @@ fn answer(state: &State, req: &Request) -> Answer {
     let current = objects.get(&req.path).cloned();
     match req.method.as_str() {
         "GET" | "HEAD" => match current {
-            Some(data) => ("200 OK", meta_headers(&data), data.to_vec()),
+            Some(data) => ("200 OK", meta_headers(state, &data), data.to_vec()),
             None => not_found(),
         },
         "PUT" => {
-            let current_tag = current.as_ref().map(|d| etag(d));
+            let current_tag = current.as_ref().map(|d| etag(state, d));
             let refused = match (req.header("if-none-match"), req.header("if-match")) {
                 (Some("*"), _) => current.is_some(),
                 (_, Some(want)) => current_tag.as_deref() != Some(want),
@@ -394,7 +402,7 @@ fn answer(state: &State, req: &Request) -> Answer {
                 );
             }
             let data = Arc::new(req.body.clone());
-            let headers = vec![("ETag".to_string(), etag(&data))];
+            let headers = vec![("ETag".to_string(), etag(state, &data))];
             objects.insert(req.path.clone(), data);
             ("200 OK", headers, vec![])
         }
@@ -414,7 +422,7 @@ fn error_xml(code: &str) -> Vec<u8> {
     format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>{code}</Code><Message>{code}</Message></Error>").into_bytes()
 }
 
-fn etag(data: &[u8]) -> String {
+fn own_etag(data: &[u8]) -> String {
     // FNV-1a: content-addressed, as S3's MD5 ETags are.
     let mut h: u64 = 0xcbf29ce484222325;
     for b in data {
@@ -423,9 +431,16 @@ fn etag(data: &[u8]) -> String {
     format!("\"{h:016x}{:08x}\"", data.len())
 }
 
-fn meta_headers(data: &[u8]) -> Vec<(String, String)> {
+fn etag(state: &State, data: &[u8]) -> String {
+    match &*state.fixed_etag.lock().unwrap() {
+        Some(tag) => tag.clone(),
+        None => own_etag(data),
+    }
+}
+
+fn meta_headers(state: &State, data: &[u8]) -> Vec<(String, String)> {
     vec![
-        ("ETag".into(), etag(data)),
+        ("ETag".into(), etag(state, data)),
         (
             "Last-Modified".into(),
             "Thu, 01 Jan 2026 00:00:00 GMT".into(),
@@ -495,7 +510,7 @@ fn list(state: &State, req: &Request) -> Answer {
             contents.push_str(&format!(
                 "<Contents><Key>{}</Key><LastModified>2026-01-01T00:00:00.000Z</LastModified><ETag>{}</ETag><Size>{}</Size><StorageClass>STANDARD</StorageClass></Contents>",
                 xml_escape(&item.0),
-                xml_escape(&etag(data)),
+                xml_escape(&etag(state, data)),
                 data.len()
             ));
         }
