@@ -32,7 +32,14 @@ pub struct Reading {
     tails_kept: Arc<std::sync::atomic::AtomicUsize>,
     /// Whether each summary keeps its record's `sha256` (for `fsck --catalogs`).
     digests: bool,
+    /// Room, in KiB, for what parsing a record holds beside its bytes (the parsed record and
+    /// its commit tail, about three times its size): the store's budget counts only the bytes,
+    /// so without it the records parsed at once could hold several times the budget.
+    parsing: Arc<tokio::sync::Semaphore>,
 }
+
+/// The room for parsing records, in KiB (64 MiB).
+const PARSING_ROOM_KIB: u32 = 64 << 10;
 
 /// What follows a commit's parent lines ([`mapping::commit_tail`]), in memory or spilled.
 enum Tail {
@@ -113,6 +120,7 @@ impl Reading {
             spill: Arc::default(),
             tails_kept: Arc::default(),
             digests: false,
+            parsing: Arc::new(tokio::sync::Semaphore::new(PARSING_ROOM_KIB as usize)),
         }
     }
 
@@ -200,6 +208,14 @@ impl Reading {
         let Some(raw) = raw.map_err(|e| self.store_err(e))? else {
             return Ok(None);
         };
+        // Held until the record's tail is kept (or spilled) and the parsed record let go.
+        let kib = (raw.bytes.len().saturating_mul(3) >> 10).min(PARSING_ROOM_KIB as usize);
+        let _parsing = self
+            .parsing
+            .clone()
+            .acquire_many_owned(kib as u32)
+            .await
+            .expect("the parsing room's semaphore is never closed");
         let record =
             VersionRecord::parse(raw.bytes.clone()).map_err(|why| LakeError::BadVersion {
                 lake: self.lake.name(),
