@@ -42,10 +42,13 @@ fn fsck_of_a_sound_lake_finds_nothing_on_every_store() {
         let out = helper(&t, ".", &["fsck", "--catalogs", &at.url]);
         assert_eq!(text(&out.stdout), "", "{place:?}: {}", text(&out.stderr));
         assert_eq!(out.status.code(), Some(0), "{place:?}");
-        // Not a terminal: the summary alone, no progress redrawn in a log (as Git's fsck).
+        // Not a terminal: no progress redrawn in a log (as Git's fsck); outside a repository,
+        // a note that rewrites cannot be seen, and the summary.
         assert_eq!(
             text(&out.stderr),
-            "Checked 2 refs and 4 versions: 0 problems\n",
+            "note: outside a repository, versions rewritten and tags moved since a fetch cannot \
+             be seen (run 'git-remote-fdl fsck <remote>' in a clone of the lake)\n\
+             Checked 2 refs and 4 versions: 0 problems\n",
             "{place:?}"
         );
     }
@@ -216,21 +219,38 @@ fn catalog_writes_the_verified_catalog_and_prints_how_to_attach_it() {
         );
         let root = at.url.trim_start_matches("fdl::").trim_end_matches('/');
         let data_path = format!("{root}/data/");
-        assert_eq!(
-            text(&out.stdout),
-            format!(
-                "INSTALL ducklake;\nLOAD ducklake;\nATTACH 'ducklake:{}' AS lake (READ_ONLY, DATA_PATH '{data_path}');\n",
-                t.path("work/sales.duckdb").display()
-            ),
-            "{place:?}"
+        let attach = format!(
+            "ATTACH 'ducklake:{}' AS lake (READ_ONLY, DATA_PATH '{data_path}', OVERRIDE_DATA_PATH true);\n",
+            t.path("work/sales.duckdb").display()
         );
-        // Without -o: <version>.duckdb.
+        let stdout = text(&out.stdout);
+        assert!(
+            stdout.starts_with("INSTALL ducklake;\n"),
+            "{place:?}: {stdout}"
+        );
+        assert!(stdout.ends_with(&attach), "{place:?}: {stdout}");
+        if place == Where::Local {
+            assert_eq!(
+                stdout,
+                format!("INSTALL ducklake;\nLOAD ducklake;\n{attach}")
+            );
+        }
+        // Without -o: <git dir>/fdl/catalogs/<version>.duckdb, so the work tree stays clean.
         let out = helper(&t, "work", &["catalog", "origin/main"]);
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let default = format!("work/.git/fdl/catalogs/{}.duckdb", vid(4));
         assert_eq!(
-            std::fs::read(t.path(&format!("work/{}.duckdb", vid(4)))).unwrap(),
+            std::fs::read(t.path(&default)).unwrap(),
             b"test catalog of version 4\n"
         );
+        assert!(text(&out.stderr).contains(&format!("to {}", t.path(&default).display())));
+        assert!(
+            text(&out.stdout).contains(&format!("ducklake:{}", t.path(&default).display())),
+            "{}",
+            text(&out.stdout)
+        );
+        std::fs::remove_file(t.path("work/sales.duckdb")).unwrap();
+        assert_eq!(t.ok("work", &["status", "--porcelain"]), "", "{place:?}");
     }
 }
 

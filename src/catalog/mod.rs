@@ -55,6 +55,7 @@ pub async fn catalog(req: &CatalogRequest) -> Result<CatalogOutcome, Fatal> {
     let committed = committed_record(&repo, &commit)?;
     let remote_name = fdl_remote(req.remote.as_deref())?;
     let lake = open_remote_lake(&repo, &remote_name).await?;
+    let git_dir = repo.git_dir().to_path_buf();
     let mut remote = Remote::new(lake, Some(repo));
     check_commit(&mut remote, &req.commit, &commit, &version).await?;
     let expected = expected_sha256(&committed, &format).ok_or_else(|| {
@@ -67,10 +68,10 @@ pub async fn catalog(req: &CatalogRequest) -> Result<CatalogOutcome, Fatal> {
         )
     })?;
     check_lake_record(&remote, &commit, &version, &format, &expected).await?;
-    let path = req
-        .output
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("{version}.duckdb")));
+    let path = match &req.output {
+        Some(p) => p.clone(),
+        None => default_output(&git_dir, &version, &format)?,
+    };
     let target = Target::of(&path)?;
     let (bytes, sha256) = download_verified(&remote, &version, &format, &target, &expected).await?;
     // A device or a pipe holds no file for DuckDB to attach.
@@ -89,6 +90,24 @@ pub async fn catalog(req: &CatalogRequest) -> Result<CatalogOutcome, Fatal> {
         sha256,
         attach,
     })
+}
+
+/// Without `-o`: `<git dir>/fdl/catalogs/<version>.duckdb` (`<version>-<format>.duckdb` for
+/// another format), where it leaves the work tree, and so `git status`, as it was.
+fn default_output(
+    git_dir: &std::path::Path,
+    version: &VersionId,
+    format: &CatalogFormat,
+) -> Result<PathBuf, Fatal> {
+    let dir = std::path::absolute(git_dir.join("fdl").join("catalogs"))
+        .map_err(|e| Fatal::new(format!("no current folder: {e}")))?;
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| Fatal::new(format!("cannot create {}: {e}", dir.display())))?;
+    let name = match format {
+        CatalogFormat::Default => format!("{version}.duckdb"),
+        CatalogFormat::Other(f) => format!("{version}-{f}.duckdb"),
+    };
+    Ok(dir.join(name))
 }
 
 /// The commit `commit_ish` names, and the version its `FDL-Version` trailer gives.
