@@ -9,7 +9,6 @@ use git_remote_fdl::commands;
 use git_remote_fdl::fatal::Fatal;
 use git_remote_fdl::progress::{self, Progress, Silent};
 use git_remote_fdl::redact;
-use git_remote_fdl::signatures::DEFAULT_NAMESPACE;
 
 /// `eprintln!` for a human's command: a full or closed stderr is passed over, as Git does,
 /// rather than a panic.
@@ -57,28 +56,34 @@ struct Cli {
 enum Command {
     /// List a lake's branches and tags: commit, version and ref name.
     Ls {
-        /// The lake's address (a path, file://, s3://, gs://, az:// or http(s)://)
+        /// The lake's address (a path, file://, s3://, gs://, az:// or http(s)://), or the name
+        /// of an fdl remote of this repository
+        #[arg(value_name = "lake | remote")]
         lake: String,
     },
     /// Check the signatures of a lake's versions against the keys you trust, as a table:
     /// version, signer, status. Exits 1 if any version is not signed by a trusted key.
     Verify {
-        /// The lake's address
+        /// The lake's address, or the name of an fdl remote of this repository (whose
+        /// fdlAllowedSignersFile and fdlSignatureNamespace then count)
+        #[arg(value_name = "lake | remote")]
         lake: String,
         /// Branches or tags whose history to check (default: all of them), e.g. main v2026.11
         refs: Vec<String>,
-        /// The keys you trust, as an SSH allowed-signers file (default: git config gpg.ssh.allowedSignersFile)
+        /// The keys you trust, as an SSH allowed-signers file (default: the remote's
+        /// fdlAllowedSignersFile, else git config gpg.ssh.allowedSignersFile)
         #[arg(long, value_name = "FILE")]
         allowed_signers: Option<std::path::PathBuf>,
-        /// The signature namespace
-        #[arg(long, default_value = DEFAULT_NAMESPACE)]
-        namespace: String,
+        /// The signature namespace (default: the remote's fdlSignatureNamespace, else fdl)
+        #[arg(long, value_name = "NS")]
+        namespace: Option<String>,
     },
     /// Check a lake as git fsck checks a repository: every version the refs reach is read and
     /// mapped again; prints one line per problem and exits 1 if there is any.
     Fsck {
         /// The lake's address, or the name of an fdl remote of this repository (its fetched
         /// commits are then compared with the lake's, to find rewritten versions and moved tags)
+        #[arg(value_name = "lake | remote")]
         lake: String,
         /// Also check each version's catalog against the sha256 in its version.json
         #[arg(long)]
@@ -202,7 +207,7 @@ pub fn main(args: &[String]) -> i32 {
                 refs,
                 allowed_signers,
                 namespace,
-            } => verify(&lake, &refs, allowed_signers, &namespace).await,
+            } => verify(&lake, &refs, allowed_signers, namespace.as_deref()).await,
             Command::Fsck {
                 lake,
                 catalogs,
@@ -304,7 +309,7 @@ async fn verify(
     address: &str,
     wanted: &[String],
     allowed_signers: Option<std::path::PathBuf>,
-    namespace: &str,
+    namespace: Option<&str>,
 ) -> Result<i32, Fatal> {
     let report = commands::verify(address, wanted, allowed_signers, namespace).await?;
     out!("{:<36}  {:<28}  STATUS", "VERSION", "SIGNER")?;

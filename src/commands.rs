@@ -13,45 +13,72 @@ use crate::mapping::ObjectId;
 use crate::open::{fdl_remotes, local_repo, open_lake, open_remote_lake, remote_of_address};
 use crate::progress::Silent;
 use crate::remote::Remote;
+use crate::repo::Repo;
 use crate::signatures::{AllowedSigners, Policy, Verdict};
 
-/// `git-remote-fdl fsck <lake>`: `lake` is the name of an fdl remote of the repository around,
-/// or an address; an address one of its remotes names is that remote (compared as the helper
-/// resolves both). A remote's fetched commits are then compared with the lake's.
+/// A lake named on the command line: the name of an fdl remote of the repository around, or an
+/// address; an address one of its remotes names is that remote (compared as the helper
+/// resolves both), so that the remote's configuration and fetched commits count.
+struct Named {
+    lake: Lake,
+    repo: Option<Repo>,
+    remote: Option<String>,
+}
+
+async fn open_named(lake: &str) -> Result<Named, Fatal> {
+    let repo = local_repo()?;
+    let remote =
+        repo.as_ref().and_then(
+            |repo| match fdl_remotes().into_iter().any(|(n, _)| n == lake) {
+                true => Some(lake.to_string()),
+                false => remote_of_address(repo, lake),
+            },
+        );
+    let opened = match (&repo, &remote) {
+        (Some(repo), Some(name)) => open_remote_lake(repo, name).await?,
+        _ => open_lake(lake).await?,
+    };
+    Ok(Named {
+        lake: opened,
+        repo,
+        remote,
+    })
+}
+
+/// `git-remote-fdl fsck <lake | remote>`: a remote's fetched commits are compared with the
+/// lake's.
 pub async fn fsck(
     lake: &str,
     catalogs: bool,
     progress: &dyn crate::progress::Progress,
 ) -> Result<crate::fsck::FsckReport, Fatal> {
-    let repo = local_repo()?;
-    let remote = repo.as_ref().and_then(|repo| {
-        let named = fdl_remotes().into_iter().any(|(n, _)| n == lake);
-        let name = match named {
-            true => Some(lake.to_string()),
-            false => remote_of_address(repo, lake),
-        };
-        name.map(|name| (repo, name))
-    });
-    let opened = match &remote {
-        Some((repo, name)) => open_remote_lake(repo, name).await?,
-        None => open_lake(lake).await?,
+    let named = open_named(lake).await?;
+    let fetched = match (&named.repo, &named.remote) {
+        (Some(repo), Some(_)) => Some(crate::fsck::Fetched {
+            repo,
+            cache: Some(crate::cache::Cache::load(
+                repo.git_dir(),
+                &named.lake.name(),
+                named.lake.config.id.as_deref(),
+            )),
+        }),
+        _ => None,
     };
-    let fetched = remote.as_ref().map(|(repo, _)| crate::fsck::Fetched {
-        repo,
-        cache: Some(crate::cache::Cache::load(
-            repo.git_dir(),
-            &opened.name(),
-            opened.config.id.as_deref(),
-        )),
-    });
-    let mut report = crate::fsck::fsck(&opened, fetched, catalogs, progress).await?;
-    if repo.is_some() && remote.is_none() {
-        report.notes.push(
-            "this repository has no remote for this lake: versions rewritten and tags moved \
-             since a fetch cannot be seen without one (run 'git-remote-fdl fsck <remote>' in a \
-             clone of the lake)"
-                .to_string(),
-        );
+    let mut report = crate::fsck::fsck(&named.lake, fetched, catalogs, progress).await?;
+    if named.remote.is_none() {
+        let note = match named.repo {
+            Some(_) => {
+                "this repository has no remote for this lake: versions rewritten and tags \
+                        moved since a fetch cannot be seen without one"
+            }
+            None => {
+                "outside a repository, versions rewritten and tags moved since a fetch \
+                     cannot be seen"
+            }
+        };
+        report.notes.push(format!(
+            "{note} (run 'git-remote-fdl fsck <remote>' in a clone of the lake)"
+        ));
     }
     Ok(report)
 }
@@ -63,10 +90,10 @@ pub struct RefList {
     pub warnings: Vec<String>,
 }
 
-/// `git-remote-fdl ls <lake>`.
+/// `git-remote-fdl ls <lake | remote>`.
 pub async fn ls(address: &str) -> Result<RefList, Fatal> {
-    let lake = open_lake(address).await?;
-    let mut remote = Remote::new(lake, None);
+    let named = open_named(address).await?;
+    let mut remote = Remote::new(named.lake, None);
     let listing = remote.list(&Silent).await;
     let warnings = remote.take_warnings();
     let listing = listing?;
@@ -104,29 +131,37 @@ impl VerifyReport {
     }
 }
 
-/// `git-remote-fdl verify <lake> [<ref>...]`: every version the refs reach, checked against
-/// the keys in `allowed_signers` (default: Git's `gpg.ssh.allowedSignersFile`).
+/// `git-remote-fdl verify <lake | remote> [<ref>...]`: every version the refs reach, checked
+/// against the keys in `allowed_signers` (default: the remote's `fdlAllowedSignersFile`, else
+/// Git's `gpg.ssh.allowedSignersFile`), in `namespace` (default: the remote's
+/// `fdlSignatureNamespace`, else `fdl`).
 pub async fn verify(
     address: &str,
     wanted: &[String],
     allowed_signers: Option<PathBuf>,
-    namespace: &str,
+    namespace: Option<&str>,
 ) -> Result<VerifyReport, Fatal> {
+    let named = open_named(address).await?;
+    let remote = named.repo.as_ref().zip(named.remote.as_deref());
     let path = match allowed_signers {
         Some(p) => p,
-        None => git_config("gpg.ssh.allowedSignersFile")
-            .map(|p| config::expand_home(&p))
+        None => remote
+            .and_then(|(repo, name)| config::allowed_signers_file(repo, name))
+            .or_else(|| git_config("gpg.ssh.allowedSignersFile").map(|p| config::expand_home(&p)))
             .ok_or_else(|| {
                 Fatal::new("no allowed signers file: pass --allowed-signers FILE or set gpg.ssh.allowedSignersFile")
             })?,
     };
-    let trusted = AllowedSigners::load(&path).map_err(|e| Fatal::new(e.to_string()))?;
-    let lake = open_lake(address).await?;
-    let tips = verify_tips(&lake, wanted).await?;
-    let policy = Policy {
-        trusted,
-        namespace: namespace.to_string(),
+    let namespace = match namespace {
+        Some(ns) => ns.to_string(),
+        None => remote
+            .and_then(|(repo, name)| repo.config(&format!("remote.{name}.fdlSignatureNamespace")))
+            .unwrap_or_else(|| crate::signatures::DEFAULT_NAMESPACE.to_string()),
     };
+    let trusted = AllowedSigners::load(&path).map_err(|e| Fatal::new(e.to_string()))?;
+    let lake = named.lake;
+    let tips = verify_tips(&lake, wanted).await?;
+    let policy = Policy { trusted, namespace };
     let reading = Reading::new(lake.clone()).with_check(Some(Arc::new(policy)));
     let resolved = history::resolve(&reading, &tips, &Default::default(), &Silent).await?;
     let mut versions: Vec<_> = resolved.built.into_iter().collect();

@@ -409,3 +409,59 @@ fn verify_prints_a_table_and_fails_on_any_bad_version() {
         "{table}"
     );
 }
+
+/// Inside a clone, `verify` and `ls` take the remote's name, as `fsck` does, and `verify` reads
+/// the remote's allowed signers (no `--allowed-signers`, no `gpg.ssh.allowedSignersFile`).
+#[test]
+fn verify_and_ls_take_a_remote_name_and_its_signature_settings() {
+    let t = TestEnv::new();
+    let k = keys(&t);
+    let url = signed_lake(&t, &k);
+    strict_repo(&t, &url);
+    t.ok("work", &["fetch", "-q", "origin"]);
+    let helper = env!("CARGO_BIN_EXE_git-remote-fdl");
+    let out = t
+        .command(helper, "work", &["verify", "origin"])
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{table}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        table.contains("6 version(s), 0 not signed by a trusted key"),
+        "{table}"
+    );
+    // The remote's namespace counts too: signatures made in `fdl` do not pass in another.
+    t.ok(
+        "work",
+        &["config", "remote.origin.fdlSignatureNamespace", "other"],
+    );
+    let out = t
+        .command(helper, "work", &["verify", "origin"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let out = t
+        .command(helper, "work", &["ls", "origin"])
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let main = t.ok("work", &["rev-parse", "origin/main"]);
+    assert!(
+        listed.contains(&format!("{}\t{}\trefs/heads/main", main.trim(), vid(6))),
+        "{listed}"
+    );
+}
