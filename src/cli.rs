@@ -97,7 +97,7 @@ enum Command {
     Catalog {
         /// A commit fetched from the lake: a tag, origin/main, HEAD, a commit ID
         commit: String,
-        /// Where to write it (default: <version>.duckdb)
+        /// Where to write it (default: <version>.duckdb in .git/fdl/catalogs/, outside the work tree)
         #[arg(short, long, value_name = "FILE")]
         output: Option<std::path::PathBuf>,
         /// The catalog in another DuckLake format (catalogs/<format>.duckdb), e.g. 1.0
