@@ -54,8 +54,9 @@ pub async fn fsck(
 ) -> Result<crate::fsck::FsckReport, Fatal> {
     let named = open_named(lake).await?;
     let fetched = match (&named.repo, &named.remote) {
-        (Some(repo), Some(_)) => Some(crate::fsck::Fetched {
+        (Some(repo), Some(remote)) => Some(crate::fsck::Fetched {
             repo,
+            remote,
             cache: Some(crate::cache::Cache::load(
                 repo.git_dir(),
                 &named.lake.name(),

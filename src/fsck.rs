@@ -34,6 +34,8 @@ pub struct FsckReport {
 /// The repository a lake was fetched into, and its cache of that lake's commits.
 pub struct Fetched<'a> {
     pub repo: &'a Repo,
+    /// The remote's name: its remote-tracking branches are what it fetched last.
+    pub remote: &'a str,
     pub cache: Option<Cache>,
 }
 
@@ -404,12 +406,38 @@ fn check_against_repository(
 ) {
     let repo = fetched.repo;
     let cached = fetched.cache.as_ref().map(|c| &c.entries);
+    // What the repository fetched: the cache's commits, and the remote-tracking branches'
+    // (the cache is kept per lake id, so a lake replaced at the same address has none).
+    let mut before: HashMap<&VersionId, ObjectId> = HashMap::new();
+    if let Some(c) = cached {
+        for v in commits.keys() {
+            if let Some(commit) = c.get(v) {
+                before.insert(v, *commit);
+            }
+        }
+    }
+    // A remote-tracking branch or a fetched tag is what the repository holds: it counts over
+    // the cache.
+    for (name, _) in refs {
+        let local = match name.strip_prefix("refs/heads/") {
+            Some(branch) => format!("refs/remotes/{}/{branch}", fetched.remote),
+            None => name.clone(),
+        };
+        let Some(local) = repo.resolve(&local) else {
+            continue;
+        };
+        if let Some((v, _)) = fetched_commit(repo, &local) {
+            if let Some((key, _)) = commits.get_key_value(&v) {
+                before.insert(key, local);
+            }
+        }
+    }
     let mut versions: Vec<&VersionId> = commits.keys().collect();
     versions.sort();
     let mut through_parents = 0;
     for v in versions {
         let now = commits[v];
-        let Some(before) = cached.and_then(|c| c.get(v)).copied() else {
+        let Some(before) = before.get(v).copied() else {
             continue;
         };
         if before == now.commit {

@@ -219,6 +219,39 @@ fn a_lake_replaced_at_the_same_url_is_not_listed_from_the_old_lakes_tips() {
     }
 }
 
+/// Item 5, fsck: `fsck origin` in a clone of a lake since replaced at the same address (another
+/// `fdl.json` id, the same version IDs with other content) reports the versions whose commits
+/// changed, although the cache it kept is for the old lake's id, even after an `ls-remote` filled
+/// the new lake's cache.
+#[test]
+fn fsck_of_a_remote_whose_lake_was_replaced_reports_the_rewritten_versions() {
+    for place in [Where::Local, Where::S3] {
+        let mut t = TestEnv::new();
+        let at = t.lake_at(place, "lake", &lake());
+        t.ok(".", &["clone", "-q", &at.url, "work"]);
+        let fetched = t.ok("work", &["rev-parse", "origin/main"]);
+        grow(&at, &lake(), &replacement());
+        t.ok("work", &["ls-remote", "origin"]);
+        let out = t
+            .command(
+                env!("CARGO_BIN_EXE_git-remote-fdl"),
+                "work",
+                &["fsck", "origin"],
+            )
+            .output()
+            .unwrap();
+        let problems = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{place:?}: {problems}");
+        assert!(
+            problems.contains(&format!(
+                "was rewritten in the lake: the repository holds commit {} for it",
+                fetched.trim()
+            )),
+            "{place:?}: {problems}"
+        );
+    }
+}
+
 /// Item 6: on an S3-compatible server that gives every object an empty ETag, or one ETag for
 /// all, a branch that moved is seen by `ls-remote` and `fetch` (in a repository and outside
 /// one), not hidden behind an ETag that did not change.
