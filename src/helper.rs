@@ -16,6 +16,14 @@ use crate::repo::Repo;
 use crate::store::{Store, StoreUrl};
 use crate::trace;
 
+/// A line on stderr for the user (warnings): a full or closed stderr is passed over, as Git
+/// does, never a panic (`eprintln!` panics when the write fails).
+macro_rules! warn {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 /// Runs a protocol session for `git-remote-fdl <remote> [<url>]` on stdin and stdout.
 pub fn run(remote_name: &str, url: Option<&str>) -> Result<(), Fatal> {
     let mut session = Session::new(remote_name, url.unwrap_or(remote_name), std::io::stdout());
@@ -44,6 +52,7 @@ pub fn run(remote_name: &str, url: Option<&str>) -> Result<(), Fatal> {
         if let Some(remote) = session.remote.as_mut() {
             remote.end();
         }
+
         std::mem::forget(session);
         runtime.shutdown_background();
     }
@@ -229,7 +238,7 @@ impl<W: Write> Session<W> {
         } else {
             "are"
         };
-        eprintln!("warning: {flags} {verb} ignored for FDL lakes; the whole history is fetched");
+        warn!("warning: {flags} {verb} ignored for FDL lakes; the whole history is fetched");
         self.warned_partial = true;
     }
 
@@ -289,7 +298,7 @@ impl<W: Write> Session<W> {
         self.show_warnings(&[]);
         let outcome = outcome?;
         if verbose && outcome.versions > 0 {
-            eprintln!(
+            warn!(
                 "Fetched {} version{} ({} objects) from lake '{lake_name}'",
                 outcome.versions,
                 if outcome.versions == 1 { "" } else { "s" },
@@ -382,7 +391,7 @@ impl<W: Write> Session<W> {
             ));
         }
         if let Err(e) = done {
-            eprintln!(
+            warn!(
                 "warning: cannot record the lake's absolute address in remote.{}.url: {}",
                 self.remote_name,
                 crate::redact::for_terminal(&e)
@@ -412,7 +421,7 @@ impl<W: Write> Session<W> {
     fn show_warnings(&self, more: &[String]) {
         let lake = self.remote.iter().flat_map(|r| r.take_warnings());
         for w in lake.chain(more.iter().cloned()) {
-            eprintln!("warning: {}", crate::redact::for_terminal(&w));
+            warn!("warning: {}", crate::redact::for_terminal(&w));
         }
     }
 

@@ -545,3 +545,28 @@ fn a_file_url_through_a_link_and_dot_dot_reads_what_the_system_resolves() {
         .status
         .success());
 }
+
+/// The helper's own warnings (here: `--depth` ignored) on a full stderr are passed over, as
+/// Git passes over its own: the fetch still succeeds, no panic ends it.
+#[test]
+fn a_fetch_whose_stderr_is_full_still_fetches_with_its_warnings_passed_over() {
+    let t = TestEnv::new();
+    let url = t.local_lake("lake", &lake());
+    t.ok(".", &["clone", "-q", &url, "work"]);
+    let mut l = lake();
+    l.version(9, &[4], "nine");
+    l.branch("main", 9);
+    l.write_dir(&t.path("lake"));
+    let full = std::fs::File::options()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = t
+        .command("git", "work", &["fetch", "--depth=1", "origin"])
+        .stderr(Stdio::from(full))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{:?}", out.status);
+    let log = t.ok("work", &["log", "-1", "--format=%s", "origin/main"]);
+    assert_eq!(log, "nine\n");
+}
