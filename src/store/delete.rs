@@ -13,7 +13,8 @@ use object_store::path::Path as StorePath;
 use object_store::signer::Signer;
 use object_store::{ClientConfigKey, ClientOptions};
 
-use super::{redact, Token};
+use super::condition::Token;
+use crate::redact::redact;
 
 /// How a store deletes on condition.
 #[derive(Debug, Clone)]

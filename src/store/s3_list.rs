@@ -67,7 +67,7 @@ impl S3Lister {
         kept: &KeepClient,
         region: &str,
     ) -> Option<S3Lister> {
-        let truthy = |k: K| super::url::truthy(b.get_config_value(&k));
+        let truthy = |k: K| super::options::truthy(b.get_config_value(&k));
         if truthy(K::S3Express) {
             return None;
         }
