@@ -24,6 +24,7 @@ mod lock;
 mod options;
 mod pages;
 mod preflight;
+mod ranges;
 mod s3;
 mod s3_list;
 mod stats;
@@ -41,6 +42,8 @@ pub use condition::{Token, Versioned, WriteError, WriteMode};
 pub(crate) use error::stopped;
 pub use error::StoreError;
 pub use local::Listed;
+pub use options::{CONCURRENCY_OPTION, DEFAULT_CONCURRENCY, MAX_CONCURRENCY};
+pub use ranges::{even_splits, joined};
 pub use stats::Stats;
 pub use url::StoreUrl;
 
@@ -57,20 +60,6 @@ pub struct Store {
     concurrency: usize,
 }
 
-/// The store option (`remote.<name>.fdlConcurrency` in Git's configuration) that sets how many
-/// requests are in flight at once.
-pub const CONCURRENCY_OPTION: &str = "fdl_concurrency";
-
-/// Requests in flight at once on a cloud store unless configured: a round trip there costs
-/// tens of milliseconds, so only many at once make reading thousands of files quick.
-pub const DEFAULT_CONCURRENCY: usize = 256;
-
-/// Reads in flight at once in a local folder (they are synchronous: this only spreads them).
-const LOCAL_CONCURRENCY: usize = 48;
-
-/// The most requests a configuration may put in flight.
-pub const MAX_CONCURRENCY: usize = 4096;
-
 impl Store {
     /// Opens the store a URL names, with object_store configuration `options` (`key`, `value`)
     /// added to what the environment gives.
@@ -79,7 +68,7 @@ impl Store {
             .iter()
             .cloned()
             .partition(|(k, _)| k == CONCURRENCY_OPTION);
-        let concurrency = concurrency_of(url, &own)?.min(throttle::open_files_room());
+        let concurrency = options::concurrency_of(url, &own)?.min(throttle::open_files_room());
         let backend: Box<dyn Backend> = match url {
             // A folder uses no store option, but one no store knows is a typo all the same.
             StoreUrl::Local(path) => {
@@ -226,6 +215,19 @@ impl Store {
         self.backend.put(rel, bytes, mode).await
     }
 
+    /// Lists `prefix` in ranges split at `splits` (sorted paths, each the last of its range;
+    /// see [`even_splits`]) side by side, each expected to hold about `expected` paths: the
+    /// whole listing, in order, for about one round trip.
+    pub async fn list_split(
+        &self,
+        prefix: &str,
+        splits: Vec<&str>,
+        expected: usize,
+    ) -> Result<Listed, StoreError> {
+        check_rel(prefix)?;
+        ranges::list_split(&self.backend, prefix, splits, expected).await
+    }
+
     /// Deletes `rel` if it is still at version `expected`. Local folders check and delete under
     /// a lock. Cloud stores check the version first (a cheap conflict), then delete on condition
     /// (S3 and Azure `If-Match`, GCS generation match); a store that ignores the condition on
@@ -296,29 +298,6 @@ fn check_rel(rel: &str) -> Result<(), StoreError> {
         });
     }
     Ok(())
-}
-
-/// Requests in flight for a store at `url`: the default for its kind, or the configured
-/// `fdlConcurrency` (1 to [`MAX_CONCURRENCY`]).
-fn concurrency_of(url: &StoreUrl, own: &[(String, String)]) -> Result<usize, StoreError> {
-    let mut concurrency = match url {
-        StoreUrl::Local(_) => LOCAL_CONCURRENCY,
-        _ => DEFAULT_CONCURRENCY,
-    };
-    for (_, v) in own {
-        concurrency = v
-            .trim()
-            .parse()
-            .ok()
-            .filter(|n| (1..=MAX_CONCURRENCY).contains(n))
-            .ok_or_else(|| {
-                StoreError::Config(format!(
-                    "fdlConcurrency: '{}' is not a number from 1 to {MAX_CONCURRENCY}",
-                    crate::redact::for_terminal(v)
-                ))
-            })?;
-    }
-    Ok(concurrency)
 }
 
 #[cfg(test)]

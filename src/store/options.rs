@@ -110,3 +110,43 @@ pub(super) fn retry_config() -> object_store::RetryConfig {
         ..Default::default()
     }
 }
+
+/// The store option (`remote.<name>.fdlConcurrency` in Git's configuration) that sets how many
+/// requests are in flight at once.
+pub const CONCURRENCY_OPTION: &str = "fdl_concurrency";
+
+/// Requests in flight at once on a cloud store unless configured: a round trip there costs
+/// tens of milliseconds, so only many at once make reading thousands of files quick.
+pub const DEFAULT_CONCURRENCY: usize = 256;
+
+/// Reads in flight at once in a local folder (they are synchronous: this only spreads them).
+pub(super) const LOCAL_CONCURRENCY: usize = 48;
+
+/// The most requests a configuration may put in flight.
+pub const MAX_CONCURRENCY: usize = 4096;
+
+/// Requests in flight for a store at `url`: the default for its kind, or the configured
+/// `fdlConcurrency` (1 to [`MAX_CONCURRENCY`]).
+pub(super) fn concurrency_of(
+    url: &StoreUrl,
+    own: &[(String, String)],
+) -> Result<usize, StoreError> {
+    let mut concurrency = match url {
+        StoreUrl::Local(_) => LOCAL_CONCURRENCY,
+        _ => DEFAULT_CONCURRENCY,
+    };
+    for (_, v) in own {
+        concurrency = v
+            .trim()
+            .parse()
+            .ok()
+            .filter(|n| (1..=MAX_CONCURRENCY).contains(n))
+            .ok_or_else(|| {
+                StoreError::Config(format!(
+                    "fdlConcurrency: '{}' is not a number from 1 to {MAX_CONCURRENCY}",
+                    crate::redact::for_terminal(v)
+                ))
+            })?;
+    }
+    Ok(concurrency)
+}

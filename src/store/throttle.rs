@@ -163,11 +163,11 @@ const FILES_KEPT: u64 = 64;
 pub fn open_files_room() -> usize {
     static ROOM: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *ROOM.get_or_init(|| match crate::process::raise_open_files_limit() {
-        None => super::MAX_CONCURRENCY,
+        None => super::options::MAX_CONCURRENCY,
         Some(limit) => {
             let room = limit.saturating_sub(FILES_KEPT.min(limit / 2));
             usize::try_from(room)
-                .unwrap_or(super::MAX_CONCURRENCY)
+                .unwrap_or(super::options::MAX_CONCURRENCY)
                 .max(1)
         }
     })
@@ -327,6 +327,51 @@ mod tests {
             (Some(403), Some("AccessDenied"))
         );
         assert!(answer_of("Error performing GET http://127.0.0.1:15030/b/x in 1s").is_none());
+    }
+
+    /// An error as object_store 0.14 chains one: the request (method, URL, time taken), then
+    /// the answer.
+    #[derive(Debug)]
+    struct Chained(String, Option<Box<Chained>>);
+
+    impl std::fmt::Display for Chained {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(&self.0)
+        }
+    }
+
+    impl std::error::Error for Chained {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1.as_deref().map(|c| c as _)
+        }
+    }
+
+    fn request_error(request: &str, answer: &str) -> object_store::Error {
+        let answer = Chained(answer.to_string(), None);
+        object_store::Error::Generic {
+            store: "S3",
+            source: Box::new(Chained(
+                format!("{request} - {answer}"),
+                Some(Box::new(answer)),
+            )),
+        }
+    }
+
+    #[test]
+    fn a_key_url_or_time_holding_503_or_429_is_no_throttling() {
+        let request = "Error performing GET http://127.0.0.1:15030/b/versions/50300000-0429-7000-8503-000000000429/version.json in 503.429ms";
+        let not_found = "Server returned non-2xx status code: 404 Not Found: <Error><Code>NoSuchKey</Code><Key>429/503</Key></Error>";
+        assert!(!is_throttling(&request_error(request, not_found)));
+        let denied = "Server returned non-2xx status code: 403 Forbidden: took 503 ms, retry 429";
+        assert!(!is_throttling(&request_error(request, denied)));
+        for answer in [
+            "Server returned non-2xx status code: 503 Service Unavailable: ",
+            "Server returned non-2xx status code: 429 Too Many Requests: ",
+            "Server returned error response: <Error><Code>SlowDown</Code></Error>",
+        ] {
+            let plain = "Error performing GET http://h/b/k in 1s";
+            assert!(is_throttling(&request_error(plain, answer)), "{answer}");
+        }
     }
 
     #[tokio::test]
