@@ -173,7 +173,7 @@ pub(super) fn build_azure(
     Ok(Parts {
         store: azure.clone(),
         deleter,
-        pages: Some(Pages::new(azure, None)),
+        pages: Some(Pages::new(azure)),
     })
 }
 

@@ -186,11 +186,6 @@ impl Backend for Cloud {
         let page = expected
             .filter(|_| until.is_some())
             .map(|e| (e + e / 4 + 16).min(LIST_PAGE as usize));
-        // Pages read without object_store's parser are worth it for a listing of any size.
-        let page = page.or_else(|| {
-            let fast = self.pages.as_ref().is_some_and(|p| p.is_fast());
-            fast.then_some(LIST_PAGE as usize)
-        });
         let requests = Arc::new(AtomicU64::new(0));
         let mut listing = self.listing(&path, offset.as_ref(), page, &requests);
         let mut out = Listed::default();

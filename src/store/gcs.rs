@@ -49,7 +49,7 @@ pub(super) fn build_gcs(
     Ok(Parts {
         store: gcs.clone(),
         deleter: Some(deleter),
-        pages: Some(Pages::new(gcs, None)),
+        pages: Some(Pages::new(gcs)),
     })
 }
 

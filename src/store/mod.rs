@@ -26,7 +26,6 @@ mod pages;
 mod preflight;
 mod ranges;
 mod s3;
-mod s3_list;
 mod stats;
 pub mod throttle;
 mod traced;

@@ -58,16 +58,13 @@ pub(super) fn build_s3(
             "true",
         );
     }
-    let kept = super::s3_list::KeepClient::default();
-    let b = b.with_http_connector(kept.clone());
-    let s3 = Arc::new(b.clone().build().map_err(config_err)?);
-    let lister = super::s3_list::S3Lister::new(u, &b, &s3, &kept, &region);
+    let s3 = Arc::new(b.build().map_err(config_err)?);
     let client = LazyClient::new("AWS_", &with_plain_http(options, plain));
     let signer = (!unsigned).then(|| s3.clone() as Arc<dyn object_store::signer::Signer>);
     // S3 Express directory buckets take no start-after: object_store lists those from the
     // start, and so do pages here, by not being used.
     let express = u.host_str().is_some_and(|b| b.ends_with("--x-s3"));
-    let pages = (!express).then(|| Pages::new(s3.clone(), lister));
+    let pages = (!express).then(|| Pages::new(s3.clone()));
     Ok(Parts {
         store: s3,
         deleter: Some(Deleter::S3(signer, client)),
