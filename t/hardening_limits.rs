@@ -190,27 +190,25 @@ fn a_clone_of_300_versions_100_ms_away_fits_an_open_file_limit_of_64() {
 
 // ---- 11. fsck within the memory budget ------------------------------------------------------
 
-/// Runs a command and returns its output and its peak resident memory in KiB (`wait4`: this
-/// child's own, whatever other tests run meanwhile).
-// The child is waited for with wait4, which clippy does not see.
-#[allow(clippy::zombie_processes)]
-fn with_peak_memory(mut cmd: Command) -> (std::process::ExitStatus, String, i64) {
-    let mut child = cmd
+/// Runs a command of the helper and returns its status, its stderr and its peak resident
+/// memory in KiB, as the helper reads it from /proc at exit (`GIT_REMOTE_FDL_TEST_PEAK_FILE`):
+/// `wait4` would count the pages of this large test binary, which a spawned child shares until
+/// it execs, as the child's own.
+fn with_peak_memory(t: &TestEnv, mut cmd: Command) -> (std::process::ExitStatus, String, i64) {
+    let file = t.path("peak-fsck");
+    let _ = std::fs::remove_file(&file);
+    let out = cmd
+        .env("GIT_REMOTE_FDL_TEST_PEAK_FILE", &file)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
-        .spawn()
+        .output()
         .unwrap();
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
-    let mut status = 0;
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let pid = child.id() as libc::pid_t;
-    assert_eq!(unsafe { libc::wait4(pid, &mut status, 0, &mut usage) }, pid);
-    use std::os::unix::process::ExitStatusExt;
+    let peaks = std::fs::read_to_string(&file).unwrap_or_default();
+    let peak = peaks.lines().filter_map(|l| l.parse::<i64>().ok()).max();
     (
-        std::process::ExitStatus::from_raw(status),
-        stderr,
-        usage.ru_maxrss,
+        out.status,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        peak.expect("the helper recorded its peak memory"),
     )
 }
 
@@ -234,7 +232,7 @@ fn fsck_of_40_versions_of_15_mib_records_stays_within_the_memory_budget() {
     }
     let url = t.path("lake").display().to_string();
     let cmd = t.command(env!("CARGO_BIN_EXE_git-remote-fdl"), ".", &["fsck", &url]);
-    let (status, err, peak_kib) = with_peak_memory(cmd);
+    let (status, err, peak_kib) = with_peak_memory(&t, cmd);
     assert!(status.success(), "{err}");
     assert!(err.contains("40 versions: 0 problems"), "{err}");
     // 40 records of 15 MiB are 600 MiB; the store's budget is 128 MiB of files in flight.
