@@ -305,7 +305,7 @@ fn azure_connection_string() {
 }
 
 /// The helper's own store, opened with object_store options equal to the emulator's environment.
-fn open_store(place: Where, url: &str) -> git_remote_fdl::store::Store {
+pub(crate) fn open_store(place: Where, url: &str) -> git_remote_fdl::store::Store {
     let options: Vec<(String, String)> = match place {
         // Azurite's address is read only from the environment in emulator mode: name the
         // account, key and endpoint instead, as for a real account.

@@ -123,7 +123,7 @@ fn profile_with_static_keys_from_aws_profile() {
     clone_and_push(&t, &url, "static");
 }
 
-/// Regression: the helper reads S3 list pages itself (`store/s3_list.rs`), signed as
+/// Regression: S3 list pages, once read by the helper itself (`store/s3_list.rs`, since gone), signed as
 /// object_store signs its own. Here every one is taken as signed, none asked again of
 /// object_store: 950 refs, so that a second listing splits the tags in two ranges, one
 /// after a `start-after`.

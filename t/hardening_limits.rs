@@ -190,19 +190,21 @@ fn a_clone_of_300_versions_100_ms_away_fits_an_open_file_limit_of_64() {
 
 // ---- 11. fsck within the memory budget ------------------------------------------------------
 
-/// Runs a command of the helper and returns its status, its stderr and its peak resident memory
-/// in KiB, as the helper records it itself (`VmHWM`): a child's `wait4` figure would count the
-/// pages of the test harness it was spawned from, hundreds of MiB while other tests run.
-fn with_peak_memory(t: &TestEnv, mut cmd: Command) -> (std::process::ExitStatus, String, u64) {
-    let file = t.path("peak-memory");
+/// Runs a command of the helper and returns its status, its stderr and its peak resident
+/// memory in KiB, as the helper reads it from /proc at exit (`GIT_REMOTE_FDL_TEST_PEAK_FILE`):
+/// `wait4` would count the pages of this large test binary, which a spawned child shares until
+/// it execs, as the child's own.
+fn with_peak_memory(t: &TestEnv, mut cmd: Command) -> (std::process::ExitStatus, String, i64) {
+    let file = t.path("peak-fsck");
     let _ = std::fs::remove_file(&file);
     let out = cmd
         .env("GIT_REMOTE_FDL_TEST_PEAK_FILE", &file)
         .stdout(Stdio::null())
+        .stderr(Stdio::piped())
         .output()
         .unwrap();
     let peaks = std::fs::read_to_string(&file).unwrap_or_default();
-    let peak = peaks.lines().filter_map(|l| l.parse::<u64>().ok()).max();
+    let peak = peaks.lines().filter_map(|l| l.parse::<i64>().ok()).max();
     (
         out.status,
         String::from_utf8_lossy(&out.stderr).into_owned(),

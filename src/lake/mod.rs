@@ -894,80 +894,18 @@ async fn list_ref_folders(store: &Store, sorted: &[String]) -> Result<Listed, St
             .filter(|n| n.starts_with(prefix))
             .map(|n| n.as_str())
             .collect();
-        let splits = even_splits(&names);
+        let splits = crate::store::even_splits(&names, LIST_SPLIT);
         // Each range holds about as many names as when they were last listed.
         let expected = names.len() / (splits.len() + 1);
-        list_split(store, prefix, splits, expected)
+        store.list_split(prefix, splits, expected)
     };
     let (heads, tags) = futures::join!(listing("refs/heads/"), listing("refs/tags/"));
-    Ok(joined(vec![heads?, tags?]))
-}
-
-/// Where to split a listing of `names` (sorted): in as few ranges as hold [`LIST_SPLIT`]
-/// names each, of even sizes, so that their answers are parsed side by side in the same time.
-fn even_splits<'a>(names: &[&'a str]) -> Vec<&'a str> {
-    let ranges = names.len().div_ceil(LIST_SPLIT).max(1);
-    (1..ranges)
-        .map(|i| names[i * names.len() / ranges - 1])
-        .collect()
-}
-
-/// Lists `prefix` in ranges split at `splits` (sorted paths; each ends a range), side by side,
-/// each expected to hold about `expected` paths.
-async fn list_split(
-    store: &Store,
-    prefix: &str,
-    splits: Vec<&str>,
-    expected: usize,
-) -> Result<Listed, StoreError> {
-    let mut bounds: Vec<Option<&str>> = vec![None];
-    bounds.extend(splits.into_iter().map(Some));
-    bounds.push(None);
-    // Each range is a task of its own: its answer is parsed on a worker, beside the others'.
-    let ranges = bounds.windows(2).map(|w| {
-        let (store, prefix) = (store.clone(), prefix.to_string());
-        let (after, until) = (w[0].map(str::to_string), w[1].map(str::to_string));
-        let range = async move {
-            store
-                .list_range(
-                    &prefix,
-                    after.as_deref(),
-                    until.as_deref(),
-                    None,
-                    Some(expected),
-                )
-                .await
-        };
-        async move {
-            (tokio::spawn(range).await)
-                .unwrap_or_else(|e| Err(crate::store::stopped("refs/", "listing", e)))
-        }
-    });
-    let mut all = joined(futures::future::try_join_all(ranges).await?);
-    all.files.dedup();
-    Ok(all)
-}
-
-/// Listings of consecutive ranges as one, in order. The largest map of ETags is kept and
-/// the others added to it: most tags are in one folder.
-fn joined(mut parts: Vec<Listed>) -> Listed {
-    let largest = (0..parts.len()).max_by_key(|&i| parts[i].e_tags.len());
-    let mut all = Listed {
-        e_tags: largest.map_or_else(HashMap::new, |i| std::mem::take(&mut parts[i].e_tags)),
-        ..Listed::default()
-    };
-    for part in parts {
-        all.files.extend(part.files);
-        all.skipped.extend(part.skipped);
-        all.e_tags.extend(part.e_tags);
-    }
-    all
+    Ok(crate::store::joined(vec![heads?, tags?]))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{joined, without_conflicts};
-    use crate::store::Listed;
+    use super::without_conflicts;
 
     #[test]
     fn a_ref_and_refs_below_it_keep_the_shortest() {
@@ -986,26 +924,5 @@ mod tests {
                 ("refs/heads/b/c/d".into(), "refs/heads/b/c".into()),
             ]
         );
-    }
-
-    #[test]
-    fn ranges_joined_keep_their_order_and_every_etag() {
-        let part = |names: &[&str]| Listed {
-            files: names.iter().map(|n| n.to_string()).collect(),
-            e_tags: names
-                .iter()
-                .map(|n| (n.to_string(), format!("\"{n}\"")))
-                .collect(),
-            ..Listed::default()
-        };
-        let all = joined(vec![
-            part(&["a"]),
-            part(&["b", "c", "d"]),
-            part(&["e", "f"]),
-        ]);
-        assert_eq!(all.files, ["a", "b", "c", "d", "e", "f"]);
-        assert_eq!(all.e_tags.len(), 6);
-        assert_eq!(all.e_tags["a"], "\"a\"");
-        assert_eq!(all.e_tags["f"], "\"f\"");
     }
 }

@@ -97,7 +97,7 @@ fn describe_s3(u: &Url, options: &[(String, String)]) -> S3Access {
         let host = e.split_once("://").map_or(e.as_str(), |(_, rest)| rest);
         host.trim_end_matches('/').to_string()
     });
-    let virtual_hosted = super::url::truthy(b.get_config_value(&K::VirtualHostedStyleRequest));
+    let virtual_hosted = super::options::truthy(b.get_config_value(&K::VirtualHostedStyleRequest));
     S3Access {
         bucket: u.host_str().unwrap_or_default().to_string(),
         endpoint,
@@ -105,7 +105,7 @@ fn describe_s3(u: &Url, options: &[(String, String)]) -> S3Access {
         path_style: !virtual_hosted,
         region,
         profile,
-        unsigned: super::url::truthy(b.get_config_value(&K::SkipSignature)),
+        unsigned: super::options::truthy(b.get_config_value(&K::SkipSignature)),
     }
 }
 

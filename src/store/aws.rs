@@ -16,7 +16,9 @@ use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvid
 use aws_credential_types::Credentials;
 use object_store::aws::AwsCredential;
 
-use super::{StoreError, StoreUrl};
+use super::error::StoreError;
+use super::hints::hint_credentials;
+use super::url::StoreUrl;
 use crate::redact::{excerpt, redact};
 
 /// The object_store option that carries `remote.<name>.fdlProfile` (and may be given as
@@ -272,7 +274,7 @@ impl AwsChain {
                 Profile::describe(self.profile.as_ref()),
                 profile_files(),
             ),
-            hint: super::diagnose::hint_credentials(&self.url),
+            hint: hint_credentials(&self.url),
         }
     }
 
@@ -292,7 +294,7 @@ impl AwsChain {
         };
         NoCredentials {
             message,
-            hint: super::diagnose::hint_credentials(&self.url),
+            hint: hint_credentials(&self.url),
         }
     }
 }

@@ -4,9 +4,17 @@
 //! object_store's options in place of the account variables. Its keys and signatures are
 //! registered as secrets.
 
-use object_store::azure::{AzureConfigKey as K, MicrosoftAzureBuilder};
+use std::sync::Arc;
 
-use super::StoreError;
+use object_store::azure::{AzureConfigKey as K, MicrosoftAzureBuilder};
+use url::Url;
+
+use super::cloud::Parts;
+use super::delete::{Deleter, LazyClient};
+use super::error::StoreError;
+use super::options::{build_error, config_key, retry_config};
+use super::pages::Pages;
+use super::url::StoreUrl;
 
 /// The variable the Azure CLI and SDKs read a connection string from.
 pub(super) const CONNECTION_STRING: &str = "AZURE_STORAGE_CONNECTION_STRING";
@@ -140,6 +148,86 @@ fn bad(why: &str) -> StoreError {
                 .to_string(),
         ),
     }
+}
+
+pub(super) fn build_azure(
+    url: &StoreUrl,
+    u: &Url,
+    options: &[(String, String)],
+) -> Result<Parts, StoreError> {
+    let config_err = |e: object_store::Error| build_error(options, &e);
+    let mut b = builder_from_env()?
+        .with_url(u.as_str())
+        .with_retry(retry_config());
+    for (k, v) in options {
+        b = b.with_config(config_key(url, k)?, v);
+    }
+    let container_url = azure_container_url(&b, u);
+    let azure = Arc::new(b.build().map_err(config_err)?);
+    let deleter = container_url.map(|(container_url, account)| Deleter::Azure {
+        container_url,
+        account,
+        credentials: azure.credentials().clone(),
+        client: LazyClient::new("AZURE_", options),
+    });
+    Ok(Parts {
+        store: azure.clone(),
+        deleter,
+        pages: Some(Pages::new(azure)),
+    })
+}
+
+/// The container's URL and the account, as object_store will address them: the emulator's
+/// (`AZURITE_BLOB_STORAGE_URL`), the configured endpoint, or the account's public one. `None`
+/// when they cannot be told (a Fabric address): deletes then go unconditionally after a check.
+fn azure_container_url(
+    b: &object_store::azure::MicrosoftAzureBuilder,
+    u: &Url,
+) -> Option<(Url, String)> {
+    use object_store::azure::AzureConfigKey as K;
+    let host = u.host_str()?;
+    // abfs[s]://<container>@<account>.dfs.core.windows.net/: the rest name the container only.
+    let (container, account_from_url) = match u.username() {
+        "" => (host.to_string(), None),
+        c => {
+            let (account, rest) = host.split_once('.')?;
+            if !rest.ends_with(".core.windows.net") {
+                return None;
+            }
+            (c.to_string(), Some(account.to_string()))
+        }
+    };
+    let truthy = |k: K| {
+        b.get_config_value(&k).is_some_and(|v| {
+            matches!(
+                v.to_ascii_lowercase().as_str(),
+                "true" | "1" | "on" | "yes" | "y"
+            )
+        })
+    };
+    if truthy(K::UseFabricEndpoint) {
+        return None;
+    }
+    let emulator = truthy(K::UseEmulator);
+    let account = b.get_config_value(&K::AccountName).or(account_from_url);
+    let (service, account) = if emulator {
+        let account = account.unwrap_or_else(|| "devstoreaccount1".to_string());
+        let base = std::env::var("AZURITE_BLOB_STORAGE_URL")
+            .unwrap_or_else(|_| "http://127.0.0.1:10000".to_string());
+        (format!("{}/{account}", base.trim_end_matches('/')), account)
+    } else {
+        let account = account?;
+        let service = b
+            .get_config_value(&K::Endpoint)
+            .unwrap_or_else(|| format!("https://{account}.blob.core.windows.net"));
+        (service, account)
+    };
+    let mut url = Url::parse(&service).ok()?;
+    url.path_segments_mut()
+        .ok()?
+        .pop_if_empty()
+        .push(&container);
+    Some((url, account))
 }
 
 #[cfg(test)]

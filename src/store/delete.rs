@@ -13,7 +13,15 @@ use object_store::path::Path as StorePath;
 use object_store::signer::Signer;
 use object_store::{ClientConfigKey, ClientOptions};
 
-use super::{redact, Token};
+use super::condition::Token;
+use crate::redact::redact;
+
+/// How many times a conditional DELETE is sent at most: object_store's retries do not cover
+/// it (it goes out on a bare client), so the few it needs are here.
+const DELETE_ATTEMPTS: u32 = 4;
+
+/// The pause before the first retry of a DELETE; each next one doubles.
+const DELETE_FIRST_PAUSE: Duration = Duration::from_millis(400);
 
 /// How a store deletes on condition.
 #[derive(Debug, Clone)]
@@ -105,9 +113,12 @@ fn http_client(
 impl Deleter {
     pub(crate) async fn delete(&self, path: &StorePath, expected: &Token) -> Outcome {
         let mut last = String::new();
-        for attempt in 0..4u32 {
+        // Pauses of 0.4, 0.8 and 1.6 s, with jitter: racing deleters do not come back together.
+        let mut backoff = crate::backoff::Backoff::new(DELETE_FIRST_PAUSE, Duration::from_secs(2))
+            .with_jitter(Duration::from_millis(100));
+        for attempt in 0..DELETE_ATTEMPTS {
             if attempt > 0 {
-                tokio::time::sleep(Duration::from_millis(200 << attempt)).await;
+                backoff.wait().await;
             }
             match self.send(path, expected).await {
                 Ok(status) if status.is_success() => return Outcome::Deleted,

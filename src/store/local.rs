@@ -7,7 +7,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use super::StoreError;
+use super::error::StoreError;
 
 /// A folder that holds a lake. Every path is checked to stay below `root` after symlinks.
 #[derive(Debug, Clone)]

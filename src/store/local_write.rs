@@ -4,10 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
+use super::error::StoreError;
 pub use super::local::file_token;
 use super::local::{io_error, is_absent, not_a_file, LocalDir};
 use super::lock::{self, Acquired, LockGuard};
-use super::StoreError;
 use crate::testhook;
 
 /// What a conditional write in a folder expects to find.

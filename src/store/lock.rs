@@ -10,7 +10,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::StoreError;
+use super::error::StoreError;
 use crate::backoff::Backoff;
 
 /// How long a writer waits for another's lock before giving up (locks are held for

@@ -1,7 +1,6 @@
 //! Listing a range of keys in pages of about its size. S3, GCS and Azure answer a listing
 //! with a full page (1,000 keys) unless told otherwise, so a range that ends well before the
-//! listing does would bring back, and have parsed, hundreds of keys past its end. On S3 a
-//! page is read by [`S3Lister`] first.
+//! listing does would bring back, and have parsed, hundreds of keys past its end.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -10,13 +9,10 @@ use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
 use object_store::list::{PaginatedListOptions, PaginatedListStore};
 use object_store::path::Path as StorePath;
 
-use super::s3_list::S3Lister;
-
 /// A cloud store's listing in pages of a chosen size.
 #[derive(Clone)]
 pub struct Pages {
     store: Arc<dyn PaginatedListStore>,
-    s3: Option<Arc<S3Lister>>,
 }
 
 impl std::fmt::Debug for Pages {
@@ -33,16 +29,8 @@ enum Next {
 }
 
 impl Pages {
-    pub(crate) fn new(store: Arc<dyn PaginatedListStore>, s3: Option<S3Lister>) -> Pages {
-        Pages {
-            store,
-            s3: s3.map(Arc::new),
-        }
-    }
-
-    /// Whether pages are read without object_store's parser (see [`S3Lister`]).
-    pub fn is_fast(&self) -> bool {
-        self.s3.is_some()
+    pub(crate) fn new(store: Arc<dyn PaginatedListStore>) -> Pages {
+        Pages { store }
     }
 
     /// The objects whose keys start with `prefix` (a folder, ending in `/`), after `offset`,
@@ -55,10 +43,10 @@ impl Pages {
         page: usize,
         requests: Arc<AtomicU64>,
     ) -> BoxStream<'static, Result<(StorePath, Option<String>), object_store::Error>> {
-        let (store, s3) = (self.store.clone(), self.s3.clone());
+        let store = self.store.clone();
         stream::try_unfold(Next::First, move |next| {
             let (store, prefix, offset) = (store.clone(), prefix.clone(), offset.clone());
-            let (s3, requests) = (s3.clone(), requests.clone());
+            let requests = requests.clone();
             async move {
                 let page_token = match next {
                     Next::End => return Ok::<_, object_store::Error>(None),
@@ -66,21 +54,6 @@ impl Pages {
                     Next::Token(t) => Some(t),
                 };
                 requests.fetch_add(1, Ordering::Relaxed);
-                if let Some(s3) = &s3 {
-                    let token = page_token.as_deref();
-                    match s3.page(&prefix, offset.as_deref(), page, token).await {
-                        Ok(got) => {
-                            let next = got.next.map_or(Next::End, Next::Token);
-                            return Ok(Some((got.objects, next)));
-                        }
-                        // Asked again of object_store, which retries, backs off and explains.
-                        Err(why) if crate::trace::enabled() => crate::trace::line(&format!(
-                            "store: LIST {prefix}: page asked again of object_store ({why})"
-                        )),
-                        Err(_) => {}
-                    }
-                    requests.fetch_add(1, Ordering::Relaxed);
-                }
                 let opts = PaginatedListOptions {
                     offset,
                     max_keys: Some(page),

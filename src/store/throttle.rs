@@ -1,13 +1,22 @@
-//! Requests in flight on a cloud store, fewer while it throttles: a store that answers "slow
-//! down" (503 SlowDown, 429) halves how many requests the helper keeps in flight, and the
-//! request is tried again after a pause; each run of successes lets one more request in again,
-//! up to the configured concurrency. A throttled read is slowed, not failed. And never more
-//! in flight than the open files this process may have leave room for.
+//! Requests in flight on a store, fewer while it throttles: every request (GET, HEAD, LIST,
+//! PUT, DELETE) passes the gate ([`Gated`], a wrapper around any backend); a store that
+//! answers "slow down" (503 SlowDown, 429) halves how many requests the helper keeps in flight,
+//! and a read is tried again after a pause; each run of successes lets one more request in
+//! again, up to the configured concurrency. A throttled read is slowed, not failed. And never
+//! more in flight than the open files this process may have leave room for.
 
-use std::sync::Mutex;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use bytes::Bytes;
 use tokio::sync::{Semaphore, SemaphorePermit};
+
+use super::backend::{Backend, Got, Paged, Range, Sink};
+use super::budget::Budget;
+use super::condition::{Token, Versioned, WriteError, WriteMode};
+use super::error::StoreError;
+use super::local::Listed;
 
 /// How many times one request is tried again after the store throttled it (beyond the retries
 /// of the HTTP client itself); the pauses grow from 200 ms to 5 s, so at most about 30 s.
@@ -154,14 +163,137 @@ const FILES_KEPT: u64 = 64;
 pub fn open_files_room() -> usize {
     static ROOM: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *ROOM.get_or_init(|| match crate::process::raise_open_files_limit() {
-        None => super::MAX_CONCURRENCY,
+        None => super::options::MAX_CONCURRENCY,
         Some(limit) => {
             let room = limit.saturating_sub(FILES_KEPT.min(limit / 2));
             usize::try_from(room)
-                .unwrap_or(super::MAX_CONCURRENCY)
+                .unwrap_or(super::options::MAX_CONCURRENCY)
                 .max(1)
         }
     })
+}
+
+/// A backend whose every request waits for its place at the gate, and whose reads the store
+/// throttled are tried again after a pause (writes are not: their callers read back).
+#[derive(Debug)]
+pub(crate) struct Gated {
+    inner: Box<dyn Backend>,
+    gate: Arc<Gate>,
+}
+
+impl Gated {
+    pub fn new(inner: Box<dyn Backend>, gate: Arc<Gate>) -> Gated {
+        Gated { inner, gate }
+    }
+
+    /// A read (`what` on `rel`, for the trace), tried again while the store throttles it.
+    async fn read<'a, T, F>(
+        &'a self,
+        what: &str,
+        rel: &str,
+        op: impl Fn() -> F + Send + Sync,
+    ) -> Result<T, StoreError>
+    where
+        F: Future<Output = Result<T, StoreError>> + Send + 'a,
+    {
+        let mut attempt = 0;
+        let mut backoff = backoff();
+        loop {
+            let pass = self.gate.enter().await;
+            match op().await {
+                Ok(v) => {
+                    pass.succeeded();
+                    return Ok(v);
+                }
+                Err(e @ StoreError::Throttled { .. }) => {
+                    pass.throttled();
+                    if attempt >= THROTTLE_RETRIES {
+                        return Err(e);
+                    }
+                    if crate::trace::enabled() {
+                        crate::trace::line(&format!(
+                            "store: {what} {rel} -> throttled, trying again"
+                        ));
+                    }
+                    backoff.wait().await;
+                    attempt += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// A write: once, in its place at the gate, which it lowers if the store throttled it.
+    async fn write<T>(
+        &self,
+        op: impl Future<Output = Result<T, WriteError>> + Send,
+    ) -> Result<T, WriteError> {
+        let pass = self.gate.enter().await;
+        let result = op.await;
+        match &result {
+            Ok(_) => pass.succeeded(),
+            Err(WriteError::Store(StoreError::Throttled { .. })) => pass.throttled(),
+            Err(_) => {}
+        }
+        result
+    }
+}
+
+#[async_trait::async_trait]
+impl Backend for Gated {
+    async fn head(&self, rel: &str) -> Result<Option<Token>, StoreError> {
+        self.read("HEAD", rel, || self.inner.head(rel)).await
+    }
+
+    async fn get(&self, rel: &str, limit: u64, budget: &Budget) -> Result<Option<Got>, StoreError> {
+        self.read("GET", rel, || self.inner.get(rel, limit, budget))
+            .await
+    }
+
+    async fn get_versioned(
+        &self,
+        rel: &str,
+        limit: u64,
+        budget: &Budget,
+    ) -> Result<Option<Versioned>, StoreError> {
+        self.read("GET", rel, || self.inner.get_versioned(rel, limit, budget))
+            .await
+    }
+
+    async fn download(&self, rel: &str, sink: &mut Sink<'_>) -> Result<bool, StoreError> {
+        let pass = self.gate.enter().await;
+        let result = self.inner.download(rel, sink).await;
+        if result.is_ok() {
+            pass.succeeded();
+        }
+        result
+    }
+
+    async fn list(&self, prefix: &str, range: Range<'_>) -> Result<Paged<Listed>, StoreError> {
+        self.read("LIST", prefix, || self.inner.list(prefix, range))
+            .await
+    }
+
+    async fn list_dirs(&self, prefix: &str) -> Result<Paged<Vec<String>>, StoreError> {
+        self.read("LIST", prefix, || self.inner.list_dirs(prefix))
+            .await
+    }
+
+    async fn put(&self, rel: &str, bytes: Bytes, mode: &WriteMode) -> Result<Token, WriteError> {
+        self.write(self.inner.put(rel, bytes, mode)).await
+    }
+
+    async fn delete(&self, rel: &str, expected: &Token) -> Result<(), WriteError> {
+        self.write(self.inner.delete(rel, expected)).await
+    }
+
+    fn checks_before_delete(&self) -> bool {
+        self.inner.checks_before_delete()
+    }
+
+    fn take_notes(&self) -> Vec<String> {
+        self.inner.take_notes()
+    }
 }
 
 /// The pauses before trying a throttled request again: from 100 ms doubling up to 5 s, with
@@ -195,6 +327,51 @@ mod tests {
             (Some(403), Some("AccessDenied"))
         );
         assert!(answer_of("Error performing GET http://127.0.0.1:15030/b/x in 1s").is_none());
+    }
+
+    /// An error as object_store 0.14 chains one: the request (method, URL, time taken), then
+    /// the answer.
+    #[derive(Debug)]
+    struct Chained(String, Option<Box<Chained>>);
+
+    impl std::fmt::Display for Chained {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(&self.0)
+        }
+    }
+
+    impl std::error::Error for Chained {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1.as_deref().map(|c| c as _)
+        }
+    }
+
+    fn request_error(request: &str, answer: &str) -> object_store::Error {
+        let answer = Chained(answer.to_string(), None);
+        object_store::Error::Generic {
+            store: "S3",
+            source: Box::new(Chained(
+                format!("{request} - {answer}"),
+                Some(Box::new(answer)),
+            )),
+        }
+    }
+
+    #[test]
+    fn a_key_url_or_time_holding_503_or_429_is_no_throttling() {
+        let request = "Error performing GET http://127.0.0.1:15030/b/versions/50300000-0429-7000-8503-000000000429/version.json in 503.429ms";
+        let not_found = "Server returned non-2xx status code: 404 Not Found: <Error><Code>NoSuchKey</Code><Key>429/503</Key></Error>";
+        assert!(!is_throttling(&request_error(request, not_found)));
+        let denied = "Server returned non-2xx status code: 403 Forbidden: took 503 ms, retry 429";
+        assert!(!is_throttling(&request_error(request, denied)));
+        for answer in [
+            "Server returned non-2xx status code: 503 Service Unavailable: ",
+            "Server returned non-2xx status code: 429 Too Many Requests: ",
+            "Server returned error response: <Error><Code>SlowDown</Code></Error>",
+        ] {
+            let plain = "Error performing GET http://h/b/k in 1s";
+            assert!(is_throttling(&request_error(plain, answer)), "{answer}");
+        }
     }
 
     #[tokio::test]

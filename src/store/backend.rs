@@ -1,0 +1,95 @@
+//! The operations every store offers, one implementation per backend (a folder, or a cloud
+//! store through object_store), and the wrappers (counting, tracing, the gate) around any of
+//! them, as object_store's own wrapping stores wrap an `ObjectStore`.
+
+use bytes::Bytes;
+
+use super::budget::Budget;
+use super::condition::{Token, Versioned, WriteError, WriteMode};
+use super::error::StoreError;
+use super::local::Listed;
+
+/// A file read within the memory budget: its content, its version, its share of the budget.
+pub(crate) struct Got {
+    pub bytes: Bytes,
+    pub token: Token,
+    pub room: tokio::sync::OwnedSemaphorePermit,
+}
+
+/// A range of a listing: the files below a folder after `after` and up to `until` included,
+/// at most `max` of them; `expected` is about how many the range holds.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Range<'a> {
+    pub after: Option<&'a str>,
+    pub until: Option<&'a str>,
+    pub max: Option<usize>,
+    pub expected: Option<usize>,
+}
+
+impl Range<'_> {
+    /// Whether the relative path `f` is in the range (`max` aside).
+    pub fn holds(&self, f: &str) -> bool {
+        self.after.is_none_or(|a| f > a) && self.until.is_none_or(|u| f <= u)
+    }
+}
+
+/// What a listing found, and how many requests it took (a cloud store lists 1,000 a page).
+pub(crate) struct Paged<T> {
+    pub found: T,
+    pub requests: u64,
+}
+
+/// Where a streamed read's chunks go; it refuses a file once it is over its limit.
+pub(crate) type Sink<'a> = dyn FnMut(&[u8]) -> Result<(), StoreError> + Send + 'a;
+
+/// One store's operations, on paths relative to the lake's root, already checked not to leave
+/// it. Each method is one request (a listing: as many pages as it takes).
+#[async_trait::async_trait]
+pub(crate) trait Backend: std::fmt::Debug + Send + Sync {
+    /// The version of `rel`, `None` when it is no file.
+    async fn head(&self, rel: &str) -> Result<Option<Token>, StoreError>;
+
+    /// The whole of `rel` (refused over `limit` bytes), once `budget` has room for it.
+    async fn get(&self, rel: &str, limit: u64, budget: &Budget) -> Result<Option<Got>, StoreError>;
+
+    /// The whole of `rel` with its version, outside the budget (small files).
+    async fn get_versioned(
+        &self,
+        rel: &str,
+        limit: u64,
+        budget: &Budget,
+    ) -> Result<Option<Versioned>, StoreError> {
+        let got = self.get(rel, limit, budget).await?;
+        Ok(got.map(|g| Versioned {
+            bytes: g.bytes,
+            token: g.token,
+        }))
+    }
+
+    /// Streams `rel` into `sink` a chunk at a time; `false` when there is no such file.
+    async fn download(&self, rel: &str, sink: &mut Sink<'_>) -> Result<bool, StoreError>;
+
+    /// The files below the folder `prefix` in `range`, in order, with their ETags.
+    async fn list(&self, prefix: &str, range: Range<'_>) -> Result<Paged<Listed>, StoreError>;
+
+    /// The names of the folders directly below `prefix`.
+    async fn list_dirs(&self, prefix: &str) -> Result<Paged<Vec<String>>, StoreError>;
+
+    /// Writes `bytes` to `rel` on condition; the new version.
+    async fn put(&self, rel: &str, bytes: Bytes, mode: &WriteMode) -> Result<Token, WriteError>;
+
+    /// Deletes `rel` on condition that it is at version `expected` (a store that cannot send
+    /// the condition deletes plainly: the caller checked the version just before).
+    async fn delete(&self, rel: &str, expected: &Token) -> Result<(), WriteError>;
+
+    /// Whether [`Backend::delete`] checks the version itself, under a lock (a folder): else
+    /// the caller asks for it first, which finds most conflicts for the price of a HEAD.
+    fn checks_before_delete(&self) -> bool {
+        false
+    }
+
+    /// Notes about what the store repaired on its own (a stale lock it removed).
+    fn take_notes(&self) -> Vec<String> {
+        Vec::new()
+    }
+}

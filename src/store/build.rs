@@ -1,0 +1,30 @@
+//! Opening a cloud or HTTP store: the checks first, then the builder of its kind.
+
+use object_store::path::Path as StorePath;
+
+use super::cloud::Cloud;
+use super::error::StoreError;
+use super::options::with_defaults;
+use super::url::StoreUrl;
+
+/// Builds a cloud or HTTP store, the path of the lake's root inside it, and how it deletes on
+/// condition (not over plain HTTP).
+pub(super) fn build_remote(
+    url: &StoreUrl,
+    options: &[(String, String)],
+) -> Result<Cloud, StoreError> {
+    super::preflight::check_setup(url, options)?;
+    let options = with_defaults(url, options);
+    let (parts, u) = match url {
+        StoreUrl::S3(u) => (super::s3::build_s3(url, u, &options)?, u),
+        StoreUrl::Gcs(u) => (super::gcs::build_gcs(url, u, &options)?, u),
+        StoreUrl::Azure(u) => (super::azure::build_azure(url, u, &options)?, u),
+        StoreUrl::Http(u) => (super::http::build_http(url, u, &options)?, u),
+        StoreUrl::Local(_) => unreachable!("local folders are not built here"),
+    };
+    // Azure's abfs form names the container before '@'; az:// names it as the host: either
+    // way the lake's root is the URL's path.
+    let prefix = StorePath::from_url_path(u.path())
+        .map_err(|e| StoreError::Config(format!("bad path in {url}: {e}")))?;
+    Ok(Cloud::new(parts, prefix, url))
+}

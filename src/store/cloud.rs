@@ -1,0 +1,390 @@
+//! The cloud backend: S3, GCS, Azure and plain HTTP through object_store, the lake's root a
+//! key prefix in a bucket. What differs per cloud (builders, credentials, the conditional
+//! DELETE object_store cannot send) is in files of their own.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
+use object_store::path::Path as StorePath;
+use object_store::{ObjectStore, ObjectStoreExt};
+
+use super::backend::{Backend, Got, Paged, Range, Sink};
+use super::budget::Budget;
+use super::condition::{Token, WriteError, WriteMode};
+use super::delete::{self, Deleter};
+use super::error::{failed, StoreError};
+use super::local::Listed;
+use super::pages::Pages;
+use super::url::StoreUrl;
+use crate::redact::redact;
+
+/// The longest key S3, GCS and Azure all accept, in bytes: a longer write is refused before
+/// it is sent, so that its refusal is definite.
+const MAX_KEY: usize = 1024;
+
+/// How many objects a listing page holds on the cloud stores (S3, GCS and Azure alike).
+pub(super) const LIST_PAGE: u64 = 1000;
+
+/// What a cloud's builder makes: the client, how it deletes on condition, and how it lists
+/// in pages of a chosen size (none over plain HTTP, which cannot list).
+pub(crate) struct Parts {
+    pub store: Arc<dyn ObjectStore>,
+    pub deleter: Option<Deleter>,
+    pub pages: Option<Pages>,
+}
+
+/// A cloud store, rooted at the lake's root inside it.
+#[derive(Debug, Clone)]
+pub(crate) struct Cloud {
+    store: Arc<dyn ObjectStore>,
+    root: StorePath,
+    deleter: Option<Deleter>,
+    pages: Option<Pages>,
+    url: StoreUrl,
+}
+
+impl Cloud {
+    pub fn new(parts: Parts, root: StorePath, url: &StoreUrl) -> Cloud {
+        Cloud {
+            store: parts.store,
+            root,
+            deleter: parts.deleter,
+            pages: parts.pages,
+            url: url.clone(),
+        }
+    }
+
+    /// The key of `rel` below the root, taken as it is (not percent-encoded), exactly as a
+    /// listing returns keys: a ref named `a#b` or `café` is the key `.../a#b`, `.../café`.
+    fn path(&self, rel: &str) -> Result<StorePath, StoreError> {
+        let rel = rel.trim_end_matches('/');
+        let raw = match (self.root.as_ref(), rel) {
+            (p, "") => p.to_string(),
+            ("", r) => r.to_string(),
+            (p, r) => format!("{p}/{r}"),
+        };
+        StorePath::parse(&raw).map_err(|e| StoreError::Failed {
+            path: rel.to_string(),
+            message: format!("not a valid key: {e}"),
+        })
+    }
+
+    /// A failed request, in words (see `diagnose`), marked when the store throttled it.
+    fn request_failed(&self, rel: &str, e: &object_store::Error) -> StoreError {
+        let error = super::diagnose::request_error(&self.url, rel, e);
+        if super::throttle::is_throttling(e) {
+            error.throttled()
+        } else {
+            error
+        }
+    }
+
+    /// A missing file is "nothing there"; a missing bucket is an error.
+    fn is_absent(&self, e: &object_store::Error) -> bool {
+        matches!(e, object_store::Error::NotFound { .. }) && !super::diagnose::is_missing_bucket(e)
+    }
+
+    /// The entries below `path` after `offset`, with their ETags: in pages of `page` where
+    /// the store lists in pages of a chosen size, else as object_store lists.
+    fn listing(
+        &self,
+        path: &StorePath,
+        offset: Option<&StorePath>,
+        page: Option<usize>,
+        requests: &Arc<AtomicU64>,
+    ) -> futures::stream::BoxStream<'static, object_store::Result<(StorePath, Option<String>)>>
+    {
+        match (page, &self.pages) {
+            (Some(page), Some(pages)) => pages.list(
+                format!("{path}/"),
+                offset.map(|o| o.to_string()),
+                page,
+                requests.clone(),
+            ),
+            _ => match offset {
+                Some(o) => self.store.list_with_offset(Some(path), o),
+                None => self.store.list(Some(path)),
+            }
+            .map_ok(|m| (m.location, m.e_tag))
+            .boxed(),
+        }
+    }
+
+    async fn delete_unconditionally(&self, path: &StorePath, rel: &str) -> Result<(), WriteError> {
+        self.store
+            .delete(path)
+            .await
+            .map_err(|e| WriteError::Store(failed(rel, e)))
+    }
+}
+
+#[async_trait::async_trait]
+impl Backend for Cloud {
+    async fn head(&self, rel: &str) -> Result<Option<Token>, StoreError> {
+        match self.store.head(&self.path(rel)?).await {
+            Ok(meta) => Ok(Some(Token {
+                e_tag: meta.e_tag,
+                version: meta.version,
+            })),
+            Err(e) if self.is_absent(&e) => Ok(None),
+            Err(e) => Err(self.request_failed(rel, &e)),
+        }
+    }
+
+    async fn get(&self, rel: &str, limit: u64, budget: &Budget) -> Result<Option<Got>, StoreError> {
+        let res = match self.store.get(&self.path(rel)?).await {
+            Err(e) if self.is_absent(&e) => return Ok(None),
+            Err(e) => return Err(self.request_failed(rel, &e)),
+            Ok(res) => res,
+        };
+        let size = res.meta.size;
+        if size > limit {
+            return Err(StoreError::TooLarge {
+                path: rel.to_string(),
+                limit,
+            });
+        }
+        let token = Token {
+            e_tag: res.meta.e_tag.clone(),
+            version: res.meta.version.clone(),
+        };
+        let room = budget.reserve(size).await;
+        let bytes = read_limited(rel, res.into_stream(), size, limit)
+            .await
+            .map_err(|e| match e {
+                Ok(too_large) => too_large,
+                Err(e) => self.request_failed(rel, &e),
+            })?;
+        Ok(Some(Got { bytes, token, room }))
+    }
+
+    async fn download(&self, rel: &str, sink: &mut Sink<'_>) -> Result<bool, StoreError> {
+        let mut stream = match self.store.get(&self.path(rel)?).await {
+            Err(object_store::Error::NotFound { .. }) => return Ok(false),
+            Err(e) => return Err(failed(rel, e)),
+            Ok(res) => res.into_stream(),
+        };
+        while let Some(chunk) = stream.try_next().await.map_err(|e| failed(rel, e))? {
+            sink(&chunk)?;
+        }
+        Ok(true)
+    }
+
+    async fn list(&self, prefix: &str, range: Range<'_>) -> Result<Paged<Listed>, StoreError> {
+        let Range {
+            after,
+            until,
+            max,
+            expected,
+        } = range;
+        let path = self.path(prefix)?;
+        let offset = after.map(|a| self.path(a)).transpose()?;
+        // A range that ends before the listing does, of about known size: pages of a quarter
+        // more than that (a page of the store's size would mostly be past its end).
+        let page = expected
+            .filter(|_| until.is_some())
+            .map(|e| (e + e / 4 + 16).min(LIST_PAGE as usize));
+        let requests = Arc::new(AtomicU64::new(0));
+        let mut listing = self.listing(&path, offset.as_ref(), page, &requests);
+        let mut out = Listed::default();
+        let mut seen = 0u64;
+        while let Some(item) = listing.next().await {
+            let (location, e_tag) = match item {
+                Ok(m) => m,
+                // A key no lake path can be (an empty segment, a control character) spoils
+                // the whole page it is on: say so, never drop a page silently.
+                Err(e @ object_store::Error::InvalidPath { .. }) => {
+                    return Err(StoreError::InvalidKey {
+                        path: prefix.to_string(),
+                        message: redact(&e.to_string()),
+                    })
+                }
+                Err(e) => return Err(self.request_failed(prefix, &e)),
+            };
+            seen += 1;
+            let Some(rel) = strip_root(&self.root, &location) else {
+                continue;
+            };
+            if until.is_some_and(|u| rel.as_str() > u) {
+                break;
+            }
+            // Some stores answer from the start whatever the offset (Azurite, fake-gcs-server):
+            // what comes before the range is not in it.
+            if after.is_some_and(|a| rel.as_str() <= a) {
+                continue;
+            }
+            if let Some(tag) = e_tag {
+                out.e_tags.insert(rel.clone(), tag);
+            }
+            out.files.push(rel);
+            if max.is_some_and(|m| out.files.len() >= m) {
+                out.more = true;
+                break;
+            }
+        }
+        let requests = match requests.load(Ordering::Relaxed) {
+            0 => seen.div_ceil(LIST_PAGE).max(1),
+            paged => paged,
+        };
+        Ok(Paged {
+            found: out,
+            requests,
+        })
+    }
+
+    async fn list_dirs(&self, prefix: &str) -> Result<Paged<Vec<String>>, StoreError> {
+        let res = self
+            .store
+            .list_with_delimiter(Some(&self.path(prefix)?))
+            .await
+            .map_err(|e| self.request_failed(prefix, &e))?;
+        let n = (res.common_prefixes.len() + res.objects.len()) as u64;
+        let found = res
+            .common_prefixes
+            .iter()
+            .filter_map(|p| p.filename().map(str::to_string))
+            .collect();
+        Ok(Paged {
+            found,
+            requests: n.div_ceil(LIST_PAGE).max(1),
+        })
+    }
+
+    async fn put(&self, rel: &str, bytes: Bytes, mode: &WriteMode) -> Result<Token, WriteError> {
+        let path = self.path(rel).map_err(WriteError::Refused)?;
+        check_key_length(rel, &path).map_err(WriteError::Refused)?;
+        let mode = match mode {
+            WriteMode::Create => object_store::PutMode::Create,
+            WriteMode::Update(t) => object_store::PutMode::Update(object_store::UpdateVersion {
+                e_tag: t.e_tag.clone(),
+                version: t.version.clone(),
+            }),
+        };
+        let opts = object_store::PutOptions {
+            mode,
+            ..Default::default()
+        };
+        let payload = object_store::PutPayload::from(bytes);
+        match self.store.put_opts(&path, payload, opts).await {
+            Ok(r) => Ok(Token {
+                e_tag: r.e_tag,
+                version: r.version,
+            }),
+            Err(
+                object_store::Error::AlreadyExists { .. }
+                | object_store::Error::Precondition { .. },
+            ) => Err(WriteError::Conflict),
+            Err(
+                e @ (object_store::Error::NotImplemented { .. }
+                | object_store::Error::NotSupported { .. }),
+            ) => Err(WriteError::Refused(StoreError::NoConditionalWrites {
+                path: rel.to_string(),
+                message: redact(&e.to_string()),
+            })),
+            Err(e) => Err(WriteError::Store(self.request_failed(rel, &e))),
+        }
+    }
+
+    async fn delete(&self, rel: &str, expected: &Token) -> Result<(), WriteError> {
+        let path = self.path(rel).map_err(WriteError::Refused)?;
+        let Some(deleter) = &self.deleter else {
+            return self.delete_unconditionally(&path, rel).await;
+        };
+        match deleter.delete(&path, expected).await {
+            delete::Outcome::Deleted => Ok(()),
+            delete::Outcome::Conflict => Err(WriteError::Conflict),
+            delete::Outcome::Failed(message) => Err(WriteError::Store(StoreError::Failed {
+                path: rel.to_string(),
+                message,
+            })),
+            // A request it cannot sign (S3 without signatures): the version was just checked,
+            // so delete as before, with the documented window.
+            delete::Outcome::Unsupported(why) => {
+                if crate::trace::enabled() {
+                    crate::trace::line(&format!(
+                        "store: DELETE {rel}: cannot delete on condition ({why}); deleting after the check"
+                    ));
+                }
+                self.delete_unconditionally(&path, rel).await
+            }
+        }
+    }
+}
+
+fn check_key_length(rel: &str, path: &StorePath) -> Result<(), StoreError> {
+    let len = path.as_ref().len();
+    if len <= MAX_KEY {
+        return Ok(());
+    }
+    Err(StoreError::Failed {
+        path: rel.chars().take(60).chain("…".chars()).collect(),
+        message: format!("too long: its key is {len} bytes, and object stores allow {MAX_KEY}"),
+    })
+}
+
+fn strip_root(root: &StorePath, location: &StorePath) -> Option<String> {
+    // A path is its parts joined by `/`: below the root is what follows `<root>/`, copied
+    // once (a listing of a thousand refs strips a thousand keys).
+    let (root, location) = (root.as_ref(), location.as_ref());
+    if root.is_empty() {
+        return Some(location.to_string());
+    }
+    match location.strip_prefix(root)? {
+        "" => Some(String::new()),
+        rest => rest.strip_prefix('/').map(str::to_string),
+    }
+}
+
+/// Reads a response body of `size` bytes (as the store announced it) into one buffer, up to
+/// `limit` bytes: `Err(Ok(_))` when it is larger, `Err(Err(_))` when the store fails.
+async fn read_limited(
+    rel: &str,
+    mut stream: futures::stream::BoxStream<'static, object_store::Result<Bytes>>,
+    size: u64,
+    limit: u64,
+) -> Result<Bytes, Result<StoreError, object_store::Error>> {
+    // Sized once: growing by doubling would hold up to twice the file for a moment.
+    let mut buf = Vec::with_capacity(size.min(limit) as usize);
+    while let Some(chunk) = stream.try_next().await.map_err(Err)? {
+        if (buf.len() + chunk.len()) as u64 > limit {
+            return Err(Ok(StoreError::TooLarge {
+                path: rel.to_string(),
+                limit,
+            }));
+        }
+        buf.extend_from_slice(&chunk);
+    }
+    Ok(Bytes::from(buf))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_below_the_root_is_what_follows_it_part_by_part() {
+        let p = |s: &str| StorePath::parse(s).unwrap();
+        let old = |root: &StorePath, loc: &StorePath| {
+            let parts: Vec<String> = loc
+                .prefix_match(root)?
+                .map(|p| p.as_ref().to_string())
+                .collect();
+            Some(parts.join("/"))
+        };
+        for (root, loc) in [
+            ("lake", "lake/refs/tags/v1"),
+            ("lake", "lake"),
+            ("lake", "lakes/refs/x"),
+            ("lake", "other/lake/x"),
+            ("a/b", "a/b/c"),
+            ("a/b", "a/bc/d"),
+            ("", "refs/heads/main"),
+            ("lake", "lake/x%2Fy/z"),
+        ] {
+            let (root, loc) = (p(root), p(loc));
+            assert_eq!(strip_root(&root, &loc), old(&root, &loc), "{root} {loc}");
+        }
+    }
+}

@@ -1,0 +1,102 @@
+//! What went wrong talking to a store, with what to do about it.
+
+use crate::redact::redact;
+
+/// What went wrong talking to a store. Messages name the path at fault (relative to the lake).
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{path}: larger than the {limit}-byte limit for this file")]
+    TooLarge { path: String, limit: u64 },
+    #[error("{path}: leads outside the lake's root (a symlink?)")]
+    OutsideRoot { path: String },
+    #[error("{}", at_path(path, message))]
+    Failed { path: String, message: String },
+    /// A request the store refused or could not make, in words, with what to do.
+    #[error("{}", at_path(path, message))]
+    Request {
+        path: String,
+        message: String,
+        hint: Option<String>,
+    },
+    /// A request the store refused because it is busy (503, 429, S3's `SlowDown`): said as
+    /// [`StoreError::Request`] is; the gate slows down on it and tries a read again.
+    #[error("{}", at_path(path, message))]
+    Throttled {
+        path: String,
+        message: String,
+        hint: Option<String>,
+    },
+    #[error("{path} exists: another writer holds this lock ({holder})")]
+    Locked { path: String, holder: String },
+    #[error("{path}: the store lists a key no lake path can be ({message})")]
+    InvalidKey { path: String, message: String },
+    #[error("{0}")]
+    Config(String),
+    /// A store that cannot be set up as configured, with the variable or key to change.
+    #[error("{message}")]
+    Setup {
+        message: String,
+        hint: Option<String>,
+    },
+    #[error("{path}: this store cannot write on condition: {message}")]
+    NoConditionalWrites { path: String, message: String },
+}
+
+impl StoreError {
+    /// What to do about it, Git-style.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            StoreError::Locked { path, .. } => Some(format!(
+                "if no push to this lake is running, remove the lock file and push again: rm '{path}'"
+            )),
+            StoreError::NoConditionalWrites { .. } => Some(
+                "pushes need a store that writes on condition (S3, GCS, Azure, a local folder)".into(),
+            ),
+            StoreError::Request { hint, .. }
+            | StoreError::Throttled { hint, .. }
+            | StoreError::Setup { hint, .. } => hint.clone(),
+            _ => None,
+        }
+    }
+    /// The same error, marked as the store's "slow down" (a request it refused as such).
+    pub(crate) fn throttled(self) -> StoreError {
+        match self {
+            StoreError::Request {
+                path,
+                message,
+                hint,
+            } => StoreError::Throttled {
+                path,
+                message,
+                hint,
+            },
+            other => other,
+        }
+    }
+}
+
+/// `path: message`, or the message alone when the path is the root.
+fn at_path(path: &str, message: &str) -> String {
+    if path.is_empty() {
+        message.to_string()
+    } else {
+        format!("{path}: {message}")
+    }
+}
+
+/// A task that read or listed `path` and stopped before it answered (`what`: "read",
+/// "listing"): the runtime went away, or the task panicked.
+pub(crate) fn stopped(path: &str, what: &str, e: tokio::task::JoinError) -> StoreError {
+    StoreError::Failed {
+        path: path.to_string(),
+        message: format!("{what} stopped: {e}"),
+    }
+}
+
+/// A request that failed with `e`, in words without secrets.
+pub(super) fn failed(rel: &str, e: impl std::fmt::Display) -> StoreError {
+    StoreError::Failed {
+        path: rel.to_string(),
+        message: redact(&e.to_string()),
+    }
+}

@@ -1,0 +1,155 @@
+//! The folder backend: a lake in a local folder, confined to its root (`local.rs`), written on
+//! condition under lock files (`local_write.rs`, `lock.rs`).
+
+use bytes::Bytes;
+
+use super::backend::{Backend, Got, Paged, Range, Sink};
+use super::budget::Budget;
+use super::condition::{Token, Versioned, WriteError, WriteMode};
+use super::error::{failed, StoreError};
+use super::local::{Listed, LocalDir};
+use super::local_write::{Expect, LocalWriteError};
+
+/// A local folder as a store.
+#[derive(Debug, Clone)]
+pub(crate) struct Folder {
+    dir: LocalDir,
+}
+
+impl Folder {
+    pub fn open(path: &std::path::Path) -> Result<Folder, StoreError> {
+        Ok(Folder {
+            dir: LocalDir::open(path)?,
+        })
+    }
+}
+
+/// A folder's token for a write's condition: its ETag, the file's content token.
+fn expect_of(token: &Token) -> Expect {
+    Expect::Token(token.e_tag.clone().unwrap_or_default())
+}
+
+fn token_of(file_token: String) -> Token {
+    Token {
+        e_tag: Some(file_token),
+        version: None,
+    }
+}
+
+/// A folder's writes are local system calls: when one fails, the folder knows nothing changed.
+fn local_write_error(e: LocalWriteError) -> WriteError {
+    match e {
+        LocalWriteError::Mismatch => WriteError::Conflict,
+        LocalWriteError::Store(s) => WriteError::Refused(s),
+    }
+}
+
+#[async_trait::async_trait]
+impl Backend for Folder {
+    async fn head(&self, rel: &str) -> Result<Option<Token>, StoreError> {
+        Ok(self.dir.is_file(rel)?.then(Token::default))
+    }
+
+    // A local read takes microseconds: handing it to a blocking thread would cost more.
+    async fn get(&self, rel: &str, limit: u64, budget: &Budget) -> Result<Option<Got>, StoreError> {
+        let Some(f) = self.dir.open_for_read(rel)? else {
+            return Ok(None);
+        };
+        if f.len() > limit {
+            return Err(StoreError::TooLarge {
+                path: rel.to_string(),
+                limit,
+            });
+        }
+        let room = budget.reserve(f.len()).await;
+        let bytes = f.read_all(rel, limit)?;
+        Ok(Some(Got {
+            bytes: Bytes::from(bytes),
+            token: Token::default(),
+            room,
+        }))
+    }
+
+    async fn get_versioned(
+        &self,
+        rel: &str,
+        limit: u64,
+        _: &Budget,
+    ) -> Result<Option<Versioned>, StoreError> {
+        Ok(self
+            .dir
+            .get_versioned(rel, limit)?
+            .map(|(bytes, token)| Versioned {
+                token: token_of(token),
+                bytes: Bytes::from(bytes),
+            }))
+    }
+
+    async fn download(&self, rel: &str, sink: &mut Sink<'_>) -> Result<bool, StoreError> {
+        let Some(mut file) = self.dir.open_read(rel)? else {
+            return Ok(false);
+        };
+        let mut buf = vec![0u8; 1 << 20];
+        loop {
+            let n = std::io::Read::read(&mut file, &mut buf).map_err(|e| failed(rel, e))?;
+            if n == 0 {
+                return Ok(true);
+            }
+            sink(&buf[..n])?;
+        }
+    }
+
+    async fn list(&self, prefix: &str, range: Range<'_>) -> Result<Paged<Listed>, StoreError> {
+        let dir = self.dir.clone();
+        let p = prefix.to_string();
+        let mut listed = tokio::task::spawn_blocking(move || dir.list(&p))
+            .await
+            .map_err(|e| failed(prefix, e))??;
+        listed.files.retain(|f| range.holds(f));
+        Ok(Paged {
+            found: listed,
+            requests: 1,
+        })
+    }
+
+    async fn list_dirs(&self, prefix: &str) -> Result<Paged<Vec<String>>, StoreError> {
+        let dir = self.dir.clone();
+        let p = prefix.to_string();
+        let found = tokio::task::spawn_blocking(move || dir.list_dirs(&p))
+            .await
+            .map_err(|e| failed(prefix, e))??;
+        Ok(Paged { found, requests: 1 })
+    }
+
+    async fn put(&self, rel: &str, bytes: Bytes, mode: &WriteMode) -> Result<Token, WriteError> {
+        let expect = match mode {
+            WriteMode::Create => Expect::Absent,
+            WriteMode::Update(t) => expect_of(t),
+        };
+        let dir = self.dir.clone();
+        let rel_owned = rel.to_string();
+        tokio::task::spawn_blocking(move || dir.put(&rel_owned, &bytes, &expect))
+            .await
+            .map_err(|e| WriteError::Store(failed(rel, e)))?
+            .map(token_of)
+            .map_err(local_write_error)
+    }
+
+    async fn delete(&self, rel: &str, expected: &Token) -> Result<(), WriteError> {
+        let expect = expect_of(expected);
+        let dir = self.dir.clone();
+        let rel_owned = rel.to_string();
+        tokio::task::spawn_blocking(move || dir.delete(&rel_owned, &expect))
+            .await
+            .map_err(|e| WriteError::Store(failed(rel, e)))?
+            .map_err(local_write_error)
+    }
+
+    fn checks_before_delete(&self) -> bool {
+        true
+    }
+
+    fn take_notes(&self) -> Vec<String> {
+        self.dir.take_notes()
+    }
+}

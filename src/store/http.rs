@@ -1,0 +1,33 @@
+//! The plain HTTP(S) backend's builder: read-only, it cannot list.
+
+use std::sync::Arc;
+
+use url::Url;
+
+use super::cloud::Parts;
+use super::error::StoreError;
+use super::options::{build_error, config_key, retry_config, NO_SYSTEM_CERTIFICATES};
+use super::url::StoreUrl;
+
+pub(super) fn build_http(
+    url: &StoreUrl,
+    u: &Url,
+    options: &[(String, String)],
+) -> Result<Parts, StoreError> {
+    let base = &u[..url::Position::BeforePath];
+    let mut b = object_store::http::HttpBuilder::new()
+        .with_url(base)
+        .with_retry(retry_config());
+    for (k, v) in options {
+        b = b.with_config(config_key(url, k)?, v);
+    }
+    if u.scheme() == "http" {
+        b = b.with_config(NO_SYSTEM_CERTIFICATES, "true");
+    }
+    let http = b.build().map_err(|e| build_error(options, &e))?;
+    Ok(Parts {
+        store: Arc::new(http),
+        deleter: None,
+        pages: None,
+    })
+}
