@@ -80,7 +80,7 @@ impl Remote {
 
     /// HEAD and the refs; for a push also each ref file's token and `refs.json` (read before
     /// the refs).
-    pub(super) async fn read_refs(&mut self, for_push: bool) -> Result<ReadRefs, RemoteError> {
+    async fn read_refs(&mut self, for_push: bool) -> Result<ReadRefs, RemoteError> {
         let refs_json_first = !self.lake.has_ref_listing_ahead();
         let refs_json = match for_push {
             true => self.refs_json_for_push().await?,
@@ -128,7 +128,7 @@ impl Remote {
         Ok((head, refs, tokens, (refs_json, refs_json_first)))
     }
 
-    pub(super) async fn list_with(
+    async fn list_with(
         &mut self,
         progress: &dyn Progress,
         for_push: bool,
@@ -196,7 +196,7 @@ impl Remote {
 
     /// Reads and builds what the tips reach that the cache does not vouch for ([`crate::vouch`]):
     /// what was built, the tips' commits the cache gave, and whether it knew nothing.
-    pub(super) async fn resolve_tips(
+    async fn resolve_tips(
         &mut self,
         reading: &Reading,
         tips: &[(VersionId, String)],
@@ -231,10 +231,7 @@ impl Remote {
     /// remembers are then those of `refs` (fewer if a ref is gone).
     /// Each tip's commit is checked first ([`crate::vouch`]: in the repository, its trailer; the
     /// commits file, which knows its parents, is not read here); one that fails is forgotten.
-    pub(super) fn known_tips(
-        &mut self,
-        refs: &[(String, VersionId)],
-    ) -> Option<HashMap<VersionId, ObjectId>> {
+    fn known_tips(&mut self, refs: &[(String, VersionId)]) -> Option<HashMap<VersionId, ObjectId>> {
         let objects = objects_in(self.repo.as_ref(), self.cache.as_ref());
         let cache = self.cache.as_mut()?;
         let mut commits = HashMap::with_capacity(refs.len());
@@ -263,7 +260,7 @@ impl Remote {
     /// Where nothing is known of the lake (a clone), every version will be listed: the
     /// listing starts now, while the ref files are read, split up to the newest version
     /// `refs.json` names (a guess; without one, it waits for the tips).
-    pub(super) fn list_everything_early(&self, for_push: bool) -> Option<history::ListingUnderWay> {
+    fn list_everything_early(&self, for_push: bool) -> Option<history::ListingUnderWay> {
         let store = &self.lake.store;
         let knows_nothing = self
             .cache
@@ -281,9 +278,7 @@ impl Remote {
 
     /// `refs.json` with its token, for a push to rewrite: `None` (left as it is) when it is
     /// larger than a push reads, so that the push still writes its refs.
-    pub(super) async fn refs_json_for_push(
-        &self,
-    ) -> Result<Option<Option<Versioned>>, RemoteError> {
+    async fn refs_json_for_push(&self) -> Result<Option<Option<Versioned>>, RemoteError> {
         match self.lake.refs_json_versioned().await {
             Ok(read) => Ok(Some(read)),
             Err(LakeError::Store {
