@@ -405,7 +405,7 @@ fn check_against_repository(
     report: &mut FsckReport,
 ) {
     let repo = fetched.repo;
-    let cached = fetched.cache.as_ref().map(|c| &c.entries);
+    let cached = fetched.cache.as_ref().map(|c| c.commits());
     // What the repository fetched: the cache's commits, and the remote-tracking branches'
     // (the cache is kept per lake id, so a lake replaced at the same address has none).
     let mut before: HashMap<&VersionId, ObjectId> = HashMap::new();

@@ -21,20 +21,20 @@ pub struct Cache {
     lake_id: String,
     /// Whether the commits file was read into `entries` and `parents` ([`Cache::load_commits`]).
     loaded: bool,
-    pub entries: HashMap<VersionId, ObjectId>,
-    pub parents: HashMap<VersionId, Vec<VersionId>>,
+    entries: HashMap<VersionId, ObjectId>,
+    parents: HashMap<VersionId, Vec<VersionId>>,
     /// Lines not yet written, each with its checksum (one buffer: a first clone adds a
     /// hundred thousand), and whether the file must be written whole (it was missing, damaged
     /// or of an older format), in which case nothing is kept here.
     pending: String,
     rewrite: bool,
     /// Each ref's ETag in the last listing, with the version it held.
-    pub refs: HashMap<String, (String, VersionId)>,
+    refs: HashMap<String, (String, VersionId)>,
     /// The commit of each version the refs held at the last listing (kept in the file of refs).
-    pub tips: HashMap<VersionId, ObjectId>,
+    tips: HashMap<VersionId, ObjectId>,
     refs_changed: bool,
     /// Lines dropped on loading because their checksum failed.
-    pub damaged: usize,
+    damaged: usize,
 }
 
 impl Cache {
@@ -80,6 +80,36 @@ impl Cache {
             refs_changed: false,
             damaged: 0,
         }
+    }
+
+    /// Each version's commit, as far as the commits file was read.
+    pub fn commits(&self) -> &HashMap<VersionId, ObjectId> {
+        &self.entries
+    }
+
+    /// Each version's parents, as far as the commits file was read.
+    pub fn parents(&self) -> &HashMap<VersionId, Vec<VersionId>> {
+        &self.parents
+    }
+
+    /// Each ref file's ETag in the last listing, with the version it held.
+    pub fn ref_files(&self) -> &HashMap<String, (String, VersionId)> {
+        &self.refs
+    }
+
+    /// The commit of each version the refs held at the last listing.
+    pub fn tips(&self) -> &HashMap<VersionId, ObjectId> {
+        &self.tips
+    }
+
+    /// Forgets a tip's commit that the repository contradicts.
+    pub fn forget_tip(&mut self, version: &VersionId) {
+        self.tips.remove(version);
+    }
+
+    /// Lines dropped on loading because their checksum failed.
+    pub fn damaged(&self) -> usize {
+        self.damaged
     }
 
     /// Whether the commits file was read.

@@ -102,12 +102,12 @@ impl Remote {
     ) -> Result<(FetchOutcome, Computed), RemoteError> {
         let repo = self.repo.as_ref().expect("a fetch has a repository");
         let (empty, no_parents) = (HashMap::new(), HashMap::new());
-        let known = cache.map_or(&empty, |c| &c.entries);
+        let known = cache.map_or(&empty, |c| c.commits());
         let tips = self.wanted_versions(listing, wants, known)?;
         // What the cache remembers is checked before a commit is made on it or the walk stops
         // at it ([`crate::vouch`]): in the repository, or in the packs kept for it.
         let objects = Objects::new(repo, &kept.packs);
-        let parents = cache.map_or(&no_parents, |c| &c.parents);
+        let parents = cache.map_or(&no_parents, |c| c.parents());
         let vetted = Vetted::new(known, parents, Some(&objects));
         // A clone: what `list` built is what is needed, already in order.
         let (order, reached_existing, fresh) = match listing.whole_history_for(&tips) {
@@ -149,7 +149,7 @@ impl Remote {
     ) -> Result<(Vec<VersionId>, bool, HashMap<VersionId, Summary>), RemoteError> {
         let repo = self.repo.as_ref().expect("a fetch has a repository");
         let no_parents = HashMap::new();
-        let cached_parents = cache.map_or(&no_parents, |c| &c.parents);
+        let cached_parents = cache.map_or(&no_parents, |c| c.parents());
         let commit_of = |v: &VersionId| listing.commits.get(v).copied().or_else(|| known.commit(v));
         // Walk down from the wants, stopping at commits the repository already has; parents
         // known from `list` or the cache are walked through without a request.

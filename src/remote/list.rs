@@ -44,7 +44,7 @@ impl Remote {
         let tip = self
             .cache
             .as_ref()
-            .and_then(|c| c.tips.get(version).copied());
+            .and_then(|c| c.tips().get(version).copied());
         let vouched = |c: &ObjectId| {
             (objects.as_ref()).is_none_or(|o| o.vouch(version, c, None) == Seen::Holds)
         };
@@ -57,8 +57,8 @@ impl Remote {
         let tips = [(version.clone(), named_by.to_string())];
         let cache = self.cache.as_ref();
         let (empty, no_parents) = (HashMap::new(), HashMap::new());
-        let known = cache.map_or(&empty, |c| &c.entries);
-        let parents = cache.map_or(&no_parents, |c| &c.parents);
+        let known = cache.map_or(&empty, |c| c.commits());
+        let parents = cache.map_or(&no_parents, |c| c.parents());
         let objects = objects_in(self.repo.as_ref(), cache);
         let vetted = Vetted::new(known, parents, objects.as_ref());
         let resolved = match vetted.commit(version) {
@@ -96,7 +96,7 @@ impl Remote {
             // Ref files whose ETag has not changed since the last listing are not read again
             // (for a push, the listing's ETag is the token its writes are conditional on).
             let empty = HashMap::new();
-            let seen = self.cache.as_ref().map_or(&empty, |c| &c.refs);
+            let seen = self.cache.as_ref().map_or(&empty, |c| c.ref_files());
             let (head, refs) = futures::join!(self.lake.head(), self.lake.refs_remembered(seen));
             let (refs, remember) = refs?;
             if let Some((cache, remember)) = self.cache.as_mut().zip(remember) {
@@ -206,8 +206,8 @@ impl Remote {
         self.load_cache().await;
         let cache = self.cache.as_ref();
         let (empty, no_parents) = (HashMap::new(), HashMap::new());
-        let known = cache.map_or(&empty, |c| &c.entries);
-        let parents = cache.map_or(&no_parents, |c| &c.parents);
+        let known = cache.map_or(&empty, |c| c.commits());
+        let parents = cache.map_or(&no_parents, |c| c.parents());
         let nothing_known = known.is_empty();
         // What the cache remembers is checked as the walk meets it.
         let objects = objects_in(self.repo.as_ref(), cache);
@@ -236,14 +236,14 @@ impl Remote {
         let cache = self.cache.as_mut()?;
         let mut commits = HashMap::with_capacity(refs.len());
         for (_, v) in refs {
-            let c = *cache.tips.get(v)?;
+            let c = *cache.tips().get(v)?;
             match objects
                 .as_ref()
                 .map_or(Seen::Holds, |o| o.vouch(v, &c, None))
             {
                 Seen::Holds => {}
                 Seen::Contradicted => {
-                    cache.tips.remove(v);
+                    cache.forget_tip(v);
                     return None;
                 }
                 // Read again, and checked against the commits file.
@@ -251,7 +251,7 @@ impl Remote {
             }
             commits.insert(v.clone(), c);
         }
-        if commits.len() != cache.tips.len() {
+        if commits.len() != cache.tips().len() {
             cache.set_tips(commits.clone());
         }
         Some(commits)
@@ -265,7 +265,7 @@ impl Remote {
         let knows_nothing = self
             .cache
             .as_ref()
-            .is_none_or(|c| c.refs.is_empty() && c.tips.is_empty());
+            .is_none_or(|c| c.ref_files().is_empty() && c.tips().is_empty());
         if for_push || !knows_nothing || !store.can_list() || store.is_local() {
             return None;
         }

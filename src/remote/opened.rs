@@ -88,12 +88,12 @@ impl Remote {
     }
 
     pub(super) fn warn_if_damaged(&self) {
-        if let Some(c) = self.cache.as_ref().filter(|c| c.damaged > 0) {
+        if let Some(c) = self.cache.as_ref().filter(|c| c.damaged() > 0) {
             self.lake_warn(format!(
                 "the commit cache {} had {} damaged entr{}: not trusted, computed again from the lake",
                 c.path().display(),
-                c.damaged,
-                if c.damaged == 1 { "y" } else { "ies" }
+                c.damaged(),
+                if c.damaged() == 1 { "y" } else { "ies" }
             ));
         }
     }
