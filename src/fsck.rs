@@ -111,7 +111,7 @@ async fn check_refs_json(
     refs: &[(String, VersionId)],
     report: &mut FsckReport,
 ) -> Result<(), LakeError> {
-    if !lake.store.can_list() {
+    if !lake.can_list() {
         return Ok(());
     }
     let read = match lake.refs_json_versioned().await {
@@ -183,7 +183,7 @@ async fn read_reachable(
     let lake = &reading.lake;
     let tips: Vec<VersionId> = refs.iter().map(|(_, v)| v.clone()).collect();
     let mut data = HashMap::new();
-    if lake.store.can_list() {
+    if lake.can_list() {
         let all = lake.version_ids().await?;
         read_into(reading, all, false, &mut data, progress).await;
         let reachable = reachable_from(&tips, &data);
@@ -200,7 +200,7 @@ async fn read_reachable(
                 let r = reading.dataset_and_tree(&v, blob).await;
                 (v, r)
             })
-            .buffer_unordered(lake.store.concurrency());
+            .buffer_unordered(lake.concurrency());
         while let Some((v, r)) = reads.next().await {
             match r {
                 Ok(read) => {
@@ -239,7 +239,7 @@ async fn read_into(
             let r = reading.version(&v, with_dataset).await;
             (v, r)
         })
-        .buffer_unordered(reading.lake.store.concurrency());
+        .buffer_unordered(reading.lake.concurrency());
     while let Some((v, r)) = reads.next().await {
         match r {
             Ok(Some(d)) => {

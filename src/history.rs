@@ -171,7 +171,7 @@ impl Walk<'_> {
         let mut frontier = self.to_read(tips.iter().map(|(v, _)| v.clone()), &mut st.through);
         let newest = tips.iter().map(|(v, _)| v).max();
         let mut listed_all = self.newest_known.is_none();
-        if !frontier.is_empty() && self.reading.lake.store.can_list() {
+        if !frontier.is_empty() && self.reading.lake.can_list() {
             let listing = self.reading.lake.list_versions(self.newest_known, newest);
             let listed = if self.newest_known.is_some() {
                 // What is new is likely listed after the newest known version: list it while
@@ -201,7 +201,7 @@ impl Walk<'_> {
         }
         let mut rounds = 0;
         while !frontier.is_empty() {
-            if rounds == WALK_ROUNDS && !listed_all && self.reading.lake.store.can_list() {
+            if rounds == WALK_ROUNDS && !listed_all && self.reading.lake.can_list() {
                 listed_all = true;
                 let listed = self.reading.lake.list_versions(None, newest).await?;
                 self.read_found(&mut st, listed, false).await;
@@ -458,7 +458,7 @@ where
     Fut: std::future::Future<Output = T> + Send,
 {
     let workers = WORKERS.min(items.len()).max(1);
-    let in_flight = (reading.lake.store.concurrency() / requests_per_item.max(1))
+    let in_flight = (reading.lake.concurrency() / requests_per_item.max(1))
         .div_ceil(workers)
         .max(1);
     let per_worker = items.len().div_ceil(workers).max(1);

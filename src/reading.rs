@@ -7,7 +7,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use crate::lake::{Lake, LakeError, VersionId, VersionRecord};
-use crate::lake::{DATASET_JSON_LIMIT, SIGNATURE_LIMIT, VERSION_JSON_LIMIT};
+
 use crate::mapping::{self, object_id, Kind, ObjectId};
 use crate::pack::PackSink;
 use crate::signatures::{self, Policy, Subject, Verdict};
@@ -194,14 +194,9 @@ impl Reading {
     }
 
     async fn record(&self, id: &VersionId) -> Result<Option<Summary>, LakeError> {
-        let store = &self.lake.store;
-        let path = format!("versions/{id}/version.json");
-        let (raw, sig) = futures::join!(store.get_held(&path, VERSION_JSON_LIMIT), async {
+        let (raw, sig) = futures::join!(self.lake.record_held(id), async {
             match &self.check {
-                Some(_) => store
-                    .get(&format!("versions/{id}/version.json.sig"), SIGNATURE_LIMIT)
-                    .await
-                    .map_err(|e| self.store_err(e)),
+                Some(_) => self.lake.signature(id).await.map_err(|e| self.store_err(e)),
                 None => Ok(None),
             }
         });
@@ -277,8 +272,7 @@ impl Reading {
     async fn dataset(&self, id: &VersionId) -> Result<Option<ObjectId>, LakeError> {
         let held = self
             .lake
-            .store
-            .get_held(&format!("versions/{id}/dataset.json"), DATASET_JSON_LIMIT)
+            .dataset_held(id)
             .await
             .map_err(|e| self.store_err(e))?;
         Ok(held.map(|h| self.keep(Kind::Blob, &h.bytes)))

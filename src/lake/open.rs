@@ -14,7 +14,7 @@ use crate::store::{Listed, Store, StoreError, Versioned};
 /// An opened lake; clones share the store and the warnings.
 #[derive(Debug, Clone)]
 pub struct Lake {
-    pub store: Store,
+    pub(super) store: Store,
     pub config: FdlConfig,
     pub(super) warnings: Arc<Mutex<Vec<String>>>,
     pub(super) read_ahead: Arc<Mutex<ReadAhead>>,
@@ -102,6 +102,37 @@ impl Lake {
                 }),
             })),
         })
+    }
+
+    /// Whether the store lists its files (every store but plain HTTP).
+    pub fn can_list(&self) -> bool {
+        self.store.can_list()
+    }
+
+    /// Whether the store is a local folder.
+    pub fn is_local(&self) -> bool {
+        self.store.is_local()
+    }
+
+    /// How many requests the store keeps in flight (`fdlConcurrency`).
+    pub fn concurrency(&self) -> usize {
+        self.store.concurrency()
+    }
+
+    /// Whether the store's conditional writes compare ETags.
+    pub fn etag_conditions(&self) -> bool {
+        self.store.etag_conditions()
+    }
+
+    /// Whether a ref's path is a folder on this store when a ref below it exists (a folder
+    /// lake), so that a ref and refs below it cannot both exist.
+    pub fn paths_are_folders(&self) -> bool {
+        self.store.paths_are_folders()
+    }
+
+    /// The requests made so far, counted by kind (for the trace).
+    pub fn requests_summary(&self) -> String {
+        self.store.stats.summary()
     }
 
     pub fn name(&self) -> String {

@@ -7,7 +7,9 @@ use super::error::LakeError;
 use super::names::VersionId;
 use super::open::Lake;
 use super::record::VersionRecord;
-use super::{range_splits, version_of_key, DATASET_JSON_LIMIT, LIST_PAGE, VERSION_JSON_LIMIT};
+use super::{range_splits, version_of_key, LIST_PAGE};
+use super::{DATASET_JSON_LIMIT, SIGNATURE_LIMIT, VERSION_JSON_LIMIT};
+use crate::store::{Held, StoreError};
 
 /// A version's two mapped files.
 #[derive(Clone, Debug)]
@@ -52,6 +54,24 @@ impl Lake {
             dataset,
             dataset_read: with_dataset,
         }))
+    }
+
+    /// A version's `version.json`, held within the store's memory budget.
+    pub async fn record_held(&self, id: &VersionId) -> Result<Option<Held>, StoreError> {
+        let path = format!("versions/{id}/version.json");
+        self.store.get_held(&path, VERSION_JSON_LIMIT).await
+    }
+
+    /// A version's signature, `version.json.sig`, if it has one.
+    pub async fn signature(&self, id: &VersionId) -> Result<Option<Bytes>, StoreError> {
+        let path = format!("versions/{id}/version.json.sig");
+        self.store.get(&path, SIGNATURE_LIMIT).await
+    }
+
+    /// A version's `dataset.json`, held within the store's memory budget.
+    pub async fn dataset_held(&self, id: &VersionId) -> Result<Option<Held>, StoreError> {
+        let path = format!("versions/{id}/dataset.json");
+        self.store.get_held(&path, DATASET_JSON_LIMIT).await
     }
 
     /// A version's `dataset.json`, if it has one.

@@ -244,12 +244,12 @@ async fn prepare_refs_json(
     listing: &Listing,
     planned: &Plans,
 ) -> (Option<refs_json::Prepared>, Option<refs_json::Current>) {
-    let basis = refs_json::Basis::of(listing, &writer.lake);
+    let basis = refs_json::Basis::of(listing, writer.lake());
     let changes = planned_changes(planned);
     let work = tokio::task::spawn_blocking(move || refs_json::prepare(&basis, changes));
     let prepared = work.await.ok().flatten();
     let read_before = match prepared.as_ref().is_some_and(|p| p.must_read_again()) {
-        true => refs_json::read_current(&writer.lake).await,
+        true => refs_json::read_current(writer.lake()).await,
         false => None,
     };
     (prepared, read_before)

@@ -102,7 +102,7 @@ pub(super) async fn update(
     prepared: Option<Prepared>,
     mut read_before: Option<Current>,
 ) -> (u32, Option<String>) {
-    let lake = &remote.lake;
+    let lake = remote.lake();
     let Some(mut first) = first_attempt(lake, listing, changed, uncertain, prepared) else {
         return (0, None);
     };

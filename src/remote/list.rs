@@ -89,7 +89,7 @@ impl Remote {
                 None
             }
         };
-        let (head, refs) = if for_push && !self.lake.store.etag_conditions() {
+        let (head, refs) = if for_push && !self.lake.etag_conditions() {
             let (head, refs) = futures::join!(self.lake.head(), self.lake.refs_versioned());
             (head?, refs?)
         } else {
@@ -261,12 +261,12 @@ impl Remote {
     /// listing starts now, while the ref files are read, split up to the newest version
     /// `refs.json` names (a guess; without one, it waits for the tips).
     fn list_everything_early(&self, for_push: bool) -> Option<history::ListingUnderWay> {
-        let store = &self.lake.store;
+        let lake = &self.lake;
         let knows_nothing = self
             .cache
             .as_ref()
             .is_none_or(|c| c.ref_files().is_empty() && c.tips().is_empty());
-        if for_push || !knows_nothing || !store.can_list() || store.is_local() {
+        if for_push || !knows_nothing || !lake.can_list() || lake.is_local() {
             return None;
         }
         let newest = self.lake.newest_in_refs_json()?;

@@ -15,14 +15,14 @@ use crate::signatures::Policy;
 
 /// A lake opened as a remote of (maybe) a local repository.
 pub struct Remote {
-    pub lake: Lake,
-    pub repo: Option<Repo>,
+    pub(super) lake: Lake,
+    pub(super) repo: Option<Repo>,
     pub(super) cache: Option<Cache>,
     /// The cache's commits file, being read while the first round trip is under way.
     pub(super) preload: Option<Preload>,
     pub(super) warnings: std::sync::Mutex<Vec<String>>,
     /// When set, a fetch brings only versions signed by a trusted key.
-    pub require_signatures: Option<Policy>,
+    pub(super) require_signatures: Option<Policy>,
     /// The pack this session's reads write objects into, installed by `fetch`.
     pub(super) sink: Option<Arc<PackSink>>,
 }
@@ -58,6 +58,21 @@ impl Remote {
 impl Remote {
     pub fn new(lake: Lake, repo: Option<Repo>) -> Remote {
         Remote::with_cache(lake, repo, None, None)
+    }
+
+    /// The lake this remote reads and writes.
+    pub fn lake(&self) -> &Lake {
+        &self.lake
+    }
+
+    /// The local repository, if the remote has one.
+    pub fn repo(&self) -> Option<&Repo> {
+        self.repo.as_ref()
+    }
+
+    /// Makes a fetch bring only versions signed by a key `policy` trusts (none: any version).
+    pub fn require_signatures(&mut self, policy: Option<Policy>) {
+        self.require_signatures = policy;
     }
 
     /// A remote with the lake's cache `opened` already, its commits file maybe being read by
