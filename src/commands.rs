@@ -54,15 +54,15 @@ pub async fn fsck(
 ) -> Result<crate::fsck::FsckReport, Fatal> {
     let named = open_named(lake).await?;
     let fetched = match (&named.repo, &named.remote) {
-        (Some(repo), Some(remote)) => Some(crate::fsck::Fetched {
+        (Some(repo), Some(remote)) => Some(crate::fsck::Fetched::new(
             repo,
             remote,
-            cache: Some(crate::cache::Cache::load(
+            Some(crate::cache::Cache::load(
                 repo.git_dir(),
                 &named.lake.name(),
                 named.lake.config.id.as_deref(),
             )),
-        }),
+        )),
         _ => None,
     };
     let mut report = crate::fsck::fsck(&named.lake, fetched, catalogs, progress).await?;

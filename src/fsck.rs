@@ -33,10 +33,21 @@ pub struct FsckReport {
 
 /// The repository a lake was fetched into, and its cache of that lake's commits.
 pub struct Fetched<'a> {
-    pub repo: &'a Repo,
+    repo: &'a Repo,
     /// The remote's name: its remote-tracking branches are what it fetched last.
-    pub remote: &'a str,
-    pub cache: Option<Cache>,
+    remote: &'a str,
+    cache: Option<Cache>,
+}
+
+impl<'a> Fetched<'a> {
+    /// The repository, the remote's name in it, and the cache of the lake's commits there.
+    pub fn new(repo: &'a Repo, remote: &'a str, cache: Option<Cache>) -> Fetched<'a> {
+        Fetched {
+            repo,
+            remote,
+            cache,
+        }
+    }
 }
 
 /// Checks `lake`; `fetched` compares it with what a repository fetched from it before.
@@ -180,7 +191,7 @@ async fn read_reachable(
     refs: &[(String, VersionId)],
     progress: &dyn Progress,
 ) -> Result<Read, LakeError> {
-    let lake = &reading.lake;
+    let lake = reading.lake();
     let tips: Vec<VersionId> = refs.iter().map(|(_, v)| v.clone()).collect();
     let mut data = HashMap::new();
     if lake.can_list() {
@@ -239,7 +250,7 @@ async fn read_into(
             let r = reading.version(&v, with_dataset).await;
             (v, r)
         })
-        .buffer_unordered(reading.lake.concurrency());
+        .buffer_unordered(reading.lake().concurrency());
     while let Some((v, r)) = reads.next().await {
         match r {
             Ok(Some(d)) => {

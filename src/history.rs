@@ -171,8 +171,8 @@ impl Walk<'_> {
         let mut frontier = self.to_read(tips.iter().map(|(v, _)| v.clone()), &mut st.through);
         let newest = tips.iter().map(|(v, _)| v).max();
         let mut listed_all = self.newest_known.is_none();
-        if !frontier.is_empty() && self.reading.lake.can_list() {
-            let listing = self.reading.lake.list_versions(self.newest_known, newest);
+        if !frontier.is_empty() && self.reading.lake().can_list() {
+            let listing = self.reading.lake().list_versions(self.newest_known, newest);
             let listed = if self.newest_known.is_some() {
                 // What is new is likely listed after the newest known version: list it while
                 // the first generation is read.
@@ -201,9 +201,9 @@ impl Walk<'_> {
         }
         let mut rounds = 0;
         while !frontier.is_empty() {
-            if rounds == WALK_ROUNDS && !listed_all && self.reading.lake.can_list() {
+            if rounds == WALK_ROUNDS && !listed_all && self.reading.lake().can_list() {
                 listed_all = true;
-                let listed = self.reading.lake.list_versions(None, newest).await?;
+                let listed = self.reading.lake().list_versions(None, newest).await?;
                 self.read_found(&mut st, listed, false).await;
                 frontier = self.next_frontier(&mut st);
             }
@@ -226,7 +226,7 @@ impl Walk<'_> {
     async fn taken(&self, mut under_way: ListingUnderWay) -> Result<Listed, LakeError> {
         (&mut under_way.0).await.unwrap_or_else(|e| {
             Err(LakeError::Store {
-                lake: self.reading.lake.name(),
+                lake: self.reading.lake().name(),
                 source: crate::store::stopped("versions/", "listing", e),
             })
         })
@@ -387,7 +387,7 @@ impl Walk<'_> {
                     Ok(None) if from_listing => {}
                     Ok(None) => {
                         let missing = LakeError::MissingVersion {
-                            lake: reading.lake.name(),
+                            lake: reading.lake().name(),
                             version: id.clone(),
                             by: String::new(),
                         };
@@ -427,7 +427,7 @@ pub async fn read_versions(
                 }
                 None => {
                     return Err(LakeError::MissingVersion {
-                        lake: reading.lake.name(),
+                        lake: reading.lake().name(),
                         version: id,
                         by: String::new(),
                     })
@@ -458,7 +458,7 @@ where
     Fut: std::future::Future<Output = T> + Send,
 {
     let workers = WORKERS.min(items.len()).max(1);
-    let in_flight = (reading.lake.concurrency() / requests_per_item.max(1))
+    let in_flight = (reading.lake().concurrency() / requests_per_item.max(1))
         .div_ceil(workers)
         .max(1);
     let per_worker = items.len().div_ceil(workers).max(1);
@@ -536,7 +536,7 @@ pub fn compute_commits(
                     // meeting it again means its parents lead back to it.
                     Some(Ok(d)) if d.under_way => {
                         return Err(LakeError::Cycle {
-                            lake: reading.lake.name(),
+                            lake: reading.lake().name(),
                             version: id,
                         });
                     }
@@ -573,7 +573,7 @@ fn unreadable(
         }
         Some(Err(other)) => other,
         _ => LakeError::MissingVersion {
-            lake: reading.lake.name(),
+            lake: reading.lake().name(),
             version: id,
             by,
         },

@@ -24,7 +24,7 @@ const TAILS_IN_MEMORY: usize = 8 << 20;
 /// How versions are read: from which lake, into which pack, with which signature check.
 #[derive(Clone)]
 pub struct Reading {
-    pub lake: Lake,
+    lake: Lake,
     pub sink: Option<Arc<PackSink>>,
     pub check: Option<Arc<Policy>>,
     spill: Arc<Spill>,
@@ -122,6 +122,11 @@ impl Reading {
             digests: false,
             parsing: Arc::new(tokio::sync::Semaphore::new(PARSING_ROOM_KIB as usize)),
         }
+    }
+
+    /// The lake versions are read from.
+    pub fn lake(&self) -> &Lake {
+        &self.lake
     }
 
     /// Keeps each record's `sha256` in its summary.
