@@ -1,6 +1,6 @@
 //! What is wrong with a lake, naming the lake and the ref or version at fault, with a hint.
 
-use super::files;
+use super::files::ConfigError;
 use super::names::VersionId;
 use crate::store::StoreError;
 
@@ -10,7 +10,7 @@ pub enum LakeError {
     #[error("'{lake}' is not an FDL lake: it has no fdl.json")]
     NotALake { lake: String },
     #[error("lake '{lake}': {why}")]
-    Config { lake: String, why: String },
+    Config { lake: String, why: ConfigError },
     #[error("lake '{lake}': {source}")]
     Store { lake: String, source: StoreError },
     #[error("lake '{lake}': ref {name}: {why}")]
@@ -53,7 +53,10 @@ impl LakeError {
             LakeError::NotALake { .. } => Some(
                 "check the address: it must name the folder that holds fdl.json, HEAD and refs/",
             ),
-            LakeError::Config { why, .. } if files::is_unknown_major(why) => {
+            LakeError::Config {
+                why: ConfigError::UnknownMajor { .. },
+                ..
+            } => {
                 Some("upgrade git-remote-fdl, or ask the lake's owner which FDL version it uses")
             }
             LakeError::Config { .. } => Some(

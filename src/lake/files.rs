@@ -7,12 +7,14 @@ use super::names::{check_ref_name, printable, VersionId};
 /// The major versions of the FDL specification this reader knows.
 pub const KNOWN_MAJOR: &[u64] = &[0];
 
-/// How an error about an unknown major version ends; only that error asks for an upgrade.
-const UNKNOWN_MAJOR: &str = "this helper does not know";
-
-/// Whether an `fdl.json` error is about a major version newer than this helper knows.
-pub fn is_unknown_major(why: &str) -> bool {
-    why.ends_with(UNKNOWN_MAJOR)
+/// Why `fdl.json` cannot be used. Only a major version this helper does not know asks for an
+/// upgrade, so it is told apart by its kind, not by its message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{0}")]
+    Unreadable(String),
+    #[error("fdl.json says FDL {version}, whose major version {major} this helper does not know")]
+    UnknownMajor { version: String, major: u64 },
 }
 
 /// The parts of `fdl.json` the helper uses.
@@ -26,32 +28,33 @@ pub struct FdlConfig {
 }
 
 impl FdlConfig {
-    pub fn parse(raw: &[u8]) -> Result<FdlConfig, String> {
-        let value: Value =
-            serde_json::from_slice(raw).map_err(|e| format!("fdl.json is not valid JSON: {e}"))?;
+    pub fn parse(raw: &[u8]) -> Result<FdlConfig, ConfigError> {
+        let unreadable = |why: String| ConfigError::Unreadable(why);
+        let value: Value = serde_json::from_slice(raw)
+            .map_err(|e| unreadable(format!("fdl.json is not valid JSON: {e}")))?;
         let obj = value
             .as_object()
-            .ok_or_else(|| "fdl.json is not a JSON object".to_string())?;
+            .ok_or_else(|| unreadable("fdl.json is not a JSON object".to_string()))?;
         let fdl = match obj.get("fdl") {
             Some(Value::String(s)) => s.trim().to_string(),
             Some(Value::Number(n)) => n.to_string(),
-            _ => return Err("fdl.json has no \"fdl\" version".to_string()),
+            _ => return Err(unreadable("fdl.json has no \"fdl\" version".to_string())),
         };
         let major: u64 = fdl
             .split('.')
             .next()
             .and_then(|m| m.parse().ok())
             .ok_or_else(|| {
-                format!(
+                unreadable(format!(
                     "fdl.json's version '{}' is not a version number",
                     printable(&fdl)
-                )
+                ))
             })?;
         if !KNOWN_MAJOR.contains(&major) {
-            return Err(format!(
-                "fdl.json says FDL {}, whose major version {major} {UNKNOWN_MAJOR}",
-                printable(&fdl)
-            ));
+            return Err(ConfigError::UnknownMajor {
+                version: printable(&fdl).to_string(),
+                major,
+            });
         }
         let id = obj.get("id").and_then(Value::as_str).map(str::to_string);
         let signers = obj
@@ -441,6 +444,7 @@ mod tests {
         );
         assert!(FdlConfig::parse(br#"{"fdl":"1.0"}"#)
             .unwrap_err()
+            .to_string()
             .contains("major version 1"));
         assert!(FdlConfig::parse(br#"{"id":"x"}"#).is_err());
         assert!(FdlConfig::parse(b"nope").is_err());
