@@ -12,9 +12,11 @@ use std::collections::{HashMap, HashSet};
 use futures::StreamExt;
 use tokio::sync::mpsc::UnboundedReceiver;
 
+use crate::graph::{parents_first, ParentsFirst};
 use crate::lake::{LakeError, VersionId};
 use crate::mapping::ObjectId;
 use crate::progress::Progress;
+use crate::reading::InOrder;
 pub use crate::reading::{Built, Reading, Summary};
 
 /// Results a reading task hands over at once.
@@ -499,64 +501,83 @@ pub fn compute_commits(
     out.commits.reserve(data.len());
     out.built.reserve(data.len());
     out.order.reserve(data.len());
-    let commit_of =
-        |out: &Resolved, v: &VersionId| out.commits.get(v).copied().or_else(|| known.commit(v));
-    /// A version to look at, or one whose parents are built by the time it is popped. Only
-    /// IDs: the stack of a long chain holds every version of it.
-    enum Step {
-        Visit(VersionId),
-        Build(VersionId),
-    }
     reading.build_in_order(|in_order| {
-        for (tip, _) in tips {
-            let mut stack = vec![Step::Visit(tip.clone())];
-            while let Some(step) = stack.pop() {
-                let id = match step {
-                    Step::Build(id) => {
-                        // Visited (and found readable) before its build was stacked.
-                        let Some(Ok(d)) = data.remove(&id) else {
-                            return Err(unreadable(reading, &mut data, id, named_by));
-                        };
-                        let parents: Vec<ObjectId> = d
-                            .parents
-                            .iter()
-                            .map(|p| commit_of(&out, p).expect("parents first"))
-                            .collect();
-                        let (commit, built) = in_order.build(&id, d, &parents)?;
-                        out.commits.insert(id.clone(), commit);
-                        out.built.insert(id.clone(), built);
-                        out.order.push(id);
-                        continue;
-                    }
-                    Step::Visit(id) if commit_of(&out, &id).is_some() => continue,
-                    Step::Visit(id) => id,
-                };
-                let d = match data.get_mut(&id) {
-                    // Everything above a version under way on the stack descends from it:
-                    // meeting it again means its parents lead back to it.
-                    Some(Ok(d)) if d.under_way => {
-                        return Err(LakeError::Cycle {
-                            lake: reading.lake().name(),
-                            version: id,
-                        });
-                    }
-                    Some(Ok(d)) => d,
-                    Some(Err(_)) | None => {
-                        return Err(unreadable(reading, &mut data, id, named_by))
-                    }
-                };
-                d.under_way = true;
-                let parents: Vec<VersionId> = (d.parents.iter().rev())
-                    .filter(|p| commit_of(&out, p).is_none())
-                    .cloned()
-                    .collect();
-                stack.push(Step::Build(id));
-                stack.extend(parents.into_iter().map(Step::Visit));
-            }
-        }
-        Ok(())
+        let mut walk = Building {
+            reading,
+            known,
+            data: &mut data,
+            named_by,
+            out: &mut out,
+            in_order,
+        };
+        parents_first(tips.iter().map(|(tip, _)| tip.clone()), &mut walk)
     })?;
     Ok(out)
+}
+
+/// The walk of [`compute_commits`]: each version built once its parents are.
+struct Building<'a, 'r> {
+    reading: &'a Reading,
+    known: &'a dyn Known,
+    data: &'a mut HashMap<VersionId, Result<Summary, LakeError>>,
+    named_by: &'a HashMap<VersionId, String>,
+    out: &'a mut Resolved,
+    in_order: &'a mut InOrder<'r>,
+}
+
+/// The commit of `v`, built or known.
+fn commit_of(out: &Resolved, known: &dyn Known, v: &VersionId) -> Option<ObjectId> {
+    out.commits.get(v).copied().or_else(|| known.commit(v))
+}
+
+impl ParentsFirst for Building<'_, '_> {
+    type Node = VersionId;
+    type Error = LakeError;
+
+    fn enter(&mut self, id: &VersionId) -> Result<Option<Vec<VersionId>>, LakeError> {
+        if commit_of(self.out, self.known, id).is_some() {
+            return Ok(None);
+        }
+        let d = match self.data.get_mut(id) {
+            // Everything above a version under way on the stack descends from it: meeting
+            // it again means its parents lead back to it.
+            Some(Ok(d)) if d.under_way => {
+                return Err(LakeError::Cycle {
+                    lake: self.reading.lake().name(),
+                    version: id.clone(),
+                });
+            }
+            Some(Ok(d)) => d,
+            Some(Err(_)) | None => {
+                return Err(unreadable(
+                    self.reading,
+                    self.data,
+                    id.clone(),
+                    self.named_by,
+                ))
+            }
+        };
+        d.under_way = true;
+        let (out, known) = (&*self.out, self.known);
+        let parents = d.parents.iter();
+        let parents = parents.filter(|p| commit_of(out, known, p).is_none());
+        Ok(Some(parents.cloned().collect()))
+    }
+
+    fn leave(&mut self, id: VersionId) -> Result<(), LakeError> {
+        // Entered (and found readable) before it was left.
+        let Some(Ok(d)) = self.data.remove(&id) else {
+            return Err(unreadable(self.reading, self.data, id, self.named_by));
+        };
+        let parents: Vec<ObjectId> = (d.parents.iter())
+            .map(|p| commit_of(self.out, self.known, p).expect("parents first"))
+            .collect();
+        let (commit, built) = self.in_order.build(&id, d, &parents)?;
+        self.out.commits.insert(id.clone(), commit);
+        self.out.built.insert(id.clone(), built);
+        self.out.order.push(id);
+        Ok(())
+    }
 }
 
 /// Why `id` could not be read, naming who named it.

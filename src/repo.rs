@@ -141,17 +141,7 @@ impl Repo {
 
     /// Whether `old` is `new` or one of its ancestors, walking the local commits.
     pub fn is_ancestor(&self, old: &ObjectId, new: &ObjectId) -> bool {
-        let mut seen = std::collections::HashSet::new();
-        let mut stack = vec![*new];
-        while let Some(c) = stack.pop() {
-            if c == *old {
-                return true;
-            }
-            if seen.insert(c) {
-                stack.extend(self.parents(&c));
-            }
-        }
-        false
+        crate::graph::reaches(vec![*new], old, |c| self.parents(c))
     }
 
     /// A configuration value, e.g. `remote.origin.fdlEndpoint`.

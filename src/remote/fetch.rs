@@ -3,11 +3,13 @@
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
+use std::convert::Infallible;
 
 use super::error::RemoteError;
 use super::listing::Listing;
 use super::opened::Remote;
 use crate::cache::Cache;
+use crate::graph::{parents_first, ParentsFirst};
 use crate::history::{self, Built, Known, Reading, Summary};
 use crate::lake::{LakeError, VersionId};
 use crate::mapping::ObjectId;
@@ -299,37 +301,58 @@ fn needed_in_order<'a>(
     in_repo: &dyn Fn(&VersionId) -> bool,
     parents_of: impl Fn(&VersionId) -> &'a [VersionId],
 ) -> (Vec<VersionId>, bool) {
-    let mut reached_existing = false;
-    let mut done: HashSet<VersionId> = HashSet::new();
-    let mut visiting: HashSet<VersionId> = HashSet::new();
-    let mut out = Vec::new();
-    for (tip, _) in tips {
-        let mut stack = vec![(tip.clone(), false)];
-        while let Some((v, expanded)) = stack.pop() {
-            if done.contains(&v) {
-                continue;
-            }
-            if expanded {
-                done.insert(v.clone());
-                out.push(v);
-                continue;
-            }
-            if in_repo(&v) {
-                reached_existing = true;
-                continue;
-            }
-            if !visiting.insert(v.clone()) {
-                continue; // a cycle: the commit check after building reports the damage
-            }
-            stack.push((v.clone(), true));
-            for p in parents_of(&v) {
-                if !done.contains(p) {
-                    stack.push((p.clone(), false));
-                }
-            }
+    let mut needed = Needed {
+        in_repo,
+        parents_of,
+        reached_existing: false,
+        done: HashSet::new(),
+        visiting: HashSet::new(),
+        order: Vec::new(),
+    };
+    let Ok(()) = parents_first(tips.iter().map(|(v, _)| v.clone()), &mut needed);
+    (needed.order, needed.reached_existing)
+}
+
+/// The walk of [`needed_in_order`].
+struct Needed<'w, F> {
+    in_repo: &'w dyn Fn(&VersionId) -> bool,
+    parents_of: F,
+    reached_existing: bool,
+    done: HashSet<VersionId>,
+    visiting: HashSet<VersionId>,
+    order: Vec<VersionId>,
+}
+
+impl<'a, F: Fn(&VersionId) -> &'a [VersionId]> ParentsFirst for Needed<'_, F> {
+    type Node = VersionId;
+    type Error = Infallible;
+
+    fn enter(&mut self, v: &VersionId) -> Result<Option<Vec<VersionId>>, Infallible> {
+        if self.done.contains(v) {
+            return Ok(None);
         }
+        if (self.in_repo)(v) {
+            self.reached_existing = true;
+            return Ok(None);
+        }
+        if !self.visiting.insert(v.clone()) {
+            return Ok(None); // a cycle: the commit check after building reports the damage
+        }
+        let parents = (self.parents_of)(v).iter().rev();
+        Ok(Some(
+            parents
+                .filter(|p| !self.done.contains(*p))
+                .cloned()
+                .collect(),
+        ))
     }
-    (out, reached_existing)
+
+    fn leave(&mut self, v: VersionId) -> Result<(), Infallible> {
+        if self.done.insert(v.clone()) {
+            self.order.push(v);
+        }
+        Ok(())
+    }
 }
 
 fn trace_step(what: &str) {
