@@ -4,8 +4,8 @@
 //! it. So it is written last, when nothing after it can fail, and an atomic push creates at
 //! most one.
 
+use super::updates::{Action, Planned, Plans, Rejection};
 use super::write::{write, Done, Written};
-use super::{Action, Planned, Plans, Rejection};
 use crate::remote::Remote;
 use crate::store::{WriteError, WriteMode};
 

@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 
-use super::{deleted_refs, Action, Planned, Plans, PushOptions, RefUpdate, Rejection};
+use super::updates::{deleted_refs, Action, Planned, Plans, PushOptions, RefUpdate, Rejection};
 use crate::lake::{
     check_ref_name, check_writable_ref, names::RefNameProblem, LakeError, VersionId,
 };

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 
-use super::{Action, Planned, Plans, Rejection};
+use super::updates::{Action, Planned, Plans, Rejection};
 use crate::backoff::Backoff;
 use crate::lake::VersionId;
 use crate::remote::Remote;
