@@ -17,7 +17,7 @@ use crate::lake::{LakeError, VersionId};
 use crate::mapping::ObjectId;
 use crate::progress::Progress;
 use crate::reading::InOrder;
-pub use crate::reading::{Built, Reading, Summary};
+pub use crate::reading::{BuiltVersion, Reading, Summary};
 
 /// Results a reading task hands over at once.
 /// A version's objects: its record's blob, its dataset's blob, its tree and its commit.
@@ -33,7 +33,7 @@ const WORKERS: usize = 4;
 #[derive(Default)]
 pub struct Resolved {
     pub commits: HashMap<VersionId, ObjectId>,
-    pub built: HashMap<VersionId, Built>,
+    pub built: HashMap<VersionId, BuiltVersion>,
     /// The versions of `built`, parents first.
     pub order: Vec<VersionId>,
 }
@@ -42,10 +42,10 @@ pub struct Resolved {
 /// stopped if it is dropped untaken.
 ///
 /// [`Remote::list`]: crate::remote::Remote::list
-pub struct ListingUnderWay(pub tokio::task::JoinHandle<Result<Listed, LakeError>>);
+pub struct ListingUnderWay(pub tokio::task::JoinHandle<Result<ListedVersions, LakeError>>);
 
 /// The versions a listing found, each with whether it has a `dataset.json`.
-pub type Listed = Vec<(VersionId, Option<bool>)>;
+pub type ListedVersions = Vec<(VersionId, Option<bool>)>;
 
 impl Drop for ListingUnderWay {
     fn drop(&mut self) {
@@ -225,7 +225,7 @@ impl Walk<'_> {
     }
 
     /// The versions a listing under way finds.
-    async fn taken(&self, mut under_way: ListingUnderWay) -> Result<Listed, LakeError> {
+    async fn taken(&self, mut under_way: ListingUnderWay) -> Result<ListedVersions, LakeError> {
         (&mut under_way.0).await.unwrap_or_else(|e| {
             Err(LakeError::Store {
                 lake: self.reading.lake().name(),

@@ -43,7 +43,7 @@ const PARSING_ROOM_KIB: u32 = 64 << 10;
 
 /// What follows a commit's parent lines ([`mapping::commit_tail`]), in memory or spilled.
 enum Tail {
-    Kept(Bytes),
+    KeptPacks(Bytes),
     Spilled(Spilled),
 }
 
@@ -104,7 +104,7 @@ impl Summary {
 
 /// A version whose tree and commit are made (and in the pack, if one is written).
 #[derive(Clone)]
-pub struct Built {
+pub struct BuiltVersion {
     pub parents: Vec<VersionId>,
     pub author_email: String,
     pub time: u64,
@@ -271,7 +271,7 @@ impl Reading {
             }
             self.tails_kept.fetch_add(tail.len(), Relaxed);
         }
-        Tail::Kept(Bytes::from(tail))
+        Tail::KeptPacks(Bytes::from(tail))
     }
 
     async fn dataset(&self, id: &VersionId) -> Result<Option<ObjectId>, LakeError> {
@@ -334,7 +334,7 @@ impl Reading {
         id: &VersionId,
         s: Summary,
         parents: &[ObjectId],
-    ) -> Result<(mapping::Object, Built), LakeError> {
+    ) -> Result<(mapping::Object, BuiltVersion), LakeError> {
         let bad = |why: String| LakeError::BadVersion {
             lake: self.lake.name(),
             version: id.clone(),
@@ -348,7 +348,7 @@ impl Reading {
             ));
         };
         let commit = match &s.tail {
-            Tail::Kept(tail) => {
+            Tail::KeptPacks(tail) => {
                 let sub = tail.len();
                 self.tails_kept
                     .fetch_sub(sub, std::sync::atomic::Ordering::Relaxed);
@@ -362,7 +362,7 @@ impl Reading {
                 mapping::commit_object(&tree, parents, &tail)
             }
         };
-        let built = Built {
+        let built = BuiltVersion {
             parents: s.parents,
             author_email: s.author_email,
             time: s.time,
@@ -392,7 +392,7 @@ impl InOrder<'_> {
         id: &VersionId,
         s: Summary,
         parents: &[ObjectId],
-    ) -> Result<(ObjectId, Built), LakeError> {
+    ) -> Result<(ObjectId, BuiltVersion), LakeError> {
         let (commit, built) = self.reading.commit(id, s, parents)?;
         let commit_id = commit.id;
         match (&self.packer, &self.reading.sink) {

@@ -19,7 +19,7 @@ pub use files::FdlConfig;
 pub use names::{check_ref_name, check_writable_ref, printable, VersionId};
 pub use open::Lake;
 pub use record::VersionRecord;
-pub use refs::{without_conflicts, Kept, RefsSeen};
+pub use refs::{without_conflicts, RefsSeen, WithoutConflicts};
 pub use versions::VersionData;
 
 use std::collections::HashMap;

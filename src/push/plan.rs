@@ -38,7 +38,7 @@ pub(super) async fn plan_all(
 }
 
 /// What Git listed for one ref.
-struct Listed {
+struct ListedRef {
     version: Option<VersionId>,
     commit: Option<ObjectId>,
 }
@@ -58,7 +58,7 @@ async fn plan(
         .iter()
         .find(|(n, _)| n == dst)
         .map(|(_, v)| v.clone());
-    let listed = Listed {
+    let listed = ListedRef {
         commit: version.as_ref().map(|v| listing.commits[v]),
         version,
     };

@@ -10,12 +10,12 @@ use super::listing::Listing;
 use super::opened::Remote;
 use crate::cache::Cache;
 use crate::graph::{parents_first, ParentsFirst};
-use crate::history::{self, Built, Known, Reading, Summary};
+use crate::history::{self, BuiltVersion, Known, Reading, Summary};
 use crate::lake::{LakeError, VersionId};
 use crate::mapping::ObjectId;
 use crate::progress::Progress;
 use crate::signatures::Verdict;
-use crate::vouch::{Kept, Objects, Vetted};
+use crate::vouch::{KeptPacks, Objects, Vetted};
 
 /// A commit Git asks for, and the ref it asked for it under.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,7 +25,7 @@ pub struct Want {
 }
 
 /// Versions a fetch built, with their commits.
-type Computed = HashMap<VersionId, (ObjectId, Built)>;
+type Computed = HashMap<VersionId, (ObjectId, BuiltVersion)>;
 
 /// What a fetch wrote.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -58,7 +58,7 @@ impl Remote {
         let reading = self.reading(true)?;
         self.load_cache().await;
         let cache = self.cache.as_ref();
-        let (kept, dropped) = Kept::read(cache);
+        let (kept, dropped) = KeptPacks::read(cache);
         for note in dropped {
             self.lake_warn(note);
         }
@@ -97,7 +97,7 @@ impl Remote {
         &self,
         reading: &Reading,
         cache: Option<&Cache>,
-        kept: &Kept,
+        kept: &KeptPacks,
         listing: &Listing,
         wants: &[Want],
         progress: &dyn Progress,
@@ -144,7 +144,7 @@ impl Remote {
         &self,
         reading: &Reading,
         (cache, known): (Option<&Cache>, &dyn Known),
-        kept: &Kept,
+        kept: &KeptPacks,
         listing: &Listing,
         tips: &[(VersionId, String)],
         progress: &dyn Progress,
@@ -255,8 +255,8 @@ impl Remote {
         listing: &Listing,
         mut fresh: HashMap<VersionId, Summary>,
         known: &Vetted,
-    ) -> Result<HashMap<VersionId, (ObjectId, Built)>, RemoteError> {
-        let mut computed: HashMap<VersionId, (ObjectId, Built)> = HashMap::new();
+    ) -> Result<HashMap<VersionId, (ObjectId, BuiltVersion)>, RemoteError> {
+        let mut computed: HashMap<VersionId, (ObjectId, BuiltVersion)> = HashMap::new();
         if fresh.is_empty() {
             return Ok(computed);
         }
@@ -369,7 +369,7 @@ impl Remote {
         &self,
         versions: &[VersionId],
         listing: &Listing,
-        computed: &HashMap<VersionId, (ObjectId, Built)>,
+        computed: &HashMap<VersionId, (ObjectId, BuiltVersion)>,
     ) -> Result<(), RemoteError> {
         let not_checked = Verdict::Unreadable("not checked (a bug in git-remote-fdl)".into());
         let mut failures = Vec::new();

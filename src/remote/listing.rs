@@ -2,7 +2,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::history::Built;
+use crate::history::BuiltVersion;
 use crate::lake::VersionId;
 use crate::mapping::ObjectId;
 use crate::store::{Token, Versioned};
@@ -13,7 +13,7 @@ pub struct Listing {
     pub head: Option<String>,
     pub refs: Vec<(String, VersionId)>,
     pub commits: HashMap<VersionId, ObjectId>,
-    pub(super) built: HashMap<VersionId, Built>,
+    pub(super) built: HashMap<VersionId, BuiltVersion>,
     /// Every version the refs reach, parents first, when `list` built them all (nothing was
     /// known before it): a fetch of every ref into an empty repository needs no walk.
     pub(super) whole_history: Option<Vec<VersionId>>,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::error::RemoteError;
 use crate::cache::{Cache, Preload};
-use crate::history::{Built, Reading};
+use crate::history::{BuiltVersion, Reading};
 use crate::lake::{Lake, VersionId};
 use crate::mapping::ObjectId;
 use crate::pack::PackSink;
@@ -150,7 +150,7 @@ impl Remote {
     pub(super) fn remember(
         &mut self,
         commits: &HashMap<VersionId, ObjectId>,
-        built: &HashMap<VersionId, Built>,
+        built: &HashMap<VersionId, BuiltVersion>,
     ) {
         if let Some(cache) = &mut self.cache {
             if built.is_empty() {
