@@ -13,12 +13,13 @@ use super::open::Lake;
 use super::{list_ref_folders, REFS_JSON_LIMIT, SMALL_FILE_LIMIT};
 use crate::store::{StoreError, Token, Versioned};
 
-/// Refs (name, version and file token, sorted by name) and what to remember of their files:
-/// `name -> (etag, version)`, `None` when that is what was remembered already.
-pub type RefsSeen = (
-    Vec<(String, VersionId, Token)>,
-    Option<HashMap<String, (String, VersionId)>>,
-);
+/// Refs as a listing found them, and what to remember of their files.
+pub struct RefsSeen {
+    /// Name, version and file token, sorted by name.
+    pub refs: Vec<(String, VersionId, Token)>,
+    /// `name -> (etag, version)`; `None` when that is what was remembered already.
+    pub remember: Option<HashMap<String, (String, VersionId)>>,
+}
 
 /// A writer's lock or temporary file: never a ref, not worth a warning.
 pub(super) fn is_writer_file(path: &str) -> bool {
@@ -110,7 +111,7 @@ impl Lake {
 
     /// Every branch and tag from the ref files, with each file's version token (for pushes).
     pub async fn refs_versioned(&self) -> Result<Vec<(String, VersionId, Token)>, LakeError> {
-        Ok(self.read_ref_files(&HashMap::new()).await?.0)
+        Ok(self.read_ref_files(&HashMap::new()).await?.refs)
     }
 
     /// Every branch and tag, reading only the ref files whose ETag in the listing differs from
@@ -123,7 +124,10 @@ impl Lake {
         if !self.store.can_list() {
             let refs = self.refs().await?;
             let refs = refs.into_iter().map(|(n, v)| (n, v, Token::default()));
-            return Ok((refs.collect(), Some(HashMap::new())));
+            return Ok(RefsSeen {
+                refs: refs.collect(),
+                remember: Some(HashMap::new()),
+            });
         }
         self.read_ref_files(known).await
     }
@@ -195,7 +199,7 @@ impl Lake {
                 false => HashMap::new(),
             }
         });
-        Ok((refs, remember))
+        Ok(RefsSeen { refs, remember })
     }
 
     /// A ref file that holds no version (garbage, or more than a ref file can be) is passed

@@ -7,20 +7,23 @@ use super::error::RemoteError;
 use super::listing::Listing;
 use super::opened::Remote;
 use crate::history::{self, Known, Reading};
-use crate::lake::{LakeError, VersionId};
+use crate::lake::{self, LakeError, VersionId};
 use crate::mapping::ObjectId;
 use crate::progress::Progress;
 use crate::store::{StoreError, Token, Versioned};
 use crate::vouch::{objects_in, rewritten, Seen, Vetted};
 
-/// HEAD, the refs, their tokens (for a push, in the order of the refs, sorted by name then),
-/// and `refs.json` (for a push) with whether it was read before the refs.
-type ReadRefs = (
-    String,
-    Vec<(String, VersionId)>,
-    Vec<Token>,
-    (Option<Option<Versioned>>, bool),
-);
+/// What a listing read: HEAD and the refs, and for a push what its writes are conditional on.
+struct ReadRefs {
+    head: String,
+    refs: Vec<(String, VersionId)>,
+    /// For a push, each ref file's token, in the order of `refs` (sorted by name then).
+    tokens: Vec<Token>,
+    /// For a push, `refs.json` as read (`Some(None)`: there was none).
+    refs_json: Option<Option<Versioned>>,
+    /// Whether `refs.json` was read before the refs, rather than beside them.
+    refs_json_first: bool,
+}
 
 impl Remote {
     /// Reads HEAD and the refs, and computes the commit of every ref.
@@ -98,7 +101,7 @@ impl Remote {
             let empty = HashMap::new();
             let seen = self.cache.as_ref().map_or(&empty, |c| c.ref_files());
             let (head, refs) = futures::join!(self.lake.head(), self.lake.refs_remembered(seen));
-            let (refs, remember) = refs?;
+            let lake::RefsSeen { refs, remember } = refs?;
             if let Some((cache, remember)) = self.cache.as_mut().zip(remember) {
                 cache.set_refs(remember);
             }
@@ -125,7 +128,13 @@ impl Remote {
             true => refs,
             false => self.lake.git_compatible(refs),
         };
-        Ok((head, refs, tokens, (refs_json, refs_json_first)))
+        Ok(ReadRefs {
+            head,
+            refs,
+            tokens,
+            refs_json,
+            refs_json_first,
+        })
     }
 
     async fn list_with(
@@ -134,7 +143,13 @@ impl Remote {
         for_push: bool,
     ) -> Result<Listing, RemoteError> {
         let listing = self.list_everything_early(for_push);
-        let (head, refs, tokens, (refs_json, refs_json_first)) = self.read_refs(for_push).await?;
+        let ReadRefs {
+            head,
+            refs,
+            tokens,
+            refs_json,
+            refs_json_first,
+        } = self.read_refs(for_push).await?;
         if !refs.iter().any(|(n, _)| *n == head) && !refs.is_empty() {
             self.lake_warn(format!(
                 "lake '{}': HEAD names {head}, which does not exist",
