@@ -53,7 +53,7 @@ pub async fn catalog(req: &CatalogRequest) -> Result<CatalogOutcome, Fatal> {
     // The digest is the one the commit's own version.json gives: neither a cache nor the lake
     // (which may have been rewritten since) can change what a commit stands for.
     let committed = committed_record(&repo, &commit)?;
-    let remote_name = fdl_remote(req.remote.as_deref())?;
+    let remote_name = fdl_remote(&repo, req.remote.as_deref())?;
     let lake = open_remote_lake(&repo, &remote_name).await?;
     let git_dir = repo.git_dir().to_path_buf();
     let mut remote = Remote::new(lake, Some(repo));
