@@ -19,7 +19,7 @@ pub struct Remote {
     pub(super) repo: Option<Repo>,
     pub(super) cache: Option<Cache>,
     /// The cache's commits file, being read while the first round trip is under way.
-    pub(super) preload: Option<Preload>,
+    preload: Option<Preload>,
     pub(super) warnings: std::sync::Mutex<Vec<String>>,
     /// When set, a fetch brings only versions signed by a trusted key.
     pub(super) require_signatures: Option<Policy>,
@@ -102,7 +102,7 @@ impl Remote {
         remote
     }
 
-    pub(super) fn warn_if_damaged(&self) {
+    fn warn_if_damaged(&self) {
         if let Some(c) = self.cache.as_ref().filter(|c| c.damaged() > 0) {
             self.lake_warn(format!(
                 "the commit cache {} had {} damaged entr{}: not trusted, computed again from the lake",
