@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 use crate::cache::Cache;
 use crate::graph::{parents_first, ParentsFirst};
 use crate::lake::catalog::{parse_digest, CatalogFormat};
-use crate::lake::files::parse_refs_json;
+use crate::lake::refs_json::parse_refs_json;
 use crate::lake::{Lake, LakeError, VersionId};
 use crate::mapping::{self, ObjectId};
 use crate::progress::Progress;

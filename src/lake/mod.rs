@@ -12,6 +12,7 @@ mod open;
 pub mod record;
 mod ref_writes;
 mod refs;
+pub mod refs_json;
 mod versions;
 
 pub use error::LakeError;

@@ -10,6 +10,7 @@ use super::etags;
 use super::files;
 use super::names::{check_ref_name, printable, VersionId};
 use super::open::Lake;
+use super::refs_json;
 use super::{list_ref_folders, REFS_JSON_LIMIT, SMALL_FILE_LIMIT};
 use crate::store::{StoreError, Token, Versioned};
 
@@ -327,7 +328,7 @@ impl Lake {
         let Some(raw) = raw else {
             return Err(LakeError::NoRefsJson { lake: self.name() });
         };
-        let pairs = files::parse_refs_json(&raw).map_err(|why| LakeError::BadRefsJson {
+        let pairs = refs_json::parse_refs_json(&raw).map_err(|why| LakeError::BadRefsJson {
             lake: self.name(),
             why,
         })?;
@@ -373,7 +374,7 @@ impl Lake {
         let Some(Ok(Some(raw))) = &ahead.refs_json else {
             return None;
         };
-        let refs = files::parse_refs_json(&raw.bytes).ok()?;
+        let refs = refs_json::parse_refs_json(&raw.bytes).ok()?;
         refs.iter()
             .filter_map(|(_, v)| VersionId::parse(v).ok())
             .max()

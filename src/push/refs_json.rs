@@ -7,7 +7,7 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use crate::backoff::Backoff;
-use crate::lake::files::{parse_refs_json, render_refs_json};
+use crate::lake::refs_json::{parse_refs_json, render_refs_json};
 use crate::lake::{check_ref_name, Lake, RefsSeen, VersionId};
 use crate::remote::{Listing, Remote};
 use crate::store::{Token, WriteError, WriteMode};
