@@ -59,7 +59,7 @@ pub async fn fsck(
             Some(crate::cache::Cache::load(
                 repo.git_dir(),
                 &named.lake.name(),
-                named.lake.config.id.as_deref(),
+                named.lake.config().id.as_deref(),
             )),
         )),
         _ => None,
@@ -184,7 +184,7 @@ pub async fn verify(
         .collect();
     Ok(VerifyReport {
         rows,
-        listed_signers: lake.config.signers.len(),
+        listed_signers: lake.config().signers.len(),
         allowed_signers: path,
     })
 }

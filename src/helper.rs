@@ -544,7 +544,7 @@ async fn open_remote(
         .map(Preload::start);
     let lake = opening.lake().await?;
     let policy = config::signature_policy(repo.as_ref(), remote_name)?;
-    let cache = cache.filter(|c| c.is_of(lake.config.id.as_deref()));
+    let cache = cache.filter(|c| c.is_of(lake.config().id.as_deref()));
     let preload = preload.filter(|_| cache.is_some());
     let mut remote = Remote::with_cache(lake, repo, cache, preload);
     remote.require_signatures(policy);

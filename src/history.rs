@@ -255,9 +255,8 @@ impl Walk<'_> {
         // A listing says how many versions come: room for them all at once (see
         // `PackWriter::reserve`); four objects a version at most.
         st.data.reserve(rest.len());
-        if let Some(sink) = &self.reading.sink {
-            sink.reserve(rest.len() * OBJECTS_PER_VERSION);
-        }
+        self.reading
+            .reserve_objects(rest.len() * OBJECTS_PER_VERSION);
         self.read_batch(st, rest, true).await;
     }
 

@@ -25,8 +25,8 @@ const TAILS_IN_MEMORY: usize = 8 << 20;
 #[derive(Clone)]
 pub struct Reading {
     lake: Lake,
-    pub sink: Option<Arc<PackSink>>,
-    pub check: Option<Arc<Policy>>,
+    sink: Option<Arc<PackSink>>,
+    check: Option<Arc<Policy>>,
     spill: Arc<Spill>,
     /// Bytes of commit tails kept in memory now.
     tails_kept: Arc<std::sync::atomic::AtomicUsize>,
@@ -121,6 +121,13 @@ impl Reading {
             tails_kept: Arc::default(),
             digests: false,
             parsing: Arc::new(tokio::sync::Semaphore::new(PARSING_ROOM_KIB as usize)),
+        }
+    }
+
+    /// Makes room in the pack being written (if any) for `objects` more at once.
+    pub fn reserve_objects(&self, objects: usize) {
+        if let Some(sink) = &self.sink {
+            sink.reserve(objects);
         }
     }
 
@@ -235,7 +242,7 @@ impl Reading {
                 &subject,
                 &c.trusted,
                 &c.namespace,
-                &self.lake.config.signers,
+                &self.lake.config().signers,
             ))
         });
         let record_blob = self.keep(Kind::Blob, &raw.bytes);

@@ -15,7 +15,7 @@ use crate::store::{Listed, Store, StoreError, Versioned};
 #[derive(Debug, Clone)]
 pub struct Lake {
     pub(super) store: Store,
-    pub config: FdlConfig,
+    pub(super) config: FdlConfig,
     pub(super) warnings: Arc<Mutex<Vec<String>>>,
     pub(super) read_ahead: Arc<Mutex<ReadAhead>>,
     /// Ref files passed over because they hold no version (see [`Lake::broken_refs`]).
@@ -102,6 +102,11 @@ impl Lake {
                 }),
             })),
         })
+    }
+
+    /// What `fdl.json` says.
+    pub fn config(&self) -> &FdlConfig {
+        &self.config
     }
 
     /// Whether the store lists its files (every store but plain HTTP).

@@ -85,7 +85,7 @@ impl Remote {
     ) -> Remote {
         // Outside a repository, the user's cache: a second `git ls-remote` of a lake reads only
         // the refs and what is new.
-        let (url, id) = (lake.name(), lake.config.id.clone());
+        let (url, id) = (lake.name(), lake.config().id.clone());
         let root = crate::cache::root_for(repo.as_ref().map(|r| r.git_dir()));
         let cache =
             opened.or_else(|| root.map(|root| Cache::load_under(&root, &url, id.as_deref())));
