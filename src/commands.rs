@@ -27,13 +27,12 @@ struct Named {
 
 async fn open_named(lake: &str) -> Result<Named, Fatal> {
     let repo = local_repo()?;
-    let remote =
-        repo.as_ref().and_then(
-            |repo| match fdl_remotes().into_iter().any(|(n, _)| n == lake) {
-                true => Some(lake.to_string()),
-                false => remote_of_address(repo, lake),
-            },
-        );
+    let remote = repo.as_ref().and_then(|repo| {
+        match fdl_remotes(repo).into_iter().any(|(n, _)| n == lake) {
+            true => Some(lake.to_string()),
+            false => remote_of_address(repo, lake),
+        }
+    });
     let opened = match (&repo, &remote) {
         (Some(repo), Some(name)) => open_remote_lake(repo, name).await?,
         _ => open_lake(lake).await?,
@@ -54,15 +53,15 @@ pub async fn fsck(
 ) -> Result<crate::fsck::FsckReport, Fatal> {
     let named = open_named(lake).await?;
     let fetched = match (&named.repo, &named.remote) {
-        (Some(repo), Some(remote)) => Some(crate::fsck::Fetched {
+        (Some(repo), Some(remote)) => Some(crate::fsck::Fetched::new(
             repo,
             remote,
-            cache: Some(crate::cache::Cache::load(
+            Some(crate::cache::Cache::load(
                 repo.git_dir(),
                 &named.lake.name(),
-                named.lake.config.id.as_deref(),
+                named.lake.config().id.as_deref(),
             )),
-        }),
+        )),
         _ => None,
     };
     let mut report = crate::fsck::fsck(&named.lake, fetched, catalogs, progress).await?;
@@ -148,7 +147,7 @@ pub async fn verify(
         Some(p) => p,
         None => remote
             .and_then(|(repo, name)| config::allowed_signers_file(repo, name))
-            .or_else(|| git_config("gpg.ssh.allowedSignersFile").map(|p| config::expand_home(&p)))
+            .or_else(|| config::git_allowed_signers_file(named.repo.as_ref()))
             .ok_or_else(|| {
                 Fatal::new("no allowed signers file: pass --allowed-signers FILE or set gpg.ssh.allowedSignersFile")
             })?,
@@ -185,7 +184,7 @@ pub async fn verify(
         .collect();
     Ok(VerifyReport {
         rows,
-        listed_signers: lake.config.signers.len(),
+        listed_signers: lake.config().signers.len(),
         allowed_signers: path,
     })
 }
@@ -210,13 +209,4 @@ async fn verify_tips(lake: &Lake, wanted: &[String]) -> Result<Vec<(VersionId, S
         tips.push((v.clone(), format!("ref {name}")));
     }
     Ok(tips)
-}
-
-fn git_config(key: &str) -> Option<String> {
-    let out = std::process::Command::new("git")
-        .args(["config", "--get", key])
-        .output()
-        .ok()?;
-    let v = String::from_utf8(out.stdout).ok()?.trim().to_string();
-    (out.status.success() && !v.is_empty()).then_some(v)
 }

@@ -153,10 +153,20 @@ fn parse_bool(v: &str) -> Option<bool> {
 /// The allowed-signers file for remote `name`: `remote.<name>.fdlAllowedSignersFile`, else
 /// Git's own `gpg.ssh.allowedSignersFile`.
 pub fn allowed_signers_file(repo: &Repo, name: &str) -> Option<PathBuf> {
-    let raw = repo
-        .config(&format!("remote.{name}.fdlAllowedSignersFile"))
-        .or_else(|| repo.config("gpg.ssh.allowedSignersFile"))?;
-    Some(expand_home(&raw))
+    let raw = repo.config(&format!("remote.{name}.fdlAllowedSignersFile"));
+    raw.map(|r| expand_home(&r))
+        .or_else(|| git_allowed_signers_file(Some(repo)))
+}
+
+/// Git's own `gpg.ssh.allowedSignersFile`, from `repo`'s configuration, or outside any
+/// repository from the user's and the system's.
+pub fn git_allowed_signers_file(repo: Option<&Repo>) -> Option<PathBuf> {
+    const KEY: &str = "gpg.ssh.allowedSignersFile";
+    let raw = match repo {
+        Some(repo) => repo.config(KEY),
+        None => crate::repo::global_config(KEY),
+    };
+    Some(expand_home(&raw?))
 }
 
 /// `~/x` as Git reads paths in its configuration.

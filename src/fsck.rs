@@ -3,13 +3,15 @@
 //! and nothing stops at the first one.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::convert::Infallible;
 
 use futures::StreamExt;
 use sha2::{Digest, Sha256};
 
 use crate::cache::Cache;
+use crate::graph::{parents_first, ParentsFirst};
 use crate::lake::catalog::{parse_digest, CatalogFormat};
-use crate::lake::files::parse_refs_json;
+use crate::lake::refs_json::parse_refs_json;
 use crate::lake::{Lake, LakeError, VersionId};
 use crate::mapping::{self, ObjectId};
 use crate::progress::Progress;
@@ -33,10 +35,21 @@ pub struct FsckReport {
 
 /// The repository a lake was fetched into, and its cache of that lake's commits.
 pub struct Fetched<'a> {
-    pub repo: &'a Repo,
+    repo: &'a Repo,
     /// The remote's name: its remote-tracking branches are what it fetched last.
-    pub remote: &'a str,
-    pub cache: Option<Cache>,
+    remote: &'a str,
+    cache: Option<Cache>,
+}
+
+impl<'a> Fetched<'a> {
+    /// The repository, the remote's name in it, and the cache of the lake's commits there.
+    pub fn new(repo: &'a Repo, remote: &'a str, cache: Option<Cache>) -> Fetched<'a> {
+        Fetched {
+            repo,
+            remote,
+            cache,
+        }
+    }
 }
 
 /// Checks `lake`; `fetched` compares it with what a repository fetched from it before.
@@ -111,7 +124,7 @@ async fn check_refs_json(
     refs: &[(String, VersionId)],
     report: &mut FsckReport,
 ) -> Result<(), LakeError> {
-    if !lake.store.can_list() {
+    if !lake.can_list() {
         return Ok(());
     }
     let read = match lake.refs_json_versioned().await {
@@ -180,10 +193,10 @@ async fn read_reachable(
     refs: &[(String, VersionId)],
     progress: &dyn Progress,
 ) -> Result<Read, LakeError> {
-    let lake = &reading.lake;
+    let lake = reading.lake();
     let tips: Vec<VersionId> = refs.iter().map(|(_, v)| v.clone()).collect();
     let mut data = HashMap::new();
-    if lake.store.can_list() {
+    if lake.can_list() {
         let all = lake.version_ids().await?;
         read_into(reading, all, false, &mut data, progress).await;
         let reachable = reachable_from(&tips, &data);
@@ -200,7 +213,7 @@ async fn read_reachable(
                 let r = reading.dataset_and_tree(&v, blob).await;
                 (v, r)
             })
-            .buffer_unordered(lake.store.concurrency());
+            .buffer_unordered(lake.concurrency());
         while let Some((v, r)) = reads.next().await {
             match r {
                 Ok(read) => {
@@ -239,7 +252,7 @@ async fn read_into(
             let r = reading.version(&v, with_dataset).await;
             (v, r)
         })
-        .buffer_unordered(reading.lake.store.concurrency());
+        .buffer_unordered(reading.lake().concurrency());
     while let Some((v, r)) = reads.next().await {
         match r {
             Ok(Some(d)) => {
@@ -257,7 +270,7 @@ async fn read_into(
 /// `tips` and every version read that they reach (plus, with no tips, the parents of
 /// everything read): versions not read are included, so that callers see them missing.
 fn reachable_from(tips: &[VersionId], data: &Read) -> HashSet<VersionId> {
-    let mut stack: Vec<VersionId> = if tips.is_empty() {
+    let starts: Vec<VersionId> = if tips.is_empty() {
         data.values()
             .filter_map(|d| d.as_ref().ok())
             .flat_map(|d| d.parents.iter().cloned())
@@ -265,16 +278,10 @@ fn reachable_from(tips: &[VersionId], data: &Read) -> HashSet<VersionId> {
     } else {
         tips.to_vec()
     };
-    let mut seen = HashSet::new();
-    while let Some(v) = stack.pop() {
-        if !seen.insert(v.clone()) {
-            continue;
-        }
-        if let Some(Ok(d)) = data.get(&v) {
-            stack.extend(d.parents.iter().cloned());
-        }
-    }
-    seen
+    crate::graph::reachable(starts, |v| match data.get(v) {
+        Some(Ok(d)) => d.parents.clone(),
+        _ => Vec::new(),
+    })
 }
 
 /// A version's commit and tree, as mapping v1 makes them now.
@@ -322,56 +329,66 @@ fn check_history(
             data: &mut data,
             commits: &mut commits,
             broken: &mut broken,
+            visiting: HashSet::new(),
             report,
         };
         for (_, tip) in refs {
-            walk.map_history(tip);
+            walk.visiting.clear();
+            let Ok(()) = parents_first([tip.clone()], &mut walk);
         }
     });
     commits
 }
 
-/// Commits made parents first, from the summaries read.
+/// Commits made parents first, from the summaries read. A version whose history holds a
+/// missing or unreadable version, or a cycle, gets no commit.
 struct HistoryWalk<'a, 'r> {
     in_order: &'a mut crate::reading::InOrder<'r>,
     data: &'a mut Read,
     commits: &'a mut HashMap<VersionId, Mapped>,
     broken: &'a mut HashSet<VersionId>,
+    /// Versions whose parents are being walked, from the tip being walked.
+    visiting: HashSet<VersionId>,
     report: &'a mut FsckReport,
 }
 
-impl HistoryWalk<'_, '_> {
-    /// Maps `tip` and its history, parents first, without recursion. A version whose history
-    /// holds a missing or unreadable version, or a cycle, gets no commit.
-    fn map_history(&mut self, tip: &VersionId) {
-        let mut visiting = HashSet::new();
-        let mut stack = vec![(tip.clone(), false)];
-        while let Some((v, expanded)) = stack.pop() {
-            if self.commits.contains_key(&v) || self.broken.contains(&v) {
-                continue;
-            }
-            let Some(Ok(d)) = self.data.get(&v) else {
-                self.broken.insert(v);
-                continue;
-            };
-            if expanded {
-                visiting.remove(&v);
-                self.build(v);
-                continue;
-            }
-            if !visiting.insert(v.clone()) {
-                self.report.problems.push(format!(
-                    "error: the parents of version {v} lead back to itself (a cycle)"
-                ));
-                self.broken.insert(v);
-                continue;
-            }
-            let parents = d.parents.clone();
-            stack.push((v, true));
-            stack.extend(parents.into_iter().map(|p| (p, false)));
+impl ParentsFirst for HistoryWalk<'_, '_> {
+    type Node = VersionId;
+    type Error = Infallible;
+
+    fn enter(&mut self, v: &VersionId) -> Result<Option<Vec<VersionId>>, Infallible> {
+        if self.commits.contains_key(v) || self.broken.contains(v) {
+            return Ok(None);
         }
+        let Some(Ok(d)) = self.data.get(v) else {
+            self.broken.insert(v.clone());
+            return Ok(None);
+        };
+        if !self.visiting.insert(v.clone()) {
+            self.report.problems.push(format!(
+                "error: the parents of version {v} lead back to itself (a cycle)"
+            ));
+            self.broken.insert(v.clone());
+            return Ok(None);
+        }
+        Ok(Some(d.parents.iter().rev().cloned().collect()))
     }
 
+    fn leave(&mut self, v: VersionId) -> Result<(), Infallible> {
+        if self.commits.contains_key(&v) || self.broken.contains(&v) {
+            return Ok(());
+        }
+        if !matches!(self.data.get(&v), Some(Ok(_))) {
+            self.broken.insert(v);
+            return Ok(());
+        }
+        self.visiting.remove(&v);
+        self.build(v);
+        Ok(())
+    }
+}
+
+impl HistoryWalk<'_, '_> {
     /// Makes the commit of `v`, whose parents were all looked at: none if one has none.
     fn build(&mut self, v: VersionId) {
         let Some(Ok(s)) = self.data.remove(&v) else {
@@ -405,7 +422,7 @@ fn check_against_repository(
     report: &mut FsckReport,
 ) {
     let repo = fetched.repo;
-    let cached = fetched.cache.as_ref().map(|c| &c.entries);
+    let cached = fetched.cache.as_ref().map(|c| c.commits());
     // What the repository fetched: the cache's commits, and the remote-tracking branches'
     // (the cache is kept per lake id, so a lake replaced at the same address has none).
     let mut before: HashMap<&VersionId, ObjectId> = HashMap::new();

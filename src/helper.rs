@@ -294,7 +294,7 @@ impl<W: Write> Session<W> {
         let outcome = remote
             .fetch(&mut listing, &wants, lock_pack, progress.as_ref())
             .await;
-        let lake_name = crate::redact::for_terminal(&remote.lake.name());
+        let lake_name = crate::redact::for_terminal(&remote.lake().name());
         self.show_warnings(&[]);
         let outcome = outcome?;
         if verbose && outcome.versions > 0 {
@@ -427,10 +427,7 @@ impl<W: Write> Session<W> {
 
     fn trace_requests(&self) {
         if let (true, Some(r)) = (self.out.trace, &self.remote) {
-            trace::line(&format!(
-                "requests so far: {}",
-                r.lake.store.stats.summary()
-            ));
+            trace::line(&format!("requests so far: {}", r.lake().requests_summary()));
         }
     }
 }
@@ -547,10 +544,10 @@ async fn open_remote(
         .map(Preload::start);
     let lake = opening.lake().await?;
     let policy = config::signature_policy(repo.as_ref(), remote_name)?;
-    let cache = cache.filter(|c| c.is_of(lake.config.id.as_deref()));
+    let cache = cache.filter(|c| c.is_of(lake.config().id.as_deref()));
     let preload = preload.filter(|_| cache.is_some());
     let mut remote = Remote::with_cache(lake, repo, cache, preload);
-    remote.require_signatures = policy;
+    remote.require_signatures(policy);
     Ok(remote)
 }
 

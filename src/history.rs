@@ -12,10 +12,12 @@ use std::collections::{HashMap, HashSet};
 use futures::StreamExt;
 use tokio::sync::mpsc::UnboundedReceiver;
 
+use crate::graph::{parents_first, ParentsFirst};
 use crate::lake::{LakeError, VersionId};
 use crate::mapping::ObjectId;
 use crate::progress::Progress;
-pub use crate::reading::{Built, Reading, Summary};
+use crate::reading::InOrder;
+pub use crate::reading::{BuiltVersion, Reading, Summary};
 
 /// Results a reading task hands over at once.
 /// A version's objects: its record's blob, its dataset's blob, its tree and its commit.
@@ -31,7 +33,7 @@ const WORKERS: usize = 4;
 #[derive(Default)]
 pub struct Resolved {
     pub commits: HashMap<VersionId, ObjectId>,
-    pub built: HashMap<VersionId, Built>,
+    pub built: HashMap<VersionId, BuiltVersion>,
     /// The versions of `built`, parents first.
     pub order: Vec<VersionId>,
 }
@@ -40,10 +42,10 @@ pub struct Resolved {
 /// stopped if it is dropped untaken.
 ///
 /// [`Remote::list`]: crate::remote::Remote::list
-pub struct ListingUnderWay(pub tokio::task::JoinHandle<Result<Listed, LakeError>>);
+pub struct ListingUnderWay(pub tokio::task::JoinHandle<Result<ListedVersions, LakeError>>);
 
 /// The versions a listing found, each with whether it has a `dataset.json`.
-pub type Listed = Vec<(VersionId, Option<bool>)>;
+pub type ListedVersions = Vec<(VersionId, Option<bool>)>;
 
 impl Drop for ListingUnderWay {
     fn drop(&mut self) {
@@ -171,8 +173,8 @@ impl Walk<'_> {
         let mut frontier = self.to_read(tips.iter().map(|(v, _)| v.clone()), &mut st.through);
         let newest = tips.iter().map(|(v, _)| v).max();
         let mut listed_all = self.newest_known.is_none();
-        if !frontier.is_empty() && self.reading.lake.store.can_list() {
-            let listing = self.reading.lake.list_versions(self.newest_known, newest);
+        if !frontier.is_empty() && self.reading.lake().can_list() {
+            let listing = self.reading.lake().list_versions(self.newest_known, newest);
             let listed = if self.newest_known.is_some() {
                 // What is new is likely listed after the newest known version: list it while
                 // the first generation is read.
@@ -201,9 +203,9 @@ impl Walk<'_> {
         }
         let mut rounds = 0;
         while !frontier.is_empty() {
-            if rounds == WALK_ROUNDS && !listed_all && self.reading.lake.store.can_list() {
+            if rounds == WALK_ROUNDS && !listed_all && self.reading.lake().can_list() {
                 listed_all = true;
-                let listed = self.reading.lake.list_versions(None, newest).await?;
+                let listed = self.reading.lake().list_versions(None, newest).await?;
                 self.read_found(&mut st, listed, false).await;
                 frontier = self.next_frontier(&mut st);
             }
@@ -223,10 +225,10 @@ impl Walk<'_> {
     }
 
     /// The versions a listing under way finds.
-    async fn taken(&self, mut under_way: ListingUnderWay) -> Result<Listed, LakeError> {
+    async fn taken(&self, mut under_way: ListingUnderWay) -> Result<ListedVersions, LakeError> {
         (&mut under_way.0).await.unwrap_or_else(|e| {
             Err(LakeError::Store {
-                lake: self.reading.lake.name(),
+                lake: self.reading.lake().name(),
                 source: crate::store::stopped("versions/", "listing", e),
             })
         })
@@ -253,9 +255,8 @@ impl Walk<'_> {
         // A listing says how many versions come: room for them all at once (see
         // `PackWriter::reserve`); four objects a version at most.
         st.data.reserve(rest.len());
-        if let Some(sink) = &self.reading.sink {
-            sink.reserve(rest.len() * OBJECTS_PER_VERSION);
-        }
+        self.reading
+            .reserve_objects(rest.len() * OBJECTS_PER_VERSION);
         self.read_batch(st, rest, true).await;
     }
 
@@ -387,7 +388,7 @@ impl Walk<'_> {
                     Ok(None) if from_listing => {}
                     Ok(None) => {
                         let missing = LakeError::MissingVersion {
-                            lake: reading.lake.name(),
+                            lake: reading.lake().name(),
                             version: id.clone(),
                             by: String::new(),
                         };
@@ -427,7 +428,7 @@ pub async fn read_versions(
                 }
                 None => {
                     return Err(LakeError::MissingVersion {
-                        lake: reading.lake.name(),
+                        lake: reading.lake().name(),
                         version: id,
                         by: String::new(),
                     })
@@ -458,7 +459,7 @@ where
     Fut: std::future::Future<Output = T> + Send,
 {
     let workers = WORKERS.min(items.len()).max(1);
-    let in_flight = (reading.lake.store.concurrency() / requests_per_item.max(1))
+    let in_flight = (reading.lake().concurrency() / requests_per_item.max(1))
         .div_ceil(workers)
         .max(1);
     let per_worker = items.len().div_ceil(workers).max(1);
@@ -499,64 +500,83 @@ pub fn compute_commits(
     out.commits.reserve(data.len());
     out.built.reserve(data.len());
     out.order.reserve(data.len());
-    let commit_of =
-        |out: &Resolved, v: &VersionId| out.commits.get(v).copied().or_else(|| known.commit(v));
-    /// A version to look at, or one whose parents are built by the time it is popped. Only
-    /// IDs: the stack of a long chain holds every version of it.
-    enum Step {
-        Visit(VersionId),
-        Build(VersionId),
-    }
     reading.build_in_order(|in_order| {
-        for (tip, _) in tips {
-            let mut stack = vec![Step::Visit(tip.clone())];
-            while let Some(step) = stack.pop() {
-                let id = match step {
-                    Step::Build(id) => {
-                        // Visited (and found readable) before its build was stacked.
-                        let Some(Ok(d)) = data.remove(&id) else {
-                            return Err(unreadable(reading, &mut data, id, named_by));
-                        };
-                        let parents: Vec<ObjectId> = d
-                            .parents
-                            .iter()
-                            .map(|p| commit_of(&out, p).expect("parents first"))
-                            .collect();
-                        let (commit, built) = in_order.build(&id, d, &parents)?;
-                        out.commits.insert(id.clone(), commit);
-                        out.built.insert(id.clone(), built);
-                        out.order.push(id);
-                        continue;
-                    }
-                    Step::Visit(id) if commit_of(&out, &id).is_some() => continue,
-                    Step::Visit(id) => id,
-                };
-                let d = match data.get_mut(&id) {
-                    // Everything above a version under way on the stack descends from it:
-                    // meeting it again means its parents lead back to it.
-                    Some(Ok(d)) if d.under_way => {
-                        return Err(LakeError::Cycle {
-                            lake: reading.lake.name(),
-                            version: id,
-                        });
-                    }
-                    Some(Ok(d)) => d,
-                    Some(Err(_)) | None => {
-                        return Err(unreadable(reading, &mut data, id, named_by))
-                    }
-                };
-                d.under_way = true;
-                let parents: Vec<VersionId> = (d.parents.iter().rev())
-                    .filter(|p| commit_of(&out, p).is_none())
-                    .cloned()
-                    .collect();
-                stack.push(Step::Build(id));
-                stack.extend(parents.into_iter().map(Step::Visit));
-            }
-        }
-        Ok(())
+        let mut walk = Building {
+            reading,
+            known,
+            data: &mut data,
+            named_by,
+            out: &mut out,
+            in_order,
+        };
+        parents_first(tips.iter().map(|(tip, _)| tip.clone()), &mut walk)
     })?;
     Ok(out)
+}
+
+/// The walk of [`compute_commits`]: each version built once its parents are.
+struct Building<'a, 'r> {
+    reading: &'a Reading,
+    known: &'a dyn Known,
+    data: &'a mut HashMap<VersionId, Result<Summary, LakeError>>,
+    named_by: &'a HashMap<VersionId, String>,
+    out: &'a mut Resolved,
+    in_order: &'a mut InOrder<'r>,
+}
+
+/// The commit of `v`, built or known.
+fn commit_of(out: &Resolved, known: &dyn Known, v: &VersionId) -> Option<ObjectId> {
+    out.commits.get(v).copied().or_else(|| known.commit(v))
+}
+
+impl ParentsFirst for Building<'_, '_> {
+    type Node = VersionId;
+    type Error = LakeError;
+
+    fn enter(&mut self, id: &VersionId) -> Result<Option<Vec<VersionId>>, LakeError> {
+        if commit_of(self.out, self.known, id).is_some() {
+            return Ok(None);
+        }
+        let d = match self.data.get_mut(id) {
+            // Everything above a version under way on the stack descends from it: meeting
+            // it again means its parents lead back to it.
+            Some(Ok(d)) if d.under_way => {
+                return Err(LakeError::Cycle {
+                    lake: self.reading.lake().name(),
+                    version: id.clone(),
+                });
+            }
+            Some(Ok(d)) => d,
+            Some(Err(_)) | None => {
+                return Err(unreadable(
+                    self.reading,
+                    self.data,
+                    id.clone(),
+                    self.named_by,
+                ))
+            }
+        };
+        d.under_way = true;
+        let (out, known) = (&*self.out, self.known);
+        let parents = d.parents.iter();
+        let parents = parents.filter(|p| commit_of(out, known, p).is_none());
+        Ok(Some(parents.cloned().collect()))
+    }
+
+    fn leave(&mut self, id: VersionId) -> Result<(), LakeError> {
+        // Entered (and found readable) before it was left.
+        let Some(Ok(d)) = self.data.remove(&id) else {
+            return Err(unreadable(self.reading, self.data, id, self.named_by));
+        };
+        let parents: Vec<ObjectId> = (d.parents.iter())
+            .map(|p| commit_of(self.out, self.known, p).expect("parents first"))
+            .collect();
+        let (commit, built) = self.in_order.build(&id, d, &parents)?;
+        self.out.commits.insert(id.clone(), commit);
+        self.out.built.insert(id.clone(), built);
+        self.out.order.push(id);
+        Ok(())
+    }
 }
 
 /// Why `id` could not be read, naming who named it.
@@ -573,7 +593,7 @@ fn unreadable(
         }
         Some(Err(other)) => other,
         _ => LakeError::MissingVersion {
-            lake: reading.lake.name(),
+            lake: reading.lake().name(),
             version: id,
             by,
         },

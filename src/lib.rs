@@ -14,6 +14,7 @@ pub mod config;
 pub mod duckdb;
 pub mod fatal;
 pub mod fsck;
+pub mod graph;
 pub mod helper;
 pub mod history;
 pub mod lake;

@@ -29,23 +29,17 @@ pub fn local_repo() -> Result<Option<Repo>, Fatal> {
         .map_err(|e| Fatal::new(e.to_string()))
 }
 
-/// The fdl remotes of the repository: `(name, url)` for every `remote.<name>.url` that starts
-/// with `fdl::`.
-pub fn fdl_remotes() -> Vec<(String, String)> {
-    let out = git_output(&["config", "--get-regexp", r"^remote\..*\.url$"]).unwrap_or_default();
-    out.lines()
-        .filter_map(|l| l.split_once(' '))
-        .filter(|(_, url)| url.starts_with("fdl::"))
-        .filter_map(|(key, url)| {
-            let name = key.strip_prefix("remote.")?.strip_suffix(".url")?;
-            Some((name.to_string(), url.to_string()))
-        })
-        .collect()
+/// The fdl remotes of `repo`: `(name, url)` for every `remote.<name>.url` that starts with
+/// `fdl::`, read from Git's configuration through gix.
+pub fn fdl_remotes(repo: &Repo) -> Vec<(String, String)> {
+    let mut remotes = repo.remote_urls();
+    remotes.retain(|(_, url)| url.starts_with("fdl::"));
+    remotes
 }
 
-/// The fdl remote a command works on: `wanted` if given, else the repository's only one.
-pub fn fdl_remote(wanted: Option<&str>) -> Result<String, Fatal> {
-    let remotes = fdl_remotes();
+/// The fdl remote of `repo` a command works on: `wanted` if given, else its only one.
+pub fn fdl_remote(repo: &Repo, wanted: Option<&str>) -> Result<String, Fatal> {
+    let remotes = fdl_remotes(repo);
     if let Some(w) = wanted {
         return match remotes.iter().any(|(n, _)| n == w) {
             true => Ok(w.to_string()),
@@ -108,7 +102,7 @@ pub fn remote_of_address(repo: &Repo, address: &str) -> Option<String> {
     let address = address.strip_prefix("fdl::").unwrap_or(address);
     let typed = StoreUrl::parse(address, &current_dir().ok()?).ok()?;
     let typed = comparable(&typed);
-    fdl_remotes()
+    fdl_remotes(repo)
         .into_iter()
         .map(|(n, _)| n)
         .find(|n| remote_store_url(repo, n).is_ok_and(|url| comparable(&url) == typed))

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use crate::lake::{Lake, LakeError, VersionId, VersionRecord};
-use crate::lake::{DATASET_JSON_LIMIT, SIGNATURE_LIMIT, VERSION_JSON_LIMIT};
+
 use crate::mapping::{self, object_id, Kind, ObjectId};
 use crate::pack::PackSink;
 use crate::signatures::{self, Policy, Subject, Verdict};
@@ -24,9 +24,9 @@ const TAILS_IN_MEMORY: usize = 8 << 20;
 /// How versions are read: from which lake, into which pack, with which signature check.
 #[derive(Clone)]
 pub struct Reading {
-    pub lake: Lake,
-    pub sink: Option<Arc<PackSink>>,
-    pub check: Option<Arc<Policy>>,
+    lake: Lake,
+    sink: Option<Arc<PackSink>>,
+    check: Option<Arc<Policy>>,
     spill: Arc<Spill>,
     /// Bytes of commit tails kept in memory now.
     tails_kept: Arc<std::sync::atomic::AtomicUsize>,
@@ -43,7 +43,7 @@ const PARSING_ROOM_KIB: u32 = 64 << 10;
 
 /// What follows a commit's parent lines ([`mapping::commit_tail`]), in memory or spilled.
 enum Tail {
-    Kept(Bytes),
+    KeptPacks(Bytes),
     Spilled(Spilled),
 }
 
@@ -104,7 +104,7 @@ impl Summary {
 
 /// A version whose tree and commit are made (and in the pack, if one is written).
 #[derive(Clone)]
-pub struct Built {
+pub struct BuiltVersion {
     pub parents: Vec<VersionId>,
     pub author_email: String,
     pub time: u64,
@@ -122,6 +122,18 @@ impl Reading {
             digests: false,
             parsing: Arc::new(tokio::sync::Semaphore::new(PARSING_ROOM_KIB as usize)),
         }
+    }
+
+    /// Makes room in the pack being written (if any) for `objects` more at once.
+    pub fn reserve_objects(&self, objects: usize) {
+        if let Some(sink) = &self.sink {
+            sink.reserve(objects);
+        }
+    }
+
+    /// The lake versions are read from.
+    pub fn lake(&self) -> &Lake {
+        &self.lake
     }
 
     /// Keeps each record's `sha256` in its summary.
@@ -194,14 +206,9 @@ impl Reading {
     }
 
     async fn record(&self, id: &VersionId) -> Result<Option<Summary>, LakeError> {
-        let store = &self.lake.store;
-        let path = format!("versions/{id}/version.json");
-        let (raw, sig) = futures::join!(store.get_held(&path, VERSION_JSON_LIMIT), async {
+        let (raw, sig) = futures::join!(self.lake.record_held(id), async {
             match &self.check {
-                Some(_) => store
-                    .get(&format!("versions/{id}/version.json.sig"), SIGNATURE_LIMIT)
-                    .await
-                    .map_err(|e| self.store_err(e)),
+                Some(_) => self.lake.signature(id).await.map_err(|e| self.store_err(e)),
                 None => Ok(None),
             }
         });
@@ -235,7 +242,7 @@ impl Reading {
                 &subject,
                 &c.trusted,
                 &c.namespace,
-                &self.lake.config.signers,
+                &self.lake.config().signers,
             ))
         });
         let record_blob = self.keep(Kind::Blob, &raw.bytes);
@@ -271,14 +278,13 @@ impl Reading {
             }
             self.tails_kept.fetch_add(tail.len(), Relaxed);
         }
-        Tail::Kept(Bytes::from(tail))
+        Tail::KeptPacks(Bytes::from(tail))
     }
 
     async fn dataset(&self, id: &VersionId) -> Result<Option<ObjectId>, LakeError> {
         let held = self
             .lake
-            .store
-            .get_held(&format!("versions/{id}/dataset.json"), DATASET_JSON_LIMIT)
+            .dataset_held(id)
             .await
             .map_err(|e| self.store_err(e))?;
         Ok(held.map(|h| self.keep(Kind::Blob, &h.bytes)))
@@ -335,7 +341,7 @@ impl Reading {
         id: &VersionId,
         s: Summary,
         parents: &[ObjectId],
-    ) -> Result<(mapping::Object, Built), LakeError> {
+    ) -> Result<(mapping::Object, BuiltVersion), LakeError> {
         let bad = |why: String| LakeError::BadVersion {
             lake: self.lake.name(),
             version: id.clone(),
@@ -349,7 +355,7 @@ impl Reading {
             ));
         };
         let commit = match &s.tail {
-            Tail::Kept(tail) => {
+            Tail::KeptPacks(tail) => {
                 let sub = tail.len();
                 self.tails_kept
                     .fetch_sub(sub, std::sync::atomic::Ordering::Relaxed);
@@ -363,7 +369,7 @@ impl Reading {
                 mapping::commit_object(&tree, parents, &tail)
             }
         };
-        let built = Built {
+        let built = BuiltVersion {
             parents: s.parents,
             author_email: s.author_email,
             time: s.time,
@@ -393,7 +399,7 @@ impl InOrder<'_> {
         id: &VersionId,
         s: Summary,
         parents: &[ObjectId],
-    ) -> Result<(ObjectId, Built), LakeError> {
+    ) -> Result<(ObjectId, BuiltVersion), LakeError> {
         let (commit, built) = self.reading.commit(id, s, parents)?;
         let commit_id = commit.id;
         match (&self.packer, &self.reading.sink) {

@@ -141,17 +141,7 @@ impl Repo {
 
     /// Whether `old` is `new` or one of its ancestors, walking the local commits.
     pub fn is_ancestor(&self, old: &ObjectId, new: &ObjectId) -> bool {
-        let mut seen = std::collections::HashSet::new();
-        let mut stack = vec![*new];
-        while let Some(c) = stack.pop() {
-            if c == *old {
-                return true;
-            }
-            if seen.insert(c) {
-                stack.extend(self.parents(&c));
-            }
-        }
-        false
+        crate::graph::reaches(vec![*new], old, |c| self.parents(c))
     }
 
     /// A configuration value, e.g. `remote.origin.fdlEndpoint`.
@@ -169,6 +159,25 @@ impl Repo {
             .config_snapshot()
             .try_boolean(key)
             .map_err(|e| e.to_string())
+    }
+
+    /// Every remote's URL as `(name, url)`, in the order of Git's configuration (a remote
+    /// with several URLs once for each).
+    pub fn remote_urls(&self) -> Vec<(String, String)> {
+        let snapshot = self.repo.config_snapshot();
+        let Some(sections) = snapshot.plumbing().sections_by_name("remote") else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for section in sections {
+            let Some(name) = section.header().subsection_name() else {
+                continue;
+            };
+            for url in section.values("url") {
+                out.push((name.to_string(), url.to_string()));
+            }
+        }
+        out
     }
 
     /// Every value of a multi-valued key.
@@ -411,4 +420,11 @@ pub fn commit_parents(data: &[u8]) -> Vec<ObjectId> {
         .filter_map(|l| l.strip_prefix("parent "))
         .filter_map(ObjectId::from_hex)
         .collect()
+}
+
+/// A value of the user's and the system's Git configuration, for a command run outside any
+/// repository (inside one, [`Repo::config`] reads them with the repository's own).
+pub fn global_config(key: &str) -> Option<String> {
+    let file = gix::config::File::from_globals().ok()?;
+    file.string(key).map(|v| v.to_string())
 }

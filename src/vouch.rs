@@ -9,7 +9,7 @@
 //! fetch). Each version is looked at once, and only those a listing or a fetch reaches (tips,
 //! and the known versions new ones descend from). Outside a repository there is nothing to
 //! check against (the manual says so). Packs an `ls-remote` kept are checked whole before a
-//! fetch counts on them ([`Kept::read`]).
+//! fetch counts on them ([`KeptPacks::read`]).
 
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
@@ -139,16 +139,16 @@ impl Known for Vetted<'_> {
 /// Packs of objects an earlier session read but did not fetch (`git ls-remote` in this
 /// repository), and the objects they hold.
 #[derive(Default)]
-pub struct Kept {
+pub struct KeptPacks {
     pub packs: Vec<std::path::PathBuf>,
     pub ids: HashSet<ObjectId>,
 }
 
-impl Kept {
+impl KeptPacks {
     /// The packs kept in `cache` that are whole and agree with their index; any other is
     /// removed (what it held is read again from the lake), with a warning for each.
-    pub fn read(cache: Option<&Cache>) -> (Kept, Vec<String>) {
-        let mut kept = Kept::default();
+    pub fn read(cache: Option<&Cache>) -> (KeptPacks, Vec<String>) {
+        let mut kept = KeptPacks::default();
         let mut dropped = Vec::new();
         for idx in cache.map(Cache::kept_packs).unwrap_or_default() {
             match crate::pack::check_kept(&idx) {

@@ -53,7 +53,7 @@ pub async fn catalog(req: &CatalogRequest) -> Result<CatalogOutcome, Fatal> {
     // The digest is the one the commit's own version.json gives: neither a cache nor the lake
     // (which may have been rewritten since) can change what a commit stands for.
     let committed = committed_record(&repo, &commit)?;
-    let remote_name = fdl_remote(req.remote.as_deref())?;
+    let remote_name = fdl_remote(&repo, req.remote.as_deref())?;
     let lake = open_remote_lake(&repo, &remote_name).await?;
     let git_dir = repo.git_dir().to_path_buf();
     let mut remote = Remote::new(lake, Some(repo));
@@ -79,8 +79,8 @@ pub async fn catalog(req: &CatalogRequest) -> Result<CatalogOutcome, Fatal> {
         true => String::new(),
         false => crate::duckdb::attach_statements(
             &path,
-            &remote.lake.data_path(),
-            &remote.lake.data_access(),
+            &remote.lake().data_path(),
+            &remote.lake().data_access(),
         ),
     };
     Ok(CatalogOutcome {
@@ -147,7 +147,7 @@ async fn check_commit(
             format!(
                 "'{commit_ish}' ({}) names version {version}, but lake '{}' maps that version to {}",
                 &commit.to_hex()[..12],
-                remote.lake.name(),
+                remote.lake().name(),
                 &mapped.to_hex()[..12]
             ),
             "the commit was made or amended locally, or the version was rewritten in the lake; \
@@ -208,7 +208,7 @@ async fn check_lake_record(
     format: &CatalogFormat,
     expected: &str,
 ) -> Result<(), Fatal> {
-    let lake = &remote.lake;
+    let lake = remote.lake();
     let record = lake
         .read_version_with(version, false)
         .await?
@@ -261,7 +261,7 @@ async fn download_to(
     let mut bytes = 0u64;
     let mut failed: Option<std::io::Error> = None;
     let found = remote
-        .lake
+        .lake()
         .download_catalog(version, format, &mut |chunk| {
             hasher.update(chunk);
             bytes += chunk.len() as u64;
@@ -281,7 +281,7 @@ async fn download_to(
             format!(
                 "version {version} has no {} in lake '{}'",
                 format.file(),
-                remote.lake.name()
+                remote.lake().name()
             ),
             "nothing was written",
         ));

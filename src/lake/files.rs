@@ -1,18 +1,21 @@
-//! The small files at a lake's root: `fdl.json`, `HEAD` and `refs.json`, parsed tolerantly.
+//! The small files at a lake's root: `fdl.json` and `HEAD`, and a ref file's value, parsed
+//! tolerantly (`refs.json` is `refs_json.rs`).
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::names::{check_ref_name, printable, VersionId};
 
 /// The major versions of the FDL specification this reader knows.
 pub const KNOWN_MAJOR: &[u64] = &[0];
 
-/// How an error about an unknown major version ends; only that error asks for an upgrade.
-const UNKNOWN_MAJOR: &str = "this helper does not know";
-
-/// Whether an `fdl.json` error is about a major version newer than this helper knows.
-pub fn is_unknown_major(why: &str) -> bool {
-    why.ends_with(UNKNOWN_MAJOR)
+/// Why `fdl.json` cannot be used. Only a major version this helper does not know asks for an
+/// upgrade, so it is told apart by its kind, not by its message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{0}")]
+    Unreadable(String),
+    #[error("fdl.json says FDL {version}, whose major version {major} this helper does not know")]
+    UnknownMajor { version: String, major: u64 },
 }
 
 /// The parts of `fdl.json` the helper uses.
@@ -26,32 +29,33 @@ pub struct FdlConfig {
 }
 
 impl FdlConfig {
-    pub fn parse(raw: &[u8]) -> Result<FdlConfig, String> {
-        let value: Value =
-            serde_json::from_slice(raw).map_err(|e| format!("fdl.json is not valid JSON: {e}"))?;
+    pub fn parse(raw: &[u8]) -> Result<FdlConfig, ConfigError> {
+        let unreadable = |why: String| ConfigError::Unreadable(why);
+        let value: Value = serde_json::from_slice(raw)
+            .map_err(|e| unreadable(format!("fdl.json is not valid JSON: {e}")))?;
         let obj = value
             .as_object()
-            .ok_or_else(|| "fdl.json is not a JSON object".to_string())?;
+            .ok_or_else(|| unreadable("fdl.json is not a JSON object".to_string()))?;
         let fdl = match obj.get("fdl") {
             Some(Value::String(s)) => s.trim().to_string(),
             Some(Value::Number(n)) => n.to_string(),
-            _ => return Err("fdl.json has no \"fdl\" version".to_string()),
+            _ => return Err(unreadable("fdl.json has no \"fdl\" version".to_string())),
         };
         let major: u64 = fdl
             .split('.')
             .next()
             .and_then(|m| m.parse().ok())
             .ok_or_else(|| {
-                format!(
+                unreadable(format!(
                     "fdl.json's version '{}' is not a version number",
                     printable(&fdl)
-                )
+                ))
             })?;
         if !KNOWN_MAJOR.contains(&major) {
-            return Err(format!(
-                "fdl.json says FDL {}, whose major version {major} {UNKNOWN_MAJOR}",
-                printable(&fdl)
-            ));
+            return Err(ConfigError::UnknownMajor {
+                version: printable(&fdl).to_string(),
+                major,
+            });
         }
         let id = obj.get("id").and_then(Value::as_str).map(str::to_string);
         let signers = obj
@@ -115,320 +119,6 @@ pub fn render_ref_value(version: &VersionId) -> Vec<u8> {
     format!("{version}\n").into_bytes()
 }
 
-/// Every `(ref name, version)` of a `refs.json`, each name once. Accepted shapes, all with
-/// unknown keys ignored: `{"refs/heads/main": "<id>", ...}`, the same map under a `"refs"` key,
-/// `"refs"` as a list of `{"name"|"ref": ..., "version"|"id": ...}`, and
-/// `{"heads": {...}, "tags": {...}}` with short names. A value may also be an object with a
-/// `"version"` or `"id"` key. A name given twice with different versions (a repeated JSON key
-/// included) is an error: a reader cannot tell which one the writers meant.
-pub fn parse_refs_json(raw: &[u8]) -> Result<Vec<(String, String)>, String> {
-    let value: Json =
-        serde_json::from_slice(raw).map_err(|e| format!("refs.json is not valid JSON: {e}"))?;
-    let Json::Object(obj) = &value else {
-        return Err("refs.json is not a JSON object".to_string());
-    };
-    let mut out = Vec::new();
-    match value.get("refs") {
-        Some(Json::Object(map)) => collect_map(map, "", &mut out)?,
-        Some(Json::Array(list)) => {
-            for item in list {
-                let name = item
-                    .get("name")
-                    .or_else(|| item.get("ref"))
-                    .and_then(Json::as_str)
-                    .ok_or_else(|| "refs.json lists a ref without a name".to_string())?;
-                out.push((name.to_string(), value_version(item, name)?));
-            }
-        }
-        _ => {
-            collect_map(obj, "", &mut out)?;
-            for (key, prefix) in [("heads", "refs/heads/"), ("tags", "refs/tags/")] {
-                if let Some(Json::Object(map)) = value.get(key) {
-                    collect_map(map, prefix, &mut out)?;
-                }
-            }
-        }
-    }
-    once_each(out)
-}
-
-/// Drops repeats of a name with the same version; refuses a name with two versions.
-fn once_each(pairs: Vec<(String, String)>) -> Result<Vec<(String, String)>, String> {
-    let mut seen: std::collections::HashMap<String, String> = Default::default();
-    let mut out = Vec::with_capacity(pairs.len());
-    for (name, version) in pairs {
-        let key = version.trim().to_ascii_lowercase();
-        match seen.get(&name) {
-            Some(first) if *first == key => {}
-            Some(first) => {
-                return Err(format!(
-                    "refs.json names {} twice, with different versions ({} and {})",
-                    printable(&name),
-                    printable(first),
-                    printable(&key)
-                ))
-            }
-            None => {
-                seen.insert(name.clone(), key);
-                out.push((name, version));
-            }
-        }
-    }
-    Ok(out)
-}
-
-fn collect_map(
-    map: &[(String, Json)],
-    prefix: &str,
-    out: &mut Vec<(String, String)>,
-) -> Result<(), String> {
-    for (name, v) in map {
-        let full = format!("{prefix}{name}");
-        if !full.starts_with("refs/") {
-            continue;
-        }
-        out.push((full.clone(), value_version(v, &full)?));
-    }
-    Ok(())
-}
-
-fn value_version(v: &Json, name: &str) -> Result<String, String> {
-    let s = match v {
-        Json::String(s) => Some(s.as_str()),
-        Json::Object(_) => v
-            .get("version")
-            .or_else(|| v.get("id"))
-            .and_then(Json::as_str),
-        _ => None,
-    };
-    s.map(str::to_string)
-        .ok_or_else(|| format!("refs.json gives {} no version", printable(name)))
-}
-
-/// JSON as written, repeated keys kept (`serde_json::Value` keeps only the last of them).
-/// Numbers and booleans are not needed here and are not kept.
-enum Json {
-    Object(Vec<(String, Json)>),
-    Array(Vec<Json>),
-    String(String),
-    Other,
-}
-
-impl Json {
-    /// The first value under `key` of an object.
-    fn get(&self, key: &str) -> Option<&Json> {
-        match self {
-            Json::Object(entries) => entries.iter().find(|(k, _)| k == key).map(|(_, v)| v),
-            _ => None,
-        }
-    }
-
-    fn as_str(&self) -> Option<&str> {
-        match self {
-            Json::String(s) => Some(s),
-            _ => None,
-        }
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for Json {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Json, D::Error> {
-        d.deserialize_any(JsonVisitor)
-    }
-}
-
-struct JsonVisitor;
-
-impl<'de> serde::de::Visitor<'de> for JsonVisitor {
-    type Value = Json;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("JSON")
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<Json, E> {
-        Ok(Json::Other)
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<Json, E> {
-        Ok(Json::Other)
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<Json, E> {
-        Ok(Json::Other)
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<Json, E> {
-        Ok(Json::Other)
-    }
-    fn visit_unit<E>(self) -> Result<Json, E> {
-        Ok(Json::Other)
-    }
-    fn visit_str<E>(self, s: &str) -> Result<Json, E> {
-        Ok(Json::String(s.to_string()))
-    }
-    fn visit_string<E>(self, s: String) -> Result<Json, E> {
-        Ok(Json::String(s))
-    }
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Json, A::Error> {
-        let mut out = Vec::new();
-        while let Some(item) = seq.next_element()? {
-            out.push(item);
-        }
-        Ok(Json::Array(out))
-    }
-    // With serde_json's arbitrary_precision, a number arrives as a one-entry map; it is kept
-    // as an object no ref name can match, which reads as "no version", as a number should.
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Json, A::Error> {
-        let mut out = Vec::new();
-        while let Some(entry) = map.next_entry::<String, Json>()? {
-            out.push(entry);
-        }
-        Ok(Json::Object(out))
-    }
-}
-
-/// The `refs.json` this helper writes, in the shape the lake's file has (a flat map when
-/// there is none): the branches and tags are `refs`, sorted; everything else the file holds
-/// (a host's own entries such as `refs/requests/7`, `HEAD`, unknown keys) is kept as it is,
-/// in every shape. Pretty-printed, ending in a newline.
-pub fn render_refs_json(existing: Option<&[u8]>, refs: &[(String, VersionId)]) -> Vec<u8> {
-    let old = match existing.map(serde_json::from_slice::<Value>) {
-        Some(Ok(Value::Object(old))) => old,
-        _ => Map::new(),
-    };
-    let new = match old.get("refs") {
-        Some(Value::Object(_)) => nested_map(old, refs),
-        Some(Value::Array(_)) => nested_list(old, refs),
-        _ if ["heads", "tags"]
-            .iter()
-            .any(|k| old.get(*k).is_some_and(Value::is_object)) =>
-        {
-            short_names(old, refs)
-        }
-        _ => Value::Object(flat_map(old, refs)),
-    };
-    let mut out = serde_json::to_vec_pretty(&new).expect("JSON values serialise");
-    out.push(b'\n');
-    out
-}
-
-fn is_managed(name: &str) -> bool {
-    name.starts_with("refs/heads/") || name.starts_with("refs/tags/")
-}
-
-/// A ref's entry: the file's own while it still holds `id` (fields a host keeps beside the
-/// version, `{"version": ..., "approved_by": ...}`, describe that version and are kept with it),
-/// else a new one in the shape of the old (`{"version": ...}` or `{"id": ...}`) or a string.
-fn entry_for(old: Option<&Value>, id: &VersionId) -> Value {
-    let id = id.to_string();
-    let holds = |v: Option<&Value>| {
-        v.and_then(Value::as_str)
-            .is_some_and(|v| v.trim().eq_ignore_ascii_case(&id))
-    };
-    match old {
-        Some(Value::String(_)) if holds(old) => Value::String(id),
-        Some(Value::Object(o)) => {
-            let key = match (o.contains_key("version"), o.contains_key("id")) {
-                (false, true) => "id",
-                _ => "version",
-            };
-            if holds(o.get(key)) {
-                return Value::Object(o.clone());
-            }
-            let mut fresh = Map::new();
-            fresh.insert(key.to_string(), Value::String(id));
-            Value::Object(fresh)
-        }
-        _ => Value::String(id),
-    }
-}
-
-/// `{"refs/heads/main": "<id>", ...}`: the host's entries and ours, sorted by name.
-fn flat_map(old: Map<String, Value>, refs: &[(String, VersionId)]) -> Map<String, Value> {
-    let (managed, mut entries): (Map<String, Value>, Vec<(String, Value)>) = {
-        let (m, h): (Vec<_>, Vec<_>) = old.into_iter().partition(|(k, _)| is_managed(k));
-        (m.into_iter().collect(), h)
-    };
-    entries.extend(
-        refs.iter()
-            .map(|(n, id)| (n.clone(), entry_for(managed.get(n), id))),
-    );
-    entries.sort_by(|a, b| a.0.cmp(&b.0));
-    entries.into_iter().collect()
-}
-
-/// `{"refs": {...}, ...}`: the map under `refs` rewritten, other keys kept.
-fn nested_map(mut old: Map<String, Value>, refs: &[(String, VersionId)]) -> Value {
-    if let Some(Value::Object(inner)) = old.get_mut("refs") {
-        *inner = flat_map(std::mem::take(inner), refs);
-    }
-    Value::Object(old)
-}
-
-/// `{"refs": [{"name": ..., "version": ...}, ...]}`: the host's items kept in their order,
-/// then ours, named with the keys the file's items use.
-fn nested_list(mut old: Map<String, Value>, refs: &[(String, VersionId)]) -> Value {
-    let Some(Value::Array(items)) = old.get_mut("refs") else {
-        return Value::Object(old);
-    };
-    let name_of = |item: &Value| {
-        item.get("name")
-            .or_else(|| item.get("ref"))
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    };
-    let ours = items
-        .iter()
-        .find(|i| name_of(i).is_some_and(|n| is_managed(&n)));
-    let key = |a: &str, b: &str| match ours.map(|i| (i.get(a).is_some(), i.get(b).is_some())) {
-        Some((false, true)) => b.to_string(),
-        _ => a.to_string(),
-    };
-    let (name_key, version_key) = (key("name", "ref"), key("version", "id"));
-    let mut managed: std::collections::HashMap<String, Value> = Default::default();
-    items.retain(|i| match name_of(i).filter(|n| is_managed(n)) {
-        Some(n) => {
-            managed.entry(n).or_insert_with(|| i.clone());
-            false
-        }
-        None => true,
-    });
-    items.extend(refs.iter().map(|(n, id)| {
-        // The file's own item while the ref still holds its version, with a host's fields.
-        let kept = managed.get(n).filter(|i| {
-            let v = i.get(&version_key).and_then(Value::as_str);
-            v.is_some_and(|v| v.trim().eq_ignore_ascii_case(&id.to_string()))
-        });
-        if let Some(kept) = kept {
-            return kept.clone();
-        }
-        let mut item = Map::new();
-        item.insert(name_key.clone(), Value::String(n.clone()));
-        item.insert(version_key.clone(), Value::String(id.to_string()));
-        Value::Object(item)
-    }));
-    Value::Object(old)
-}
-
-/// `{"heads": {"main": ...}, "tags": {...}, ...}`: both maps rewritten with short names, other
-/// keys kept (full names of branches and tags at the top are folded into the maps).
-fn short_names(old: Map<String, Value>, refs: &[(String, VersionId)]) -> Value {
-    let mut out: Map<String, Value> = old.into_iter().filter(|(k, _)| !is_managed(k)).collect();
-    for (key, prefix) in [("heads", "refs/heads/"), ("tags", "refs/tags/")] {
-        let before = match out.get(key) {
-            Some(Value::Object(m)) => m.clone(),
-            _ => Map::new(),
-        };
-        let map: Map<String, Value> = refs
-            .iter()
-            .filter_map(|(n, id)| Some((n.strip_prefix(prefix)?.to_string(), id)))
-            .map(|(n, id)| {
-                let entry = entry_for(before.get(&n), id);
-                (n, entry)
-            })
-            .collect();
-        out.insert(key.to_string(), Value::Object(map));
-    }
-    Value::Object(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -441,6 +131,7 @@ mod tests {
         );
         assert!(FdlConfig::parse(br#"{"fdl":"1.0"}"#)
             .unwrap_err()
+            .to_string()
             .contains("major version 1"));
         assert!(FdlConfig::parse(br#"{"id":"x"}"#).is_err());
         assert!(FdlConfig::parse(b"nope").is_err());
@@ -460,145 +151,5 @@ mod tests {
         assert!(parse_head(b"ref: refs/heads/../../x").is_err());
         assert!(parse_ref_value(b" 0190f3a2-7b4c-7d2e-8f10-123456789abc \n").is_ok());
         assert!(parse_ref_value(b"../x").is_err());
-    }
-
-    #[test]
-    fn refs_json_shapes() {
-        let id = "0190f3a2-7b4c-7d2e-8f10-123456789abc";
-        let flat = format!(
-            r#"{{"refs/heads/main":"{id}","refs/tags/v1":{{"version":"{id}"}},"HEAD":"ref: refs/heads/main"}}"#
-        );
-        assert_eq!(parse_refs_json(flat.as_bytes()).unwrap().len(), 2);
-        let nested = format!(r#"{{"heads":{{"main":"{id}"}},"tags":{{"v1":"{id}"}}}}"#);
-        let got = parse_refs_json(nested.as_bytes()).unwrap();
-        assert!(got.contains(&("refs/tags/v1".to_string(), id.to_string())));
-        let list = format!(r#"{{"refs":[{{"name":"refs/heads/main","id":"{id}"}}]}}"#);
-        assert_eq!(
-            parse_refs_json(list.as_bytes()).unwrap()[0].0,
-            "refs/heads/main"
-        );
-        let rendered = render_refs_json(
-            None,
-            &[("refs/heads/main".into(), VersionId::parse(id).unwrap())],
-        );
-        assert_eq!(parse_refs_json(&rendered).unwrap()[0].1, id);
-        let old = format!(
-            r#"{{"refs/requests/7":"{id}","refs/heads/gone":"{id}","HEAD":"ref: refs/heads/main"}}"#
-        );
-        let kept = String::from_utf8(render_refs_json(Some(old.as_bytes()), &[])).unwrap();
-        assert!(
-            kept.contains("refs/requests/7") && kept.contains("HEAD"),
-            "{kept}"
-        );
-        assert!(!kept.contains("gone"), "{kept}");
-    }
-
-    #[test]
-    fn every_shape_keeps_the_hosts_entries_and_its_shape() {
-        let id = "0190f3a2-7b4c-7d2e-8f10-123456789abc";
-        let new = VersionId::parse("0190f3a2-7b4c-7d2e-8f10-000000000001").unwrap();
-        let ours = [
-            ("refs/heads/main".to_string(), new.clone()),
-            ("refs/tags/v2".to_string(), new.clone()),
-        ];
-        for old in [
-            format!(r#"{{"refs":{{"refs/requests/7":"{id}","refs/heads/gone":"{id}"}},"x":1}}"#),
-            format!(
-                r#"{{"refs":[{{"ref":"refs/requests/7","id":"{id}"}},{{"ref":"refs/heads/gone","id":"{id}"}}],"x":1}}"#
-            ),
-            format!(r#"{{"heads":{{"gone":"{id}"}},"tags":{{}},"refs/requests/7":"{id}","x":1}}"#),
-            format!(r#"{{"refs/requests/7":"{id}","refs/heads/gone":"{id}","x":1}}"#),
-        ] {
-            let out = render_refs_json(Some(old.as_bytes()), &ours);
-            let got = parse_refs_json(&out).unwrap();
-            let text = String::from_utf8(out.clone()).unwrap();
-            assert!(
-                got.contains(&("refs/requests/7".into(), id.into())),
-                "{text}"
-            );
-            assert!(
-                got.contains(&("refs/heads/main".into(), new.to_string())),
-                "{text}"
-            );
-            assert!(
-                got.contains(&("refs/tags/v2".into(), new.to_string())),
-                "{text}"
-            );
-            assert!(
-                !text.contains("gone") && text.contains("\"x\": 1"),
-                "{text}"
-            );
-            // The same refs again: the same bytes, so a push that changes nothing writes nothing.
-            assert_eq!(render_refs_json(Some(&out), &ours), out, "{text}");
-            let shape = |s: &str| serde_json::from_str::<Value>(s).unwrap()["refs"].is_array();
-            assert_eq!(shape(&old), shape(&text));
-        }
-    }
-
-    /// Fields a host keeps beside a ref's version stay while the ref holds that version, in
-    /// every shape; a ref that moves gets a fresh entry of the same shape.
-    #[test]
-    fn a_hosts_fields_beside_a_refs_version_stay_while_it_holds_that_version() {
-        let id = "0190f3a2-7b4c-7d2e-8f10-123456789abc";
-        let new = VersionId::parse("0190f3a2-7b4c-7d2e-8f10-000000000001").unwrap();
-        let ours = [
-            ("refs/heads/main".to_string(), VersionId::parse(id).unwrap()),
-            ("refs/heads/moved".to_string(), new.clone()),
-        ];
-        for old in [
-            format!(
-                r#"{{"refs/heads/main":{{"version":"{id}","by":"host"}},"refs/heads/moved":{{"version":"{id}","by":"host"}}}}"#
-            ),
-            format!(
-                r#"{{"refs":{{"refs/heads/main":{{"id":"{id}","by":"host"}},"refs/heads/moved":{{"id":"{id}","by":"host"}}}}}}"#
-            ),
-            format!(
-                r#"{{"refs":[{{"name":"refs/heads/main","version":"{id}","by":"host"}},{{"name":"refs/heads/moved","version":"{id}","by":"host"}}]}}"#
-            ),
-            format!(
-                r#"{{"heads":{{"main":{{"version":"{id}","by":"host"}},"moved":{{"version":"{id}","by":"host"}}}},"tags":{{}}}}"#
-            ),
-        ] {
-            let out = render_refs_json(Some(old.as_bytes()), &ours);
-            let text = String::from_utf8(out.clone()).unwrap();
-            assert_eq!(text.matches("\"by\": \"host\"").count(), 1, "{text}");
-            let got = parse_refs_json(&out).unwrap();
-            assert!(
-                got.contains(&("refs/heads/main".into(), id.into())),
-                "{text}"
-            );
-            let moved = ("refs/heads/moved".into(), new.to_string());
-            assert!(got.contains(&moved), "{text}");
-            assert!(
-                !text.contains("\"refs/heads/moved\": \""),
-                "still an object: {text}"
-            );
-        }
-    }
-
-    #[test]
-    fn refs_json_names_each_ref_once() {
-        let (a, b) = (
-            "0190f3a2-7b4c-7d2e-8f10-123456789abc",
-            "0190f3a2-7b4c-7d2e-8f10-123456789abd",
-        );
-        let key_twice = format!(r#"{{"refs/heads/main":"{a}","refs/heads/main":"{b}"}}"#);
-        let err = parse_refs_json(key_twice.as_bytes()).unwrap_err();
-        assert!(err.contains("names refs/heads/main twice"), "{err}");
-        let flat_and_nested = format!(r#"{{"refs/heads/main":"{a}","heads":{{"main":"{b}"}}}}"#);
-        assert!(parse_refs_json(flat_and_nested.as_bytes()).is_err());
-        let list = format!(
-            r#"{{"refs":[{{"name":"refs/tags/v1","id":"{a}"}},{{"ref":"refs/tags/v1","version":"{b}"}}]}}"#
-        );
-        assert!(parse_refs_json(list.as_bytes()).is_err());
-        // The same version twice is one ref.
-        let same = format!(
-            r#"{{"refs/heads/main":"{a}","heads":{{"main":"{}"}}}}"#,
-            a.to_uppercase()
-        );
-        assert_eq!(parse_refs_json(same.as_bytes()).unwrap().len(), 1);
-        assert!(parse_refs_json(br#"{"refs/heads/main": 1}"#)
-            .unwrap_err()
-            .contains("no version"));
     }
 }

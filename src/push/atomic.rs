@@ -4,8 +4,8 @@
 //! it. So it is written last, when nothing after it can fail, and an atomic push creates at
 //! most one.
 
+use super::updates::{Action, Planned, Plans, Rejection};
 use super::write::{write, Done, Written};
-use super::{Action, Planned, Plans, Rejection};
 use crate::remote::Remote;
 use crate::store::{WriteError, WriteMode};
 
@@ -94,7 +94,7 @@ pub(super) fn refuse_two_tags(planned: &mut Plans) {
 /// Puts back what this push wrote, newest first, each on condition that it still holds what
 /// this push wrote. A value this push cannot prove it wrote is left alone.
 async fn undo(remote: &Remote, done: &[(Done, &Planned)], warnings: &mut Vec<String>) {
-    let lake = &remote.lake;
+    let lake = remote.lake();
     for (d, p) in done.iter().rev() {
         if p.action.is_create_only(&p.dst) {
             // Unreachable by the order above; kept so that no change of order can delete a tag.

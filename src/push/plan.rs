@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 
-use super::{deleted_refs, Action, Planned, Plans, PushOptions, RefUpdate, Rejection};
+use super::updates::{deleted_refs, Action, Planned, Plans, PushOptions, RefUpdate, Rejection};
 use crate::lake::{
     check_ref_name, check_writable_ref, names::RefNameProblem, LakeError, VersionId,
 };
@@ -38,7 +38,7 @@ pub(super) async fn plan_all(
 }
 
 /// What Git listed for one ref.
-struct Listed {
+struct ListedRef {
     version: Option<VersionId>,
     commit: Option<ObjectId>,
 }
@@ -58,7 +58,7 @@ async fn plan(
         .iter()
         .find(|(n, _)| n == dst)
         .map(|(_, v)| v.clone());
-    let listed = Listed {
+    let listed = ListedRef {
         commit: version.as_ref().map(|v| listing.commits[v]),
         version,
     };
@@ -66,7 +66,7 @@ async fn plan(
         check_room(listing, deleted, dst)?;
         // A ref file the listing passed over as broken is there all the same: Git took it
         // for a new ref, but nothing can be written on condition over what no one listed.
-        if remote.lake.broken_refs().iter().any(|b| b == dst) {
+        if remote.lake().broken_refs().iter().any(|b| b == dst) {
             return Err(Rejection::refused(
                 "the lake's file for this ref holds no version (see the warning): \
                  repair or remove it in the lake first",
@@ -206,8 +206,7 @@ async fn is_forced(
         .await
         .map_err(|e| Rejection::refused(e.to_string()))?;
     let repo = remote
-        .repo
-        .as_ref()
+        .repo()
         .ok_or_else(|| Rejection::refused("no local repository"))?;
     let forced = if !repo.has(old_commit) {
         if !may_force {
@@ -226,8 +225,7 @@ async fn is_forced(
 /// The version a pushed source names, checked to be exactly that version's commit in this lake.
 async fn pushed_version(remote: &mut Remote, src: &str, dst: &str) -> Result<VersionId, Rejection> {
     let repo = remote
-        .repo
-        .as_ref()
+        .repo()
         .ok_or_else(|| Rejection::refused("no local repository to push from"))?;
     let id = repo.resolve(src).ok_or_else(|| {
         Rejection::refused(format!("cannot resolve '{src}' in the local repository"))

@@ -7,8 +7,8 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use crate::backoff::Backoff;
-use crate::lake::files::{parse_refs_json, render_refs_json};
-use crate::lake::{check_ref_name, Lake, VersionId};
+use crate::lake::refs_json::{parse_refs_json, render_refs_json};
+use crate::lake::{check_ref_name, Lake, RefsSeen, VersionId};
 use crate::remote::{Listing, Remote};
 use crate::store::{Token, WriteError, WriteMode};
 
@@ -102,7 +102,7 @@ pub(super) async fn update(
     prepared: Option<Prepared>,
     mut read_before: Option<Current>,
 ) -> (u32, Option<String>) {
-    let lake = &remote.lake;
+    let lake = remote.lake();
     let Some(mut first) = first_attempt(lake, listing, changed, uncertain, prepared) else {
         return (0, None);
     };
@@ -286,8 +286,8 @@ async fn read_state(
         Some(current) => current,
         None => read_current(lake).await?,
     };
-    let (refs, learned) = lake.refs_remembered(seen).await.ok()?;
-    if let Some(learned) = learned {
+    let RefsSeen { refs, remember } = lake.refs_remembered(seen).await.ok()?;
+    if let Some(learned) = remember {
         *seen = learned;
     }
     Some(State {

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 
-use super::{Action, Planned, Plans, Rejection};
+use super::updates::{Action, Planned, Plans, Rejection};
 use crate::backoff::Backoff;
 use crate::lake::VersionId;
 use crate::remote::Remote;
@@ -81,7 +81,7 @@ pub(super) async fn write(remote: &Remote, p: &Planned) -> Written {
 pub(super) fn defers_check(remote: &Remote, p: &Planned) -> bool {
     p.dst.starts_with("refs/tags/")
         && matches!(p.action, Action::Create { .. })
-        && !remote.lake.store.paths_are_folders()
+        && !remote.lake().paths_are_folders()
 }
 
 /// The look [`defers_check`] put off: why the created tag `dst` is refused, if a racing push
@@ -94,7 +94,7 @@ pub(super) async fn check_created_tag(remote: &Remote, dst: &str) -> Option<Reje
 /// Performs one planned write; with `defer`, a tag's look for a ref in the way is left to the
 /// caller ([`defers_check`]).
 async fn write_with(remote: &Remote, p: &Planned, defer: bool) -> Written {
-    let lake = &remote.lake;
+    let lake = remote.lake();
     match &p.action {
         Action::UpToDate => Ok(None),
         Action::Create { version } => {
@@ -152,12 +152,12 @@ async fn create(
     p: &Planned,
     version: &VersionId,
 ) -> Result<(Token, bool), Rejection> {
-    let lake = &remote.lake;
+    let lake = remote.lake();
     let (token, ours) = match lake.write_ref(&p.dst, version, &WriteMode::Create).await {
         Ok(token) => (token, true),
         Err(e @ WriteError::Refused(_)) => {
             // A folder lake refuses a ref in the way itself: name that ref.
-            if lake.store.paths_are_folders() {
+            if lake.paths_are_folders() {
                 if let Ok(Some(other)) = lake.conflicting_ref(&p.dst).await {
                     return Err(taken(&p.dst, &other));
                 }
@@ -178,8 +178,8 @@ async fn create(
 /// other's ref: never both win. A branch this push created is taken back on condition; a tag
 /// never is (a reader may have seen it), nor a value this push cannot prove it wrote.
 async fn settle_create(remote: &Remote, p: &Planned, token: Token, ours: bool) -> Written {
-    let lake = &remote.lake;
-    if lake.store.paths_are_folders() {
+    let lake = remote.lake();
+    if lake.paths_are_folders() {
         return done(token, ours);
     }
     let dst = &p.dst;
@@ -224,7 +224,7 @@ async fn ref_in_the_way(
     may_wait: bool,
 ) -> Option<Result<String, String>> {
     let look = || async {
-        match remote.lake.conflicting_ref(dst).await {
+        match remote.lake().conflicting_ref(dst).await {
             Ok(found) => found.map(Ok),
             Err(e) => Some(Err(store_reason(&e))),
         }
@@ -289,7 +289,7 @@ async fn recheck(remote: &Remote, dst: &str, want: Option<&VersionId>) -> Readba
     let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(1));
     let mut last_error = String::new();
     for _ in 0..4 {
-        match remote.lake.read_ref(dst).await {
+        match remote.lake().read_ref(dst).await {
             Ok(got) => {
                 return match (got, want) {
                     (None, None) => Readback::Holds(Token::default()),

@@ -1,0 +1,170 @@
+//! Opening a lake: `fdl.json` checked, `HEAD`, `refs.json` and the ref listing read beside it
+//! (each handed out once), and what every reader of the lake shares (name, warnings).
+
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+
+use super::error::LakeError;
+use super::etags;
+use super::files::FdlConfig;
+use super::{list_ref_folders, REFS_JSON_LIMIT, SMALL_FILE_LIMIT};
+use crate::store::{Listed, Store, StoreError, Versioned};
+
+/// An opened lake; clones share the store and the warnings.
+#[derive(Debug, Clone)]
+pub struct Lake {
+    pub(super) store: Store,
+    pub(super) config: FdlConfig,
+    pub(super) warnings: Arc<Mutex<Vec<String>>>,
+    pub(super) read_ahead: Arc<Mutex<ReadAhead>>,
+    /// Ref files passed over because they hold no version (see [`Lake::broken_refs`]).
+    pub(super) broken: Arc<Mutex<std::collections::BTreeSet<String>>>,
+    /// The ETags of `fdl.json` and `refs.json` as read on opening: a ref file listed with one
+    /// of them is on a store whose ETags name no content (`etags.rs`).
+    pub(super) other_tags: Vec<String>,
+}
+
+/// Files read with `fdl.json`, each handed out once (a later read asks the store again).
+#[derive(Debug, Default)]
+pub(super) struct ReadAhead {
+    pub(super) head: Option<Result<Option<Bytes>, StoreError>>,
+    pub(super) refs_json: Option<Result<Option<Versioned>, StoreError>>,
+    /// The listing of `refs/heads/` and `refs/tags/`, made beside `fdl.json` by
+    /// [`Lake::open_listing`].
+    pub(super) ref_listing: Option<Result<Listed, LakeError>>,
+}
+
+impl Lake {
+    /// Opens a lake: reads and checks `fdl.json`.
+    ///
+    /// `HEAD` and `refs.json` are read alongside it: every listing needs `HEAD`, and a push (or
+    /// a store that cannot list) `refs.json`, so neither costs a round trip of its own later.
+    pub async fn open(store: Store) -> Result<Lake, LakeError> {
+        Lake::open_with(store, None).await
+    }
+
+    /// Opens a lake and lists its refs in the same round trip, for a caller that lists them
+    /// next (`git ls-remote`, fetch, push). The listing is split in ranges at `hints` (ref names
+    /// seen before, sorted), so that many refs still take one round trip; it is handed out by
+    /// the first ref listing, and thrown away if `fdl.json` says this is no lake.
+    pub async fn open_listing(store: Store, hints: &[String]) -> Result<Lake, LakeError> {
+        Lake::open_with(store, Some(hints)).await
+    }
+
+    async fn open_with(store: Store, hints: Option<&[String]>) -> Result<Lake, LakeError> {
+        let lake = store.url().to_string();
+        // A folder lists its refs in one cheap walk when asked; a store that cannot list
+        // reads refs.json, which is read here anyway.
+        let hints = hints.filter(|_| store.can_list() && !store.is_local());
+        let listing = async {
+            match hints {
+                Some(hints) => Some(list_ref_folders(&store, hints).await),
+                None => None,
+            }
+        };
+        // The listing first: its ranges' answers take longest to parse.
+        let (ref_listing, raw, head, refs_json) = futures::join!(
+            listing,
+            store.get_versioned("fdl.json", SMALL_FILE_LIMIT),
+            store.get("HEAD", SMALL_FILE_LIMIT),
+            store.get_versioned("refs.json", REFS_JSON_LIMIT)
+        );
+        let raw = raw
+            .map_err(|source| LakeError::Store {
+                lake: lake.clone(),
+                source,
+            })?
+            .ok_or_else(|| LakeError::NotALake { lake: lake.clone() })?;
+        let lake_name = lake.clone();
+        let config = FdlConfig::parse(&raw.bytes).map_err(|why| LakeError::Config { lake, why })?;
+        let refs_json_tag = refs_json.as_ref().ok().and_then(|r| r.as_ref());
+        let other_tags = [Some(&raw), refs_json_tag]
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.token.e_tag.clone())
+            .filter(|t| etags::names_something(t))
+            .collect();
+        Ok(Lake {
+            store,
+            config,
+            warnings: Default::default(),
+            broken: Default::default(),
+            other_tags,
+            read_ahead: Arc::new(Mutex::new(ReadAhead {
+                head: Some(head),
+                refs_json: Some(refs_json),
+                ref_listing: ref_listing.map(|l| {
+                    l.map_err(|source| LakeError::Store {
+                        lake: lake_name.clone(),
+                        source,
+                    })
+                }),
+            })),
+        })
+    }
+
+    /// What `fdl.json` says.
+    pub fn config(&self) -> &FdlConfig {
+        &self.config
+    }
+
+    /// Whether the store lists its files (every store but plain HTTP).
+    pub fn can_list(&self) -> bool {
+        self.store.can_list()
+    }
+
+    /// Whether the store is a local folder.
+    pub fn is_local(&self) -> bool {
+        self.store.is_local()
+    }
+
+    /// How many requests the store keeps in flight (`fdlConcurrency`).
+    pub fn concurrency(&self) -> usize {
+        self.store.concurrency()
+    }
+
+    /// Whether the store's conditional writes compare ETags.
+    pub fn etag_conditions(&self) -> bool {
+        self.store.etag_conditions()
+    }
+
+    /// Whether a ref's path is a folder on this store when a ref below it exists (a folder
+    /// lake), so that a ref and refs below it cannot both exist.
+    pub fn paths_are_folders(&self) -> bool {
+        self.store.paths_are_folders()
+    }
+
+    /// The requests made so far, counted by kind (for the trace).
+    pub fn requests_summary(&self) -> String {
+        self.store.stats.summary()
+    }
+
+    pub fn name(&self) -> String {
+        self.store.url().to_string()
+    }
+
+    pub(super) fn store_err(&self, source: StoreError) -> LakeError {
+        LakeError::Store {
+            lake: self.name(),
+            source,
+        }
+    }
+
+    pub(super) fn warn(&self, msg: String) {
+        self.warnings.lock().expect("warnings lock").push(msg);
+    }
+
+    /// Warnings gathered so far, with what the store repaired, for the caller to show.
+    pub fn take_warnings(&self) -> Vec<String> {
+        let mut out = std::mem::take(&mut *self.warnings.lock().expect("warnings lock"));
+        let name = self.name();
+        out.extend(
+            self.store
+                .take_notes()
+                .into_iter()
+                .map(|n| format!("lake '{name}': {n}")),
+        );
+        out
+    }
+}

@@ -1,0 +1,200 @@
+//! Versions: a record and its `dataset.json` read, and the versions under `versions/` listed
+//! (a first page, then ranges side by side).
+
+use bytes::Bytes;
+
+use super::error::LakeError;
+use super::names::VersionId;
+use super::open::Lake;
+use super::record::VersionRecord;
+use super::{range_splits, version_of_key, LIST_PAGE};
+use super::{DATASET_JSON_LIMIT, SIGNATURE_LIMIT, VERSION_JSON_LIMIT};
+use crate::store::{Held, StoreError};
+
+/// A version's two mapped files.
+#[derive(Clone, Debug)]
+pub struct VersionData {
+    pub record: VersionRecord,
+    pub dataset: Option<Bytes>,
+    /// Whether `dataset.json` was read (`dataset` is `None` both when it is absent and when it
+    /// was not read yet).
+    pub dataset_read: bool,
+}
+impl Lake {
+    /// Reads a version's record and `dataset.json` concurrently. `None` if it has no record.
+    pub async fn read_version(&self, id: &VersionId) -> Result<Option<VersionData>, LakeError> {
+        self.read_version_with(id, true).await
+    }
+
+    /// Reads a version's record, and its `dataset.json` too if `with_dataset`.
+    pub async fn read_version_with(
+        &self,
+        id: &VersionId,
+        with_dataset: bool,
+    ) -> Result<Option<VersionData>, LakeError> {
+        let record_path = format!("versions/{id}/version.json");
+        let (record, dataset) =
+            futures::join!(self.store.get(&record_path, VERSION_JSON_LIMIT), async {
+                match with_dataset {
+                    true => self.read_dataset(id).await,
+                    false => Ok(None),
+                }
+            });
+        let Some(raw) = record.map_err(|e| self.store_err(e))? else {
+            return Ok(None);
+        };
+        let dataset = dataset?;
+        let record = VersionRecord::parse(raw).map_err(|why| LakeError::BadVersion {
+            lake: self.name(),
+            version: id.clone(),
+            why: why.to_string(),
+        })?;
+        Ok(Some(VersionData {
+            record,
+            dataset,
+            dataset_read: with_dataset,
+        }))
+    }
+
+    /// A version's `version.json`, held within the store's memory budget.
+    pub async fn record_held(&self, id: &VersionId) -> Result<Option<Held>, StoreError> {
+        let path = format!("versions/{id}/version.json");
+        self.store.get_held(&path, VERSION_JSON_LIMIT).await
+    }
+
+    /// A version's signature, `version.json.sig`, if it has one.
+    pub async fn signature(&self, id: &VersionId) -> Result<Option<Bytes>, StoreError> {
+        let path = format!("versions/{id}/version.json.sig");
+        self.store.get(&path, SIGNATURE_LIMIT).await
+    }
+
+    /// A version's `dataset.json`, held within the store's memory budget.
+    pub async fn dataset_held(&self, id: &VersionId) -> Result<Option<Held>, StoreError> {
+        let path = format!("versions/{id}/dataset.json");
+        self.store.get_held(&path, DATASET_JSON_LIMIT).await
+    }
+
+    /// A version's `dataset.json`, if it has one.
+    pub async fn read_dataset(&self, id: &VersionId) -> Result<Option<Bytes>, LakeError> {
+        self.store
+            .get(&format!("versions/{id}/dataset.json"), DATASET_JSON_LIMIT)
+            .await
+            .map_err(|e| self.store_err(e))
+    }
+
+    /// The versions under `versions/` (after `after`, if given) that have a record, and for
+    /// each whether it has a `dataset.json` (`None` where the store lists folders only). A
+    /// cloud store is listed a first page, then, when there is more, in ranges side by side:
+    /// version IDs are mostly time-ordered UUIDs, so the ranges split the IDs between the
+    /// first page's last and `newest` evenly, as many as the first page's density suggests.
+    pub async fn list_versions(
+        &self,
+        after: Option<&VersionId>,
+        newest: Option<&VersionId>,
+    ) -> Result<Vec<(VersionId, Option<bool>)>, LakeError> {
+        if self.store.is_local() {
+            let ids = self.version_ids().await?;
+            return Ok(ids
+                .into_iter()
+                .filter(|v| after.is_none_or(|a| v > a))
+                .map(|v| (v, None))
+                .collect());
+        }
+        let start = after.map(|a| format!("versions/{a}"));
+        let first = self
+            .store
+            .list_range("versions/", start.as_deref(), None, Some(LIST_PAGE), None)
+            .await
+            .map_err(|e| self.store_err(e))?;
+        let mut found = VersionFiles::default();
+        if !first.more {
+            found.add(&first.files);
+            return Ok(found.complete(after));
+        }
+        let ids: Vec<VersionId> = first
+            .files
+            .iter()
+            .filter_map(|f| version_of_key(f))
+            .collect();
+        let mut bounds: Vec<Option<String>> = match (ids.first(), ids.last()) {
+            (Some(first_id), Some(last_id)) => {
+                // The first page's last version may be cut in two: the ranges list it again.
+                found.add(
+                    first
+                        .files
+                        .iter()
+                        .filter(|f| version_of_key(f).as_ref() != Some(last_id)),
+                );
+                let splits = range_splits(first_id, last_id, newest, first.files.len());
+                let mut b = vec![Some(format!("versions/{last_id}"))];
+                b.extend(splits.into_iter().map(|s| Some(format!("versions/{s}"))));
+                b
+            }
+            _ => vec![first.files.last().cloned()],
+        };
+        bounds.push(None);
+        let ranges = bounds.windows(2).map(|w| {
+            let (after, until) = (w[0].clone(), w[1].clone());
+            async move {
+                self.store
+                    .list_range("versions/", after.as_deref(), until.as_deref(), None, None)
+                    .await
+            }
+        });
+        let parts = futures::future::try_join_all(ranges)
+            .await
+            .map_err(|e| self.store_err(e))?;
+        for part in parts {
+            found.add(&part.files);
+        }
+        Ok(found.complete(after))
+    }
+
+    /// The IDs of every folder under `versions/` (complete or not). Folders whose names are not
+    /// version IDs are ignored.
+    pub async fn version_ids(&self) -> Result<Vec<VersionId>, LakeError> {
+        let dirs = self
+            .store
+            .list_dirs("versions/")
+            .await
+            .map_err(|e| self.store_err(e))?;
+        Ok(dirs
+            .iter()
+            .filter_map(|d| VersionId::parse(d).ok().filter(|v| v.as_str() == d))
+            .collect())
+    }
+}
+
+/// Files seen in a listing of `versions/`, by version.
+#[derive(Default)]
+struct VersionFiles {
+    /// Per version: has `version.json`, has `dataset.json`.
+    seen: std::collections::BTreeMap<VersionId, (bool, bool)>,
+}
+
+impl VersionFiles {
+    fn add<'a>(&mut self, keys: impl IntoIterator<Item = &'a String>) {
+        for key in keys {
+            let Some(id) = version_of_key(key) else {
+                continue;
+            };
+            let file = key.rsplit('/').next().unwrap_or("");
+            let depth = key.matches('/').count();
+            let entry = self.seen.entry(id).or_default();
+            match file {
+                "version.json" if depth == 2 => entry.0 = true,
+                "dataset.json" if depth == 2 => entry.1 = true,
+                _ => {}
+            }
+        }
+    }
+
+    /// Versions with a record (others are being written), after `after`.
+    fn complete(self, after: Option<&VersionId>) -> Vec<(VersionId, Option<bool>)> {
+        self.seen
+            .into_iter()
+            .filter(|(v, (record, _))| *record && after.is_none_or(|a| v > a))
+            .map(|(v, (_, dataset))| (v, Some(dataset)))
+            .collect()
+    }
+}

@@ -1,0 +1,67 @@
+//! What goes wrong when a lake is read as a Git remote, with a hint for each.
+
+use crate::lake::{LakeError, VersionId};
+use crate::mapping::ObjectId;
+use crate::repo::RepoError;
+use crate::signatures::Verdict;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteError {
+    #[error(transparent)]
+    Lake(#[from] LakeError),
+    #[error(transparent)]
+    Repo(#[from] RepoError),
+    #[error(
+        "lake '{lake}': Git asked for {}, which no ref of the lake holds",
+        asked_for(oid, name)
+    )]
+    UnknownWant {
+        lake: String,
+        oid: String,
+        name: String,
+    },
+    #[error("lake '{lake}': version {version} is not signed by a trusted key: {verdict}{more}")]
+    Unsigned {
+        lake: String,
+        version: VersionId,
+        verdict: Box<Verdict>,
+        more: String,
+    },
+    #[error("lake '{lake}': version {version} was rewritten in the lake: it was commit {cached} when this repository read it, and would now be commit {computed}")]
+    CacheMismatch {
+        lake: String,
+        version: VersionId,
+        computed: ObjectId,
+        cached: ObjectId,
+        cache: String,
+    },
+}
+
+/// `<oid> (<ref>)`, or the ID alone when Git asked for it by ID (`git fetch <lake> <id>`).
+fn asked_for(oid: &str, name: &str) -> String {
+    if name == oid {
+        oid.to_string()
+    } else {
+        format!("{oid} ({name})")
+    }
+}
+
+impl RemoteError {
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            RemoteError::Lake(e) => e.hint().map(str::to_string),
+            RemoteError::Repo(RepoError::Sha256(_)) => {
+                Some("clone the lake into a SHA-1 repository (the default)".to_string())
+            }
+            RemoteError::Unsigned { .. } => Some(
+                "nothing was fetched; see every version's status with: git-remote-fdl verify <lake>".to_string(),
+            ),
+            RemoteError::CacheMismatch { cache, .. } => Some(format!(
+                "versions are never rewritten: nothing was fetched; check the lake with \
+                 'git-remote-fdl fsck <remote>' and ask its owner.\nTo accept the lake as it is \
+                 now, remove {cache} and fetch again"
+            )),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,313 @@
+//! `list` and `list for-push`: HEAD and the refs read, and the commit of every ref computed
+//! (from the cache where it vouches for them, else by reading and building versions).
+
+use std::collections::HashMap;
+
+use super::error::RemoteError;
+use super::listing::Listing;
+use super::opened::Remote;
+use crate::history::{self, Known, Reading};
+use crate::lake::{self, LakeError, VersionId};
+use crate::mapping::ObjectId;
+use crate::progress::Progress;
+use crate::store::{StoreError, Token, Versioned};
+use crate::vouch::{objects_in, rewritten, Seen, Vetted};
+
+/// What a listing read: HEAD and the refs, and for a push what its writes are conditional on.
+struct ReadRefs {
+    head: String,
+    refs: Vec<(String, VersionId)>,
+    /// For a push, each ref file's token, in the order of `refs` (sorted by name then).
+    tokens: Vec<Token>,
+    /// For a push, `refs.json` as read (`Some(None)`: there was none).
+    refs_json: Option<Option<Versioned>>,
+    /// Whether `refs.json` was read before the refs, rather than beside them.
+    refs_json_first: bool,
+}
+
+impl Remote {
+    /// Reads HEAD and the refs, and computes the commit of every ref.
+    pub async fn list(&mut self, progress: &dyn Progress) -> Result<Listing, RemoteError> {
+        self.list_with(progress, false).await
+    }
+
+    /// `list for-push`: also the ref files' tokens, and `refs.json` (read beside the refs, or
+    /// before them: a later rewrite of `refs.json` is conditional on it).
+    pub async fn list_for_push(&mut self, progress: &dyn Progress) -> Result<Listing, RemoteError> {
+        self.list_with(progress, true).await
+    }
+
+    /// Computes the commit of `version` (reading it and any ancestors not known yet).
+    pub async fn commit_of(
+        &mut self,
+        version: &VersionId,
+        named_by: &str,
+    ) -> Result<ObjectId, RemoteError> {
+        let objects = objects_in(self.repo.as_ref(), self.cache.as_ref());
+        let tip = self
+            .cache
+            .as_ref()
+            .and_then(|c| c.tips().get(version).copied());
+        let vouched = |c: &ObjectId| {
+            (objects.as_ref()).is_none_or(|o| o.vouch(version, c, None) == Seen::Holds)
+        };
+        if let Some(c) = tip.filter(vouched) {
+            return Ok(c);
+        }
+        drop(objects);
+        self.load_cache().await;
+        let reading = self.reading(false)?;
+        let tips = [(version.clone(), named_by.to_string())];
+        let cache = self.cache.as_ref();
+        let (empty, no_parents) = (HashMap::new(), HashMap::new());
+        let known = cache.map_or(&empty, |c| c.commits());
+        let parents = cache.map_or(&no_parents, |c| c.parents());
+        let objects = objects_in(self.repo.as_ref(), cache);
+        let vetted = Vetted::new(known, parents, objects.as_ref());
+        let resolved = match vetted.commit(version) {
+            Some(c) => Ok(history::Resolved {
+                commits: HashMap::from([(version.clone(), c)]),
+                ..Default::default()
+            }),
+            None => {
+                let silent = crate::progress::Silent;
+                history::resolve_listed(&reading, &tips, &vetted, &silent, None).await
+            }
+        };
+        drop(vetted);
+        drop(objects);
+        let resolved = resolved?;
+        self.remember(&resolved.commits, &resolved.built);
+        Ok(resolved.commits[version])
+    }
+
+    /// HEAD and the refs; for a push also each ref file's token and `refs.json` (read before
+    /// the refs).
+    async fn read_refs(&mut self, for_push: bool) -> Result<ReadRefs, RemoteError> {
+        let refs_json_first = !self.lake.has_ref_listing_ahead();
+        let refs_json = match for_push {
+            true => self.refs_json_for_push().await?,
+            false => {
+                self.lake.forget_read_ahead();
+                None
+            }
+        };
+        let (head, refs) = if for_push && !self.lake.etag_conditions() {
+            let (head, refs) = futures::join!(self.lake.head(), self.lake.refs_versioned());
+            (head?, refs?)
+        } else {
+            // Ref files whose ETag has not changed since the last listing are not read again
+            // (for a push, the listing's ETag is the token its writes are conditional on).
+            let empty = HashMap::new();
+            let seen = self.cache.as_ref().map_or(&empty, |c| c.ref_files());
+            let (head, refs) = futures::join!(self.lake.head(), self.lake.refs_remembered(seen));
+            let lake::RefsSeen { refs, remember } = refs?;
+            if let Some((cache, remember)) = self.cache.as_mut().zip(remember) {
+                cache.set_refs(remember);
+            }
+            (head?, refs)
+        };
+        // Listing::token looks tokens up by a binary search of the refs.
+        debug_assert!(
+            refs.is_sorted_by(|a, b| a.0 < b.0),
+            "refs are listed sorted"
+        );
+        let mut tokens = Vec::with_capacity(if for_push { refs.len() } else { 0 });
+        let refs: Vec<(String, VersionId)> = refs
+            .into_iter()
+            .map(|(n, v, t)| {
+                if for_push {
+                    tokens.push(t);
+                }
+                (n, v)
+            })
+            .collect();
+        // A push sees every ref file, so that it can delete one of a pair Git cannot hold; a
+        // fetch lists only what Git can hold.
+        let refs = match for_push {
+            true => refs,
+            false => self.lake.git_compatible(refs),
+        };
+        Ok(ReadRefs {
+            head,
+            refs,
+            tokens,
+            refs_json,
+            refs_json_first,
+        })
+    }
+
+    async fn list_with(
+        &mut self,
+        progress: &dyn Progress,
+        for_push: bool,
+    ) -> Result<Listing, RemoteError> {
+        let listing = self.list_everything_early(for_push);
+        let ReadRefs {
+            head,
+            refs,
+            tokens,
+            refs_json,
+            refs_json_first,
+        } = self.read_refs(for_push).await?;
+        if !refs.iter().any(|(n, _)| *n == head) && !refs.is_empty() {
+            self.lake_warn(format!(
+                "lake '{}': HEAD names {head}, which does not exist",
+                self.lake.name()
+            ));
+        }
+        // A push's listing writes no objects: no fetch follows it.
+        let reading = self.reading(!for_push)?;
+        // Tips known from the file of refs (a push's listing, a no-op fetch): nothing to read
+        // or build, and the commits file (O(history)) is not read.
+        if let Some(commits) = self.known_tips(&refs) {
+            drop(listing);
+            self.remember(&commits, &HashMap::new());
+            return Ok(Listing {
+                head: Some(head),
+                refs,
+                commits,
+                built: HashMap::new(),
+                whole_history: None,
+                tokens,
+                refs_json,
+                refs_json_first,
+                for_push,
+            });
+        }
+        let tips: Vec<(VersionId, String)> = refs
+            .iter()
+            .map(|(n, v)| (v.clone(), format!("ref {n}")))
+            .collect();
+        let (resolved, tips_known, nothing_known) = self
+            .resolve_tips(&reading, &tips, progress, listing)
+            .await?;
+        // The map of every version read, grown by a few tips rather than copied.
+        let mut commits = resolved.commits;
+        commits.extend(tips_known);
+        if let Some(cache) = &mut self.cache {
+            let tip_commits = tips
+                .iter()
+                .filter_map(|(v, _)| Some((v.clone(), *commits.get(v)?)));
+            cache.set_tips(tip_commits.collect());
+        }
+        self.remember(&commits, &resolved.built);
+        Ok(Listing {
+            head: Some(head),
+            refs,
+            commits,
+            whole_history: (nothing_known && !for_push).then_some(resolved.order),
+            built: if for_push {
+                HashMap::new()
+            } else {
+                resolved.built
+            },
+            tokens,
+            refs_json,
+            refs_json_first,
+            for_push,
+        })
+    }
+
+    /// Reads and builds what the tips reach that the cache does not vouch for ([`crate::vouch`]):
+    /// what was built, the tips' commits the cache gave, and whether it knew nothing.
+    async fn resolve_tips(
+        &mut self,
+        reading: &Reading,
+        tips: &[(VersionId, String)],
+        progress: &dyn Progress,
+        listing: Option<history::ListingUnderWay>,
+    ) -> Result<(history::Resolved, Vec<(VersionId, ObjectId)>, bool), RemoteError> {
+        self.load_cache().await;
+        let cache = self.cache.as_ref();
+        let (empty, no_parents) = (HashMap::new(), HashMap::new());
+        let known = cache.map_or(&empty, |c| c.commits());
+        let parents = cache.map_or(&no_parents, |c| c.parents());
+        let nothing_known = known.is_empty();
+        // What the cache remembers is checked as the walk meets it.
+        let objects = objects_in(self.repo.as_ref(), cache);
+        let vetted = Vetted::new(known, parents, objects.as_ref());
+        let resolved = history::resolve_listed(reading, tips, &vetted, progress, listing).await;
+        let tips_known: Vec<(VersionId, ObjectId)> = tips
+            .iter()
+            .filter_map(|(v, _)| Some((v.clone(), vetted.commit(v)?)))
+            .collect();
+        let rewritten = resolved.as_ref().ok().and_then(|r| rewritten(r, &vetted));
+        drop(vetted);
+        drop(objects);
+        let resolved = resolved?;
+        if let Some((version, cached, computed)) = rewritten {
+            return Err(self.cache_mismatch(version, cached, computed));
+        }
+        Ok((resolved, tips_known, nothing_known))
+    }
+
+    /// The commit of every ref's version, when the file of refs knows them all; the tips it
+    /// remembers are then those of `refs` (fewer if a ref is gone).
+    /// Each tip's commit is checked first ([`crate::vouch`]: in the repository, its trailer; the
+    /// commits file, which knows its parents, is not read here); one that fails is forgotten.
+    fn known_tips(&mut self, refs: &[(String, VersionId)]) -> Option<HashMap<VersionId, ObjectId>> {
+        let objects = objects_in(self.repo.as_ref(), self.cache.as_ref());
+        let cache = self.cache.as_mut()?;
+        let mut commits = HashMap::with_capacity(refs.len());
+        for (_, v) in refs {
+            let c = *cache.tips().get(v)?;
+            match objects
+                .as_ref()
+                .map_or(Seen::Holds, |o| o.vouch(v, &c, None))
+            {
+                Seen::Holds => {}
+                Seen::Contradicted => {
+                    cache.forget_tip(v);
+                    return None;
+                }
+                // Read again, and checked against the commits file.
+                Seen::Absent => return None,
+            }
+            commits.insert(v.clone(), c);
+        }
+        if commits.len() != cache.tips().len() {
+            cache.set_tips(commits.clone());
+        }
+        Some(commits)
+    }
+
+    /// Where nothing is known of the lake (a clone), every version will be listed: the
+    /// listing starts now, while the ref files are read, split up to the newest version
+    /// `refs.json` names (a guess; without one, it waits for the tips).
+    fn list_everything_early(&self, for_push: bool) -> Option<history::ListingUnderWay> {
+        let lake = &self.lake;
+        let knows_nothing = self
+            .cache
+            .as_ref()
+            .is_none_or(|c| c.ref_files().is_empty() && c.tips().is_empty());
+        if for_push || !knows_nothing || !lake.can_list() || lake.is_local() {
+            return None;
+        }
+        let newest = self.lake.newest_in_refs_json()?;
+        let lake = self.lake.clone();
+        Some(history::ListingUnderWay(tokio::spawn(async move {
+            lake.list_versions(None, Some(&newest)).await
+        })))
+    }
+
+    /// `refs.json` with its token, for a push to rewrite: `None` (left as it is) when it is
+    /// larger than a push reads, so that the push still writes its refs.
+    async fn refs_json_for_push(&self) -> Result<Option<Option<Versioned>>, RemoteError> {
+        match self.lake.refs_json_versioned().await {
+            Ok(read) => Ok(Some(read)),
+            Err(LakeError::Store {
+                source: e @ StoreError::TooLarge { .. },
+                ..
+            }) => {
+                self.lake_warn(format!(
+                    "lake '{}': {e}: this push writes the refs and leaves refs.json as it is \
+                     (readers that cannot list the store go on seeing the refs it names)",
+                    self.lake.name()
+                ));
+                Ok(None)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+}

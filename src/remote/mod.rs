@@ -1,0 +1,14 @@
+//! One lake as a Git remote: what `list` shows and what `fetch` writes, on top of the lake
+//! reader, the mapping, the cache and the local repository. One file per concern: errors,
+//! the remote opened (cache, pack, warnings), the listing, `list` and `fetch`.
+
+mod error;
+mod fetch;
+mod list;
+mod listing;
+mod opened;
+
+pub use error::RemoteError;
+pub use fetch::{FetchOutcome, Want};
+pub use listing::Listing;
+pub use opened::{Remote, Saving};

@@ -1,0 +1,219 @@
+//! A lake opened as a remote: its cache (loaded, lent, saved), the session's pack, how
+//! versions are read, and the warnings gathered on the way.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::error::RemoteError;
+use crate::cache::{Cache, Preload};
+use crate::history::{BuiltVersion, Reading};
+use crate::lake::{Lake, VersionId};
+use crate::mapping::ObjectId;
+use crate::pack::PackSink;
+use crate::repo::Repo;
+use crate::signatures::Policy;
+
+/// A lake opened as a remote of (maybe) a local repository.
+pub struct Remote {
+    pub(super) lake: Lake,
+    pub(super) repo: Option<Repo>,
+    pub(super) cache: Option<Cache>,
+    /// The cache's commits file, being read while the first round trip is under way.
+    preload: Option<Preload>,
+    pub(super) warnings: std::sync::Mutex<Vec<String>>,
+    /// When set, a fetch brings only versions signed by a trusted key.
+    pub(super) require_signatures: Option<Policy>,
+    /// The pack this session's reads write objects into, installed by `fetch`.
+    pub(super) sink: Option<Arc<PackSink>>,
+}
+
+/// A cache being saved on a blocking thread ([`Remote::remember_written_refs`]).
+pub struct Saving(Option<tokio::task::JoinHandle<Cache>>);
+
+impl Saving {
+    /// The cache, once saved (`None` if none was lent).
+    pub async fn done(self) -> Option<Cache> {
+        self.0?.await.ok()
+    }
+}
+
+impl Drop for Remote {
+    fn drop(&mut self) {
+        self.end();
+    }
+}
+
+impl Remote {
+    /// Keeps the objects read for a listing that no fetch took, for the next fetch. Done when
+    /// the remote is dropped, or before a cloud session ends without dropping it: whatever
+    /// must happen when a remote goes away belongs here, not in `drop`.
+    pub fn end(&mut self) {
+        let writer = self.sink.take().and_then(|s| s.take());
+        if let (Some(w), Some(repo), Some(cache)) = (writer, &self.repo, &self.cache) {
+            let _ = repo.keep_pack(w, &cache.kept_packs_dir());
+        }
+    }
+}
+
+impl Remote {
+    pub fn new(lake: Lake, repo: Option<Repo>) -> Remote {
+        Remote::with_cache(lake, repo, None, None)
+    }
+
+    /// The lake this remote reads and writes.
+    pub fn lake(&self) -> &Lake {
+        &self.lake
+    }
+
+    /// The local repository, if the remote has one.
+    pub fn repo(&self) -> Option<&Repo> {
+        self.repo.as_ref()
+    }
+
+    /// Makes a fetch bring only versions signed by a key `policy` trusts (none: any version).
+    pub fn require_signatures(&mut self, policy: Option<Policy>) {
+        self.require_signatures = policy;
+    }
+
+    /// A remote with the lake's cache `opened` already, its commits file maybe being read by
+    /// `preload` (the whole cache is loaded here when `None`).
+    pub fn with_cache(
+        lake: Lake,
+        repo: Option<Repo>,
+        opened: Option<Cache>,
+        preload: Option<Preload>,
+    ) -> Remote {
+        // Outside a repository, the user's cache: a second `git ls-remote` of a lake reads only
+        // the refs and what is new.
+        let (url, id) = (lake.name(), lake.config().id.clone());
+        let root = crate::cache::root_for(repo.as_ref().map(|r| r.git_dir()));
+        let cache =
+            opened.or_else(|| root.map(|root| Cache::load_under(&root, &url, id.as_deref())));
+        let remote = Remote {
+            lake,
+            repo,
+            cache,
+            preload,
+            warnings: Default::default(),
+            require_signatures: None,
+            sink: None,
+        };
+        remote.warn_if_damaged();
+        remote
+    }
+
+    fn warn_if_damaged(&self) {
+        if let Some(c) = self.cache.as_ref().filter(|c| c.damaged() > 0) {
+            self.lake_warn(format!(
+                "the commit cache {} had {} damaged entr{}: not trusted, computed again from the lake",
+                c.path().display(),
+                c.damaged(),
+                if c.damaged() == 1 { "y" } else { "ies" }
+            ));
+        }
+    }
+
+    /// Reads the cache's commits file, if it was not read yet (taking what the preload read).
+    pub(super) async fn load_cache(&mut self) {
+        let Some(cache) = self.cache.as_mut().filter(|c| !c.is_loaded()) else {
+            return;
+        };
+        match self.preload.take() {
+            Some(preload) => match preload.wait().await {
+                Some(commits) => cache.take_commits(commits),
+                None => cache.load_commits(),
+            },
+            None => cache.load_commits(),
+        }
+        self.warn_if_damaged();
+    }
+
+    /// How this remote reads versions: into the session's pack when `into_pack` (and there is
+    /// a repository), checking signatures when the remote requires them.
+    pub(super) fn reading(&mut self, into_pack: bool) -> Result<Reading, RemoteError> {
+        if into_pack && self.sink.is_none() {
+            if let Some(repo) = &self.repo {
+                let notes = repo.remove_killed_fetch_temporaries();
+                self.sink = Some(Arc::new(PackSink::new(repo.pack_writer()?)));
+                for note in notes {
+                    self.lake_warn(note);
+                }
+            }
+        }
+        let check = self.require_signatures.clone().map(Arc::new);
+        Ok(Reading::new(self.lake.clone())
+            .with_sink(self.sink.clone().filter(|_| into_pack))
+            .with_check(check))
+    }
+
+    /// Adds versions read to the cache, and saves it.
+    pub(super) fn remember(
+        &mut self,
+        commits: &HashMap<VersionId, ObjectId>,
+        built: &HashMap<VersionId, BuiltVersion>,
+    ) {
+        if let Some(cache) = &mut self.cache {
+            if built.is_empty() {
+                cache.save();
+                return;
+            }
+            cache.reserve(built.len());
+            cache.extend(
+                built
+                    .iter()
+                    .filter_map(|(v, b)| Some((v.clone(), *commits.get(v)?, b.parents.clone()))),
+            );
+            cache.save();
+        }
+    }
+
+    /// Remembers ref files this process wrote (`name`, ETag, version), so that a listing that
+    /// finds them unchanged need not read them back. The cache is lent to a blocking thread
+    /// that saves it while the push's last round trip is under way; [`Remote::take_back`]
+    /// takes it back.
+    pub fn remember_written_refs(&mut self, written: Vec<(String, String, VersionId)>) -> Saving {
+        let Some(mut cache) = self.cache.take_if(|_| !written.is_empty()) else {
+            return Saving(None);
+        };
+        Saving(Some(tokio::task::spawn_blocking(move || {
+            cache.remember_refs(written);
+            cache.save();
+            cache
+        })))
+    }
+
+    /// The cache back from [`Remote::remember_written_refs`], once saved.
+    pub fn take_back(&mut self, saved: Option<Cache>) {
+        if saved.is_some() {
+            self.cache = saved;
+        }
+    }
+
+    /// A version that maps to another commit than the one this repository read.
+    pub(super) fn cache_mismatch(
+        &self,
+        version: VersionId,
+        cached: ObjectId,
+        computed: ObjectId,
+    ) -> RemoteError {
+        let dir = self.repo.as_ref().map(|r| r.git_dir().join("fdl"));
+        RemoteError::CacheMismatch {
+            lake: self.lake.name(),
+            version,
+            computed,
+            cached,
+            cache: dir.unwrap_or_default().display().to_string(),
+        }
+    }
+
+    pub(super) fn lake_warn(&self, msg: String) {
+        self.warnings.lock().expect("warnings lock").push(msg);
+    }
+
+    /// Warnings gathered so far, for the caller to show on stderr.
+    pub fn take_warnings(&self) -> Vec<String> {
+        let mut w = self.lake.take_warnings();
+        w.append(&mut self.warnings.lock().expect("warnings lock"));
+        w
+    }
+}
