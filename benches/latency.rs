@@ -9,6 +9,8 @@
 //! `2000x0,2000x20,2000x50,10000x0,10000x20,10000x50`); `FDL_BENCH_LARGE=100000x30` adds a cold
 //! clone of a large lake and a fetch of 200 new versions on top of it.
 
+// The tests' support, of which a benchmark uses a part.
+#[allow(dead_code)]
 #[path = "../t/support/mod.rs"]
 mod support;
 

@@ -1,7 +1,6 @@
 //! Waiting before trying again: exponential backoff with jitter, so that racing writers
 //! spread out instead of colliding in step. Every retry loop of the helper uses this one.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// Pauses that double from `first` up to `max`, each lengthened by up to `jitter`.
@@ -31,7 +30,7 @@ impl Backoff {
     pub fn next_pause(&mut self) -> Duration {
         let extra = match self.jitter.as_micros() as u64 {
             0 => Duration::ZERO,
-            j => Duration::from_micros(random() % j),
+            j => Duration::from_micros(fastrand::u64(..j)),
         };
         let pause = self.next + extra;
         self.next = (self.next * 2).min(self.max);
@@ -47,25 +46,6 @@ impl Backoff {
     pub fn wait_blocking(&mut self) {
         std::thread::sleep(self.next_pause());
     }
-}
-
-/// A cheap pseudo-random number: different across processes and across calls, which is all
-/// jitter needs.
-fn random() -> u64 {
-    static CALLS: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    let mut x = u64::from(nanos)
-        ^ (u64::from(std::process::id()) << 32)
-        ^ CALLS
-            .fetch_add(1, Ordering::Relaxed)
-            .wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    // splitmix64's finaliser: neighbouring inputs give unrelated outputs.
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
 }
 
 #[cfg(test)]

@@ -157,7 +157,7 @@ async fn check_refs_json(
             return Ok(());
         }
     };
-    let files: BTreeMap<&str, &str> = refs.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+    let files: BTreeMap<&str, _> = refs.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
     for (name, file) in &files {
         match listed.get(*name) {
             None => report.problems.push(format!(

@@ -51,7 +51,7 @@ pub fn register_url_secrets(text: &str) {
             register_secret(info);
             for part in info.splitn(2, ':') {
                 register_secret(part);
-                register_secret(&percent_decode(part));
+                register_secret(&percent_encoding::percent_decode_str(part).decode_utf8_lossy());
             }
         }
         rest = tail;
@@ -217,26 +217,6 @@ fn is_azure_container(scheme: &str, info: &str) -> bool {
         && info
             .chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-}
-
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: u8| (b as char).to_digit(16);
-        match (bytes[i], bytes.get(i + 1), bytes.get(i + 2)) {
-            (b'%', Some(&h), Some(&l)) if hex(h).is_some() && hex(l).is_some() => {
-                out.push((hex(h).unwrap_or(0) * 16 + hex(l).unwrap_or(0)) as u8);
-                i += 3;
-            }
-            (b, _, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[cfg(test)]

@@ -124,17 +124,17 @@ impl Repo {
         ObjectId::from_hex(String::from_utf8_lossy(&out.stdout).trim())
     }
 
-    /// An object's kind (`commit`, `tag`, `tree`, `blob`) and content.
-    pub fn object(&self, id: &ObjectId) -> Option<(String, Vec<u8>)> {
+    /// An object's kind and content.
+    pub fn object(&self, id: &ObjectId) -> Option<(gix::object::Kind, Vec<u8>)> {
         let oid = gix::ObjectId::try_from(&id.0[..]).ok()?;
         let obj = self.repo.try_find_object(oid).ok()??;
-        Some((obj.kind.to_string(), obj.data.clone()))
+        Some((obj.kind, obj.data.clone()))
     }
 
     /// The parents of a local commit (empty if it is not a commit or not here).
     pub fn parents(&self, id: &ObjectId) -> Vec<ObjectId> {
         match self.object(id) {
-            Some((kind, data)) if kind == "commit" => commit_parents(&data),
+            Some((gix::object::Kind::Commit, data)) => commit_parents(&data),
             _ => Vec::new(),
         }
     }
@@ -412,13 +412,12 @@ fn stale_pid(name: &str, host: &str) -> Option<i32> {
     crate::process::is_gone(pid).then_some(pid)
 }
 
-/// The `parent` lines of a raw commit object.
+/// The parents of a raw commit object, as gix's commit parser reads them (up to where a
+/// malformed commit stops making sense).
 pub fn commit_parents(data: &[u8]) -> Vec<ObjectId> {
-    let text = String::from_utf8_lossy(data);
-    text.lines()
-        .take_while(|l| !l.is_empty())
-        .filter_map(|l| l.strip_prefix("parent "))
-        .filter_map(ObjectId::from_hex)
+    gix::objs::CommitRefIter::from_bytes(data, gix::hash::Kind::Sha1)
+        .parent_ids()
+        .filter_map(|id| <[u8; 20]>::try_from(id.as_bytes()).ok().map(ObjectId))
         .collect()
 }
 
@@ -427,4 +426,21 @@ pub fn commit_parents(data: &[u8]) -> Vec<ObjectId> {
 pub fn global_config(key: &str) -> Option<String> {
     let file = gix::config::File::from_globals().ok()?;
     file.string(key).map(|v| v.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parents_are_read_from_a_commit_as_git_writes_it() {
+        let (a, b) = (ObjectId([0xaa; 20]), ObjectId([0x0b; 20]));
+        let tail = b"author A <a@example.org> 0 +0000\ncommitter A <a@example.org> 0 +0000\n\n\
+                     parent 0123456789012345678901234567890123456789 is text, not a header\n";
+        let merge = crate::mapping::commit_object(&ObjectId([1; 20]), &[a, b], tail);
+        assert_eq!(commit_parents(&merge.data), vec![a, b]);
+        let root = crate::mapping::commit_object(&ObjectId([1; 20]), &[], tail);
+        assert_eq!(commit_parents(&root.data), Vec::<ObjectId>::new());
+        assert_eq!(commit_parents(b"not a commit"), Vec::<ObjectId>::new());
+    }
 }

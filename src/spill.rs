@@ -24,7 +24,8 @@ impl Spill {
     pub fn put(&self, bytes: &[u8]) -> Option<Spilled> {
         let mut guard = self.file.lock().expect("spill lock");
         if guard.is_none() {
-            *guard = Some((unnamed_temp_file()?, 0));
+            // Unnamed in the temporary folder (`TMPDIR`): nothing to remove, whatever ends the process.
+            *guard = Some((tempfile::tempfile().ok()?, 0));
         }
         let (file, end) = guard.as_mut()?;
         file.write_all_at(bytes, *end).ok()?;
@@ -46,31 +47,6 @@ impl Spill {
         file.read_exact_at(&mut buf, at.offset)?;
         Ok(buf)
     }
-}
-
-/// A file in the temporary folder (`TMPDIR`), removed from its folder as soon as it is open.
-fn unnamed_temp_file() -> Option<File> {
-    let dir = std::env::temp_dir();
-    for attempt in 0..16u32 {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0);
-        let path = dir.join(format!(
-            ".git-remote-fdl-spill-{}-{nanos}-{attempt}",
-            std::process::id()
-        ));
-        if let Ok(f) = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&path)
-        {
-            let _ = std::fs::remove_file(&path);
-            return Some(f);
-        }
-    }
-    None
 }
 
 #[cfg(test)]

@@ -40,7 +40,7 @@ impl<'a> Objects<'a> {
     /// What the objects say of `c` as the commit of `v` (with those parents, when given).
     pub fn vouch(&self, v: &VersionId, c: &ObjectId, parents: Option<&[ObjectId]>) -> Seen {
         let data = match self.repo.object(c) {
-            Some((kind, data)) if kind == "commit" => data,
+            Some((gix::object::Kind::Commit, data)) => data,
             Some(_) => return Seen::Contradicted,
             None => match self.kept.commit(c) {
                 Some(data) => data,

@@ -40,9 +40,7 @@ fn example_files(dir: &Path, prefix: &str, out: &mut BTreeMap<String, Vec<u8>>) 
 }
 
 fn duckdb_python() -> String {
-    std::env::var("DUCKDB_PYTHON").unwrap_or_else(|_| {
-        panic!("DUCKDB_PYTHON is not set: run the tests with `make test`, which installs DuckDB")
-    })
+    crate::support::installed("DUCKDB_PYTHON")
 }
 
 /// Checks out each ref in `clone`, runs `catalog` and the statements it printed; returns the

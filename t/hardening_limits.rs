@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::support::{faults, vid, LakeAt, LakeBuilder, TestEnv, Where};
+use crate::support::{faults, vid, wire, LakeAt, LakeBuilder, TestEnv, Where};
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -91,7 +91,7 @@ fn serve_403(listener: TcpListener) -> Arc<AtomicUsize> {
             std::thread::spawn(move || {
                 let mut reader = BufReader::new(stream.try_clone().unwrap());
                 let mut out = stream;
-                while let Ok(Some(_)) = faults::read_request(&mut reader) {
+                while let Ok(Some(_)) = wire::read_request(&mut reader) {
                     c.fetch_add(1, Ordering::SeqCst);
                     let body = "<Error><Code>AccessDenied</Code></Error>";
                     let head = format!(

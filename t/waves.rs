@@ -70,6 +70,8 @@ fn a_cold_clone_and_a_fetch_after_ls_remote_take_a_few_waves() {
     repo_with_origin(&t, "clone.git", url);
     let cold = waves(&server, &t, "clone.git", &["fetch", "-q", "origin"]);
     eprintln!("cold clone: {cold:?}");
+    // Bounds below, and above: a count of nothing would pass every upper bound.
+    assert!(cold.gets > VERSIONS, "every version read: {cold:?}");
     assert!(
         cold.waves <= 10 + listing_waves(&cold),
         "cold clone: {} waves ({} of them listings), {} requests",
@@ -86,6 +88,7 @@ fn a_cold_clone_and_a_fetch_after_ls_remote_take_a_few_waves() {
     server.put_files("waves", "lake/", &more.files);
     let plus20 = waves(&server, &t, "clone.git", &["fetch", "-q", "origin"]);
     eprintln!("fetch of 20 new versions: {plus20:?}");
+    assert!(plus20.gets >= 20, "each new version read: {plus20:?}");
     assert!(
         plus20.waves <= 6,
         "fetch of 20 new versions: {} waves, {} requests",
@@ -97,6 +100,7 @@ fn a_cold_clone_and_a_fetch_after_ls_remote_take_a_few_waves() {
     waves(&server, &t, "after-ls.git", &["ls-remote", "origin"]);
     let fetch = waves(&server, &t, "after-ls.git", &["fetch", "-q", "origin"]);
     eprintln!("fetch after ls-remote: {fetch:?}");
+    assert!(fetch.waves >= 1, "the refs listed again: {fetch:?}");
     assert!(
         fetch.waves <= 10 + listing_waves(&fetch),
         "fetch after ls-remote: {} waves ({} of them listings), {} requests",
@@ -131,6 +135,11 @@ fn a_no_op_fetch_of_a_thousand_refs_takes_a_constant_number_of_waves() {
     t.ok("r.git", &["fetch", "-q", "origin"]);
     let noop = waves(&server, &t, "r.git", &["fetch", "-q", "origin"]);
     eprintln!("no-op fetch: {noop:?}");
+    // The store was asked (the refs listed, HEAD and refs.json read), in at least one wave.
+    assert!(
+        noop.waves >= 1 && noop.lists >= 1 && noop.gets >= 1,
+        "a no-op fetch still asks the store for the refs: {noop:?}"
+    );
     assert!(
         noop.waves <= 4,
         "no-op fetch: {} waves, {} requests",
@@ -328,6 +337,12 @@ fn racing_tag_pushes_read_only_the_ref_files_that_changed() {
     // push) refs.json again; and the others' tags, each read once.
     let most = (RACERS * (3 + 2 * (RACERS - 1))) as u64;
     assert!(counts.gets <= most, "{} GETs, at most {most}", counts.gets);
+    let least = (RACERS * 3) as u64;
+    assert!(
+        counts.gets >= least,
+        "{} GETs, at least {least}",
+        counts.gets
+    );
     let mut written: serde_json::Value =
         serde_json::from_slice(&server.get("racers", "lake/refs.json").unwrap()).unwrap();
     let refs = refs_of(&mut written);
@@ -353,6 +368,7 @@ fn a_cold_clone_lists_every_version_while_it_reads_a_thousand_ref_files() {
     repo_with_origin(&t, "c.git", "fdl::s3://many-refs/lake/");
     let cold = waves(&server, &t, "c.git", &["fetch", "-q", "origin"]);
     eprintln!("cold clone, 1,000 tags: {cold:?}");
+    assert!(cold.gets >= 1_000, "the ref files read: {cold:?}");
     assert!(cold.waves <= 7, "cold clone: {cold:?}");
 }
 
@@ -437,6 +453,7 @@ fn a_second_ls_remote_outside_any_repository_reads_only_the_refs() {
         second.gets <= 3 && second.waves <= 3,
         "second ls-remote: {second:?}"
     );
+    assert!(second.waves >= 1, "the refs listed: {second:?}");
     // A new version is read, and only it.
     let mut more = chain(VERSIONS, 10);
     more.chain(VERSIONS + 1, VERSIONS + 1);
@@ -444,6 +461,7 @@ fn a_second_ls_remote_outside_any_repository_reads_only_the_refs() {
     server.put_files("outside", "lake/", &more.files);
     let third = waves(&server, &t, ".", &["ls-remote", url]);
     assert!(third.gets <= 3 + 3, "third ls-remote: {third:?}");
+    assert!(third.gets > second.gets, "the new version read: {third:?}");
     // The cache changes no result: without it, the same listing.
     let listed = t.ok(".", &["ls-remote", url]);
     std::fs::remove_dir_all(t.path("home/.cache/git-remote-fdl")).unwrap();

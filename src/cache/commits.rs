@@ -39,7 +39,7 @@ impl Commits {
         let mut seen = 0usize;
         let damaged = checked_lines(path, HEADER, |line| {
             seen += 1;
-            if seen % 4096 == 0 && cancel.load(Ordering::Relaxed) {
+            if seen.is_multiple_of(4096) && cancel.load(Ordering::Relaxed) {
                 return false;
             }
             out.take_line(line);

@@ -14,7 +14,7 @@ pub(super) fn push_line(out: &mut String, v: &VersionId, c: &ObjectId, parents: 
     let _ = write!(out, "{v} {c}");
     for p in parents {
         out.push(' ');
-        out.push_str(p.as_str());
+        out.push_str(&p.as_str());
     }
     let crc = crc32fast::hash(&out.as_bytes()[start..]);
     let _ = writeln!(out, " {crc:08x}");

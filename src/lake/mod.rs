@@ -23,7 +23,6 @@ pub use record::VersionRecord;
 pub use refs::{without_conflicts, RefsSeen, WithoutConflicts};
 pub use versions::VersionData;
 
-
 use crate::store::{Listed, Store, StoreError};
 
 /// Size limits: a hostile lake cannot make the helper read a huge file.

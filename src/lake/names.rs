@@ -5,10 +5,11 @@ use std::fmt;
 
 use gix::bstr::ByteSlice;
 
-/// A version ID: a UUID in canonical lower-case hyphenated form, safe to use as a path segment.
-/// Held inline (36 ASCII bytes, no allocation): a fetch keeps several per version.
+/// A version ID: a UUID, shown and used as a path segment in its canonical lower-case
+/// hyphenated form. Held as its 16 bytes (a fetch keeps several per version), whose order is
+/// the order of that form (lower-case hex sorts as the bytes it spells).
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct VersionId([u8; 36]);
+pub struct VersionId(uuid::Uuid);
 
 /// A text that is not a version ID.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -20,7 +21,8 @@ pub struct BadVersionId {
 
 impl VersionId {
     /// Parses a version ID. Upper-case hex is accepted and lower-cased (paths are lower case);
-    /// anything but the 36-character hyphenated form is refused.
+    /// anything but the 36-character hyphenated form is refused (uuid's parser alone would take
+    /// braces, URNs and the form without hyphens too).
     pub fn parse(s: &str) -> Result<VersionId, BadVersionId> {
         let bytes = s.as_bytes();
         let shape_ok = bytes.len() == 36
@@ -28,36 +30,99 @@ impl VersionId {
                 8 | 13 | 18 | 23 => *b == b'-',
                 _ => b.is_ascii_hexdigit(),
             });
-        if !shape_ok {
-            return Err(BadVersionId {
+        match uuid::Uuid::try_parse_ascii(bytes) {
+            Ok(id) if shape_ok => Ok(VersionId(id)),
+            _ => Err(BadVersionId {
                 shown: printable(s),
-            });
+            }),
         }
-        let mut id = [0u8; 36];
-        id.copy_from_slice(bytes);
-        id.make_ascii_lowercase();
-        Ok(VersionId(id))
     }
 
-    pub fn as_str(&self) -> &str {
-        std::str::from_utf8(&self.0).expect("a version ID is ASCII, checked by parse")
+    /// The canonical form, on the stack: it derefs to `&str`.
+    pub fn as_str(&self) -> VersionText {
+        let mut text = [0u8; 36];
+        self.0.hyphenated().encode_lower(&mut text);
+        VersionText(text)
     }
 
     /// Seconds since the epoch held by a UUIDv7 (its first 48 bits are milliseconds).
     pub fn uuid_v7_seconds(&self) -> Option<u64> {
-        let hex: String = self.as_str().chars().filter(|c| *c != '-').collect();
-        let version = u8::from_str_radix(&hex[12..13], 16).ok()?;
-        if version != 7 {
+        if self.0.get_version_num() != 7 {
             return None;
         }
-        let millis = u64::from_str_radix(&hex[..12], 16).ok()?;
-        Some(millis / 1000)
+        Some(self.0.get_timestamp()?.to_unix().0)
+    }
+}
+
+/// A version ID's canonical text (36 ASCII bytes), made by [`VersionId::as_str`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct VersionText([u8; 36]);
+
+impl std::ops::Deref for VersionText {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        std::str::from_utf8(&self.0).expect("uuid writes ASCII")
+    }
+}
+
+impl PartialEq<str> for VersionText {
+    fn eq(&self, other: &str) -> bool {
+        **self == *other
+    }
+}
+
+impl PartialEq<&str> for VersionText {
+    fn eq(&self, other: &&str) -> bool {
+        **self == **other
+    }
+}
+
+impl PartialEq<String> for VersionText {
+    fn eq(&self, other: &String) -> bool {
+        **self == **other
+    }
+}
+
+impl PartialEq<&String> for VersionText {
+    fn eq(&self, other: &&String) -> bool {
+        **self == ***other
+    }
+}
+
+impl PartialEq<VersionText> for String {
+    fn eq(&self, other: &VersionText) -> bool {
+        **self == **other
+    }
+}
+
+impl PartialEq<VersionText> for &String {
+    fn eq(&self, other: &VersionText) -> bool {
+        ***self == **other
+    }
+}
+
+impl PartialEq<VersionText> for &str {
+    fn eq(&self, other: &VersionText) -> bool {
+        **self == **other
+    }
+}
+
+impl fmt::Display for VersionText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self)
+    }
+}
+
+impl fmt::Debug for VersionText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&**self, f)
     }
 }
 
 impl fmt::Display for VersionId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.write_str(&self.as_str())
     }
 }
 
@@ -165,6 +230,46 @@ mod tests {
         }
         let v4 = VersionId::parse("5f0c8a52-6d3e-4f8e-9b1a-2c7d4e9f0a13").unwrap();
         assert_eq!(v4.uuid_v7_seconds(), None);
+        // Forms uuid's own parser takes, refused as before.
+        for other_form in [
+            "{0190f3a2-7b4c-7d2e-8f10-123456789abc}",
+            "urn:uuid:0190f3a2-7b4c-7d2e-8f10-123456789abc",
+            "0190f3a27b4c7d2e8f10123456789abc",
+            "0190f3a2-7b4c-7d2e-8f10-123456789abc ",
+            " 0190f3a2-7b4c-7d2e-8f10-123456789ab",
+            "0190f3a2-7b4c-7d2e-8f10+123456789abc",
+            "0190f3a2-7b4c-7d2e-8f1-0123456789abc",
+            "g190f3a2-7b4c-7d2e-8f10-123456789abc",
+        ] {
+            assert!(VersionId::parse(other_form).is_err(), "{other_form}");
+        }
+    }
+
+    #[test]
+    fn version_ids_sort_as_their_text() {
+        let mut rng = fastrand::Rng::with_seed(7);
+        let hex = b"0123456789abcdefABCDEF";
+        let texts: Vec<String> = (0..2_000)
+            .map(|_| {
+                (0..36)
+                    .map(|i| match i {
+                        8 | 13 | 18 | 23 => '-',
+                        _ => hex[rng.usize(..hex.len())] as char,
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut ids: Vec<VersionId> = texts.iter().map(|t| VersionId::parse(t).unwrap()).collect();
+        let mut lower: Vec<String> = texts.iter().map(|t| t.to_ascii_lowercase()).collect();
+        for (id, text) in ids.iter().zip(&lower) {
+            assert_eq!(id.as_str(), text.as_str());
+            assert_eq!(id.to_string(), *text);
+        }
+        ids.sort();
+        lower.sort();
+        let sorted: Vec<String> = ids.iter().map(VersionId::to_string).collect();
+        assert_eq!(sorted, lower);
+        assert_eq!(std::mem::size_of::<VersionId>(), 16);
     }
 
     #[test]

@@ -137,7 +137,7 @@ impl Lake {
 
     /// The requests made so far, counted by kind (for the trace).
     pub fn requests_summary(&self) -> String {
-        self.store.stats.summary()
+        self.store.stats().summary()
     }
 
     pub fn name(&self) -> String {

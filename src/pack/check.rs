@@ -65,7 +65,7 @@ fn index_layout(index: &[u8]) -> Result<(usize, &[u8]), String> {
     let count = u32::from_be_bytes(last.try_into().expect("4 bytes")) as usize;
     let body = &index[8 + 1024..];
     let fixed = count * 28 + 40;
-    if body.len() < fixed || (body.len() - fixed) % 8 != 0 {
+    if body.len() < fixed || !(body.len() - fixed).is_multiple_of(8) {
         return Err(bad());
     }
     Ok((count, body))

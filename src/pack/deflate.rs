@@ -261,6 +261,81 @@ mod tests {
         }
     }
 
+    /// The whole stream, read by zlib (flate2): its input, every byte of the stream used (the
+    /// Adler-32 checked), nothing left over.
+    fn inflate_exactly(stream: &[u8]) -> Vec<u8> {
+        let mut z = flate2::Decompress::new(true);
+        let mut out = Vec::with_capacity(SMALL_MAX + 1);
+        let status = z
+            .decompress_vec(stream, &mut out, flate2::FlushDecompress::Finish)
+            .expect("a valid zlib stream");
+        assert_eq!(status, flate2::Status::StreamEnd, "the stream ends");
+        assert_eq!(
+            z.total_in(),
+            stream.len() as u64,
+            "no byte after the stream"
+        );
+        out
+    }
+
+    /// Adversarial inputs: every single byte, all 256 values in order and backwards, runs of
+    /// every length around the shortest and longest match, and sizes at the 32 KiB limit.
+    fn adversarial() -> Vec<Vec<u8>> {
+        let all: Vec<u8> = (0..=255).collect();
+        let mut out: Vec<Vec<u8>> = vec![vec![]];
+        out.extend((0..=255u8).map(|b| vec![b]));
+        out.push(all.clone());
+        out.push(all.iter().rev().copied().collect());
+        out.push(all.repeat(SMALL_MAX / 256));
+        for n in [
+            MIN_MATCH - 1,
+            MIN_MATCH,
+            MAX_MATCH - 1,
+            MAX_MATCH,
+            MAX_MATCH + 1,
+        ] {
+            out.push(vec![0; n]);
+            out.push(vec![0xff; n * 2 + 1]);
+        }
+        let mut rng = fastrand::Rng::with_seed(25);
+        for n in [SMALL_MAX - 1, SMALL_MAX] {
+            out.push((0..n).map(|_| rng.u8(..)).collect());
+        }
+        // The same 4 bytes at both ends of the largest input, noise between: the farthest
+        // match an input can hold.
+        for distance in [SMALL_MAX - 5, SMALL_MAX - 4] {
+            let mut v: Vec<u8> = (0..distance + 4).map(|_| rng.u8(..)).collect();
+            v[..4].copy_from_slice(b"fdl!");
+            v[distance..].copy_from_slice(b"fdl!");
+            out.push(v);
+        }
+        out
+    }
+
+    #[test]
+    fn zlib_inflates_every_stream_to_exactly_its_input() {
+        let mut z = SmallDeflate::default();
+        let mut rng = fastrand::Rng::with_seed(1950);
+        let random = (0..400).map(|round| {
+            let len = match round % 4 {
+                0 => rng.usize(..=SMALL_MAX),
+                _ => rng.usize(..2_000),
+            };
+            // Random bytes, or bytes of a small alphabet (many matches of every length).
+            let alphabet = if round % 2 == 0 { 255 } else { rng.u8(1..8) };
+            (0..len).map(|_| rng.u8(..=alphabet)).collect::<Vec<u8>>()
+        });
+        for (n, data) in adversarial().into_iter().chain(random).enumerate() {
+            let mut out = Vec::new();
+            z.compress(&data, &mut out);
+            assert!(
+                inflate_exactly(&out) == data,
+                "input {n} of {} bytes did not come back",
+                data.len()
+            );
+        }
+    }
+
     #[test]
     fn the_running_count_of_positions_starts_again_before_it_overflows() {
         let mut z = SmallDeflate {

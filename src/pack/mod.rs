@@ -17,9 +17,11 @@ mod deflate;
 pub use check::check_kept;
 use deflate::SmallDeflate;
 
-/// Lower-case hex of `bytes`.
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+/// A pack's checksum (a SHA-1, as gix names one) in lower-case hex: the pack's name.
+pub fn hex(checksum: &[u8]) -> String {
+    gix::hash::oid::try_from_bytes(checksum)
+        .expect("a pack's checksum is a SHA-1")
+        .to_string()
 }
 
 /// Objects at least this large are compressed straight into the file, under the writer's lock,

@@ -306,41 +306,14 @@ impl Options {
     }
 }
 
-/// Undoes Git's C-style quoting (`"a\"b"`), used for `cas` and `push-option` values.
+/// Undoes Git's C-style quoting (`"a\"b"`), with which Git sends `cas` and `push-option` values
+/// (`quote_c_style`, undone by gix as Git's `unquote_c_style` does). A value that is not quoted,
+/// or not quoted as Git quotes, is taken as it is.
 pub fn unquote(s: &str) -> String {
-    let Some(inner) = s.strip_prefix('"').and_then(|s| s.strip_suffix('"')) else {
-        return s.to_string();
-    };
-    let mut out = Vec::new();
-    let mut bytes = inner.bytes().peekable();
-    while let Some(b) = bytes.next() {
-        if b != b'\\' {
-            out.push(b);
-            continue;
-        }
-        match bytes.next() {
-            Some(b'n') => out.push(b'\n'),
-            Some(b't') => out.push(b'\t'),
-            Some(b'a') => out.push(7),
-            Some(b'b') => out.push(8),
-            Some(b'f') => out.push(12),
-            Some(b'r') => out.push(b'\r'),
-            Some(b'v') => out.push(11),
-            Some(d @ b'0'..=b'3') => {
-                let mut v = (d - b'0') as u32;
-                for _ in 0..2 {
-                    if let Some(n @ b'0'..=b'7') = bytes.peek().copied() {
-                        v = v * 8 + (n - b'0') as u32;
-                        bytes.next();
-                    }
-                }
-                out.push(v as u8);
-            }
-            Some(other) => out.push(other),
-            None => out.push(b'\\'),
-        }
+    match gix::quote::ansi_c::undo(s.as_bytes().into()) {
+        Ok((text, consumed)) if consumed == s.len() => String::from_utf8_lossy(&text).into_owned(),
+        _ => s.to_string(),
     }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Status words Git recognises after `error <ref>` and turns into its own statuses and advice
@@ -477,5 +450,11 @@ mod tests {
         assert_eq!(o.set("cas", "\"refs/heads/x:abc\"", true), OptionReply::Ok);
         assert_eq!(o.cas[0], ("refs/heads/x".to_string(), "abc".to_string()));
         assert_eq!(unquote("\"a\\\"b\\\\c\\101\""), "a\"b\\cA");
+        // As Git's quote_c_style writes them: named escapes, octal bytes of UTF-8.
+        assert_eq!(unquote("\"a\\tb\\n\\303\\251\""), "a\tb\né");
+        assert_eq!(unquote("refs/heads/x:abc"), "refs/heads/x:abc");
+        // Not quoted as Git quotes: taken as it is.
+        assert_eq!(unquote("\"unclosed"), "\"unclosed");
+        assert_eq!(unquote("\"a\"b"), "\"a\"b");
     }
 }

@@ -234,7 +234,7 @@ async fn pushed_version(remote: &mut Remote, src: &str, dst: &str) -> Result<Ver
     let (kind, data) = repo
         .object(&id)
         .ok_or_else(|| Rejection::refused(format!("{short} is not in the local repository")))?;
-    check_kind(&kind, short, dst)?;
+    check_kind(kind, short, dst)?;
     let version = mapping::commit_message(&data)
         .and_then(mapping::version_of_message)
         .ok_or_else(|| {
@@ -259,10 +259,10 @@ async fn pushed_version(remote: &mut Remote, src: &str, dst: &str) -> Result<Ver
 }
 
 /// Only commits can be versions.
-fn check_kind(kind: &str, short: &str, dst: &str) -> Result<(), Rejection> {
+fn check_kind(kind: gix::object::Kind, short: &str, dst: &str) -> Result<(), Rejection> {
     match kind {
-        "commit" => Ok(()),
-        "tag" => {
+        gix::object::Kind::Commit => Ok(()),
+        gix::object::Kind::Tag => {
             let short_dst = dst.rsplit('/').next().unwrap_or(dst);
             Err(Rejection::refused(format!(
                 "{short} is an annotated tag, and lake tags carry no message or signature; \

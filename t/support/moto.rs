@@ -35,9 +35,7 @@ fn start() -> Moto {
 
 /// Starts `moto_server.py` on a free port with `extra` arguments, and waits until it listens.
 fn spawn(extra: &[&str]) -> u16 {
-    let python = std::env::var("MOTO_PYTHON").unwrap_or_else(|_| {
-        panic!("MOTO_PYTHON is not set: run the tests with `make test`, which installs moto")
-    });
+    let python = super::installed("MOTO_PYTHON");
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/t/support/moto_server.py");
     let port = TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -229,40 +227,6 @@ impl Moto {
                     .await
                     .unwrap();
             }
-        });
-    }
-
-    pub fn get(&self, bucket: &str, path: &str) -> Option<Vec<u8>> {
-        let store = self.store(bucket);
-        block_on(async {
-            match store.get(&StorePath::parse(path).unwrap()).await {
-                Ok(r) => Some(r.bytes().await.unwrap().to_vec()),
-                Err(object_store::Error::NotFound { .. }) => None,
-                Err(e) => panic!("get {path}: {e}"),
-            }
-        })
-    }
-
-    pub fn list(&self, bucket: &str, prefix: &str) -> Vec<String> {
-        use futures::TryStreamExt;
-        let store = self.store(bucket);
-        block_on(async {
-            let metas: Vec<_> = store
-                .list(Some(&StorePath::from(prefix)))
-                .try_collect()
-                .await
-                .unwrap();
-            metas.into_iter().map(|m| m.location.to_string()).collect()
-        })
-    }
-
-    pub fn delete(&self, bucket: &str, path: &str) {
-        let store = self.store(bucket);
-        block_on(async {
-            store
-                .delete(&StorePath::parse(path).unwrap())
-                .await
-                .unwrap()
         });
     }
 }

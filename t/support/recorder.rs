@@ -8,7 +8,8 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::faults::{forward, read_request};
+use super::faults::forward;
+use super::wire::read_request;
 
 /// One request as it went through.
 #[derive(Clone, Debug)]
@@ -92,12 +93,7 @@ fn relay(client: TcpStream, upstream: &str, seen: &Mutex<Vec<Seen>>) -> std::io:
     let mut reader = BufReader::new(client.try_clone()?);
     let mut out = client;
     while let Some(req) = read_request(&mut reader)? {
-        let head = String::from_utf8_lossy(&req.raw).to_string();
-        let authorization = head.lines().take_while(|l| !l.is_empty()).find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.eq_ignore_ascii_case("authorization")
-                .then(|| v.trim().to_string())
-        });
+        let authorization = req.header("authorization").map(str::to_string);
         seen.lock().unwrap().push(Seen {
             line: format!("{} {}", req.method, req.target),
             authorization,
