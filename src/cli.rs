@@ -92,6 +92,17 @@ enum Command {
         #[arg(long, short)]
         quiet: bool,
     },
+    /// Write the lake's history as Git packs under git-packs/ in the lake (for its maintainer:
+    /// needs write access), so that a clone downloads a few packs instead of reading every
+    /// version; a later run packs only what is new. Readers check every version they take.
+    Pack {
+        /// The lake's address, or the name of an fdl remote of this repository
+        #[arg(value_name = "lake | remote")]
+        lake: String,
+        /// Say what would be packed, and write nothing
+        #[arg(long, short = 'n')]
+        dry_run: bool,
+    },
     /// Write the verified catalog of the version a commit stands for (inside a clone), and print
     /// the DuckDB statements that attach it read-only with the lake's data.
     Catalog {
@@ -145,7 +156,7 @@ Submodules with fdl:: URLs need Git's permission, once, by you:
 
 The manual: git help remote-fdl (or man git-remote-fdl), installed by make install.";
 
-const SUBCOMMANDS: [&str; 6] = ["ls", "verify", "fsck", "catalog", "help", "--help"];
+const SUBCOMMANDS: [&str; 7] = ["ls", "verify", "fsck", "catalog", "pack", "help", "--help"];
 
 /// Git runs `git-remote-fdl <remote> [<url>]` with its pipes on stdin and stdout; humans run
 /// subcommands or flags. A terminal on stdin is a human (`git-remote-fdl lss <lake>`, a typo,
@@ -213,6 +224,7 @@ pub fn main(args: &[String]) -> i32 {
                 catalogs,
                 quiet,
             } => fsck(&lake, catalogs, quiet).await,
+            Command::Pack { lake, dry_run } => pack(&lake, dry_run).await,
             Command::Catalog {
                 commit,
                 output,
@@ -266,6 +278,31 @@ async fn fsck(lake: &str, catalogs: bool, quiet: bool) -> Result<i32, Fatal> {
         );
     }
     Ok(if report.problems.is_empty() { 0 } else { 1 })
+}
+
+async fn pack(lake: &str, dry_run: bool) -> Result<i32, Fatal> {
+    let done = commands::pack(lake, dry_run).await?;
+    let would = if done.dry_run { "would be" } else { "were" };
+    let versions = |n: usize| format!("{n} version{}", plural(n));
+    say!(
+        "{} already packed; {} new {would} packed{}",
+        versions(done.packed_before),
+        done.new_versions,
+        match done.merged {
+            0 => String::new(),
+            n => format!(" with the {n} packs before them, merged into one"),
+        }
+    );
+    match (&done.pack, done.dry_run) {
+        (Some(p), _) => say!(
+            "Wrote git-packs/{p}.pack and its record; git-packs/list.json names {} pack{}",
+            done.packs_now,
+            plural(done.packs_now)
+        ),
+        (None, false) => say!("Everything up-to-date"),
+        (None, true) => {}
+    }
+    Ok(0)
 }
 
 async fn catalog(request: &commands::CatalogRequest) -> Result<i32, Fatal> {

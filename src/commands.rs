@@ -210,3 +210,26 @@ async fn verify_tips(lake: &Lake, wanted: &[String]) -> Result<Vec<(VersionId, S
     }
     Ok(tips)
 }
+
+/// `git-remote-fdl pack <lake | remote>`: the lake's history written as packs in the lake,
+/// read through Git with the remote's configuration.
+pub async fn pack(lake: &str, dry_run: bool) -> Result<crate::packs::make::PackSummary, Fatal> {
+    let named = open_named(lake).await?;
+    let remote_config = match (&named.repo, &named.remote) {
+        (Some(repo), Some(remote)) => crate::packs::make::remote_config(repo, remote),
+        _ => Vec::new(),
+    };
+    let url = match (&named.repo, &named.remote) {
+        (Some(repo), Some(remote)) => crate::open::remote_store_url(repo, remote)?,
+        _ => crate::open::store_url(lake)?,
+    };
+    let job = crate::packs::make::PackJob {
+        lake: &named.lake,
+        address: format!("fdl::{}", url.as_address()),
+        remote_config,
+        dry_run,
+    };
+    crate::packs::make::pack(&job)
+        .await
+        .map_err(|e| Fatal::new(e.to_string()))
+}

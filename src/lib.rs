@@ -21,6 +21,7 @@ pub mod lake;
 pub mod mapping;
 pub mod open;
 pub mod pack;
+pub mod packs;
 pub mod process;
 pub mod progress;
 pub mod protocol;

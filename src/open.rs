@@ -9,10 +9,15 @@ use crate::store::{Store, StoreUrl};
 
 /// Opens a lake from an address typed by a human (with or without `fdl::`).
 pub async fn open_lake(address: &str) -> Result<Lake, Fatal> {
-    let address = address.strip_prefix("fdl::").unwrap_or(address);
-    let url = StoreUrl::parse(address, &current_dir()?).map_err(|e| Fatal::new(e.to_string()))?;
+    let url = store_url(address)?;
     let store = Store::open(&url, &[]).map_err(|e| Fatal::cannot_open(&url, &e))?;
     Ok(Lake::open(store).await?)
+}
+
+/// The store address a human typed (with or without `fdl::`), from the current folder.
+pub fn store_url(address: &str) -> Result<StoreUrl, Fatal> {
+    let address = address.strip_prefix("fdl::").unwrap_or(address);
+    StoreUrl::parse(address, &current_dir()?).map_err(|e| Fatal::new(e.to_string()))
 }
 
 /// The repository the command runs in: Git's `GIT_DIR`, else the one around the current

@@ -304,6 +304,61 @@ impl Repo {
         remove_stale_temporaries(&self.pack_dir())
     }
 
+    /// Whether the repository holds pack `name` (pack and index).
+    pub fn has_pack(&self, name: &str) -> bool {
+        let dir = self.pack_dir();
+        dir.join(format!("{name}.pack")).is_file() && dir.join(format!("{name}.idx")).is_file()
+    }
+
+    /// A temporary file in `objects/pack/` to download a lake's pack into, removed if a signal
+    /// ends the helper.
+    pub fn downloaded_pack_path(&self) -> Result<PathBuf, RepoError> {
+        let pack_dir = self.pack_dir();
+        std::fs::create_dir_all(&pack_dir).map_err(|e| self.write_error(e))?;
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tmp = pack_dir.join(temporary_name(&format!("lake{n}.pack")));
+        crate::cleanup::remove_on_signal(&tmp);
+        crate::cleanup::remove_on_signal(&tmp.with_extension("idx"));
+        Ok(tmp)
+    }
+
+    /// Indexes a downloaded pack with Git's own `index-pack`, which checks the pack's checksum
+    /// and hashes every object (a thin or damaged pack is refused), then renames pack and index
+    /// into place as `pack-<checksum>`, whose name it returns. The temporary files go either way.
+    pub fn install_downloaded(&self, tmp: &Path) -> Result<String, String> {
+        let idx = tmp.with_extension("idx");
+        let out = std::process::Command::new("git")
+            .arg("index-pack")
+            .arg("-o")
+            .arg(&idx)
+            .arg(tmp)
+            .env("GIT_DIR", self.git_dir())
+            .stdin(std::process::Stdio::null())
+            .output();
+        let installed = match out {
+            Err(e) => Err(format!("cannot run git index-pack: {e}")),
+            Ok(out) if !out.status.success() => Err(format!(
+                "git index-pack refused it: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )),
+            Ok(out) => {
+                let hex = String::from_utf8_lossy(&out.stdout).trim().to_string();
+                let name = format!("pack-{hex}");
+                let pack_dir = self.pack_dir();
+                std::fs::rename(tmp, pack_dir.join(format!("{name}.pack")))
+                    .and_then(|()| std::fs::rename(&idx, pack_dir.join(format!("{name}.idx"))))
+                    .map(|()| name)
+                    .map_err(|e| format!("cannot install it in {}: {e}", pack_dir.display()))
+            }
+        };
+        for left in [tmp, idx.as_path()] {
+            let _ = std::fs::remove_file(left);
+            crate::cleanup::forget(left);
+        }
+        installed
+    }
+
     fn pack_dir(&self) -> PathBuf {
         self.repo.objects.store_ref().path().join("pack")
     }

@@ -7,6 +7,7 @@ pub mod catalog;
 mod error;
 mod etags;
 pub mod files;
+pub mod git_packs;
 pub mod names;
 mod open;
 pub mod record;
@@ -16,6 +17,7 @@ pub mod refs_json;
 mod versions;
 
 pub use error::LakeError;
+pub use etags::names_something;
 pub use files::FdlConfig;
 pub use names::{check_ref_name, check_writable_ref, printable, VersionId};
 pub use open::Lake;

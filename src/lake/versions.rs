@@ -9,7 +9,7 @@ use super::open::Lake;
 use super::record::VersionRecord;
 use super::{range_splits, version_of_key, LIST_PAGE};
 use super::{DATASET_JSON_LIMIT, SIGNATURE_LIMIT, VERSION_JSON_LIMIT};
-use crate::store::{Held, StoreError};
+use crate::store::{Held, Listed, StoreError};
 
 /// A version's two mapped files.
 #[derive(Clone, Debug)]
@@ -100,16 +100,29 @@ impl Lake {
                 .map(|v| (v, None))
                 .collect());
         }
+        let mut found = VersionFiles::default();
+        for part in self.list_version_files(after, newest).await? {
+            found.add(&part.files);
+        }
+        Ok(found.complete(after))
+    }
+
+    /// Every file of a cloud store under `versions/` (after `after`), with ETags, in parts:
+    /// a first page, then, when there is more, ranges listed side by side (see
+    /// [`Lake::list_versions`]). A version the first page cut in two is in both parts.
+    pub async fn list_version_files(
+        &self,
+        after: Option<&VersionId>,
+        newest: Option<&VersionId>,
+    ) -> Result<Vec<Listed>, LakeError> {
         let start = after.map(|a| format!("versions/{a}"));
         let first = self
             .store
             .list_range("versions/", start.as_deref(), None, Some(LIST_PAGE), None)
             .await
             .map_err(|e| self.store_err(e))?;
-        let mut found = VersionFiles::default();
         if !first.more {
-            found.add(&first.files);
-            return Ok(found.complete(after));
+            return Ok(vec![first]);
         }
         let ids: Vec<VersionId> = first
             .files
@@ -118,13 +131,6 @@ impl Lake {
             .collect();
         let mut bounds: Vec<Option<String>> = match (ids.first(), ids.last()) {
             (Some(first_id), Some(last_id)) => {
-                // The first page's last version may be cut in two: the ranges list it again.
-                found.add(
-                    first
-                        .files
-                        .iter()
-                        .filter(|f| version_of_key(f).as_ref() != Some(last_id)),
-                );
                 let splits = range_splits(first_id, last_id, newest, first.files.len());
                 let mut b = vec![Some(format!("versions/{last_id}"))];
                 b.extend(splits.into_iter().map(|s| Some(format!("versions/{s}"))));
@@ -144,10 +150,7 @@ impl Lake {
         let parts = futures::future::try_join_all(ranges)
             .await
             .map_err(|e| self.store_err(e))?;
-        for part in parts {
-            found.add(&part.files);
-        }
-        Ok(found.complete(after))
+        Ok(std::iter::once(first).chain(parts).collect())
     }
 
     /// The IDs of every folder under `versions/` (complete or not). Folders whose names are not

@@ -13,6 +13,15 @@ use crate::progress::Progress;
 use crate::store::{StoreError, Token, Versioned};
 use crate::vouch::{objects_in, rewritten, Seen, Vetted};
 
+/// `git-packs/list.json` being read, dropped (stopped) if unneeded.
+struct PackListUnderWay(tokio::task::JoinHandle<Result<Option<Versioned>, StoreError>>);
+
+impl Drop for PackListUnderWay {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// What a listing read: HEAD and the refs, and for a push what its writes are conditional on.
 struct ReadRefs {
     head: String,
@@ -143,6 +152,7 @@ impl Remote {
         for_push: bool,
     ) -> Result<Listing, RemoteError> {
         let listing = self.list_everything_early(for_push);
+        let packs = self.pack_list_early(for_push);
         let ReadRefs {
             head,
             refs,
@@ -161,7 +171,7 @@ impl Remote {
         // Tips known from the file of refs (a push's listing, a no-op fetch): nothing to read
         // or build, and the commits file (O(history)) is not read.
         if let Some(commits) = self.known_tips(&refs) {
-            drop(listing);
+            drop((listing, packs));
             self.remember(&commits, &HashMap::new());
             return Ok(Listing {
                 head: Some(head),
@@ -180,7 +190,7 @@ impl Remote {
             .map(|(n, v)| (v.clone(), format!("ref {n}")))
             .collect();
         let (resolved, tips_known, nothing_known) = self
-            .resolve_tips(&reading, &tips, progress, listing)
+            .resolve_tips(&reading, &tips, progress, listing, packs)
             .await?;
         // The map of every version read, grown by a few tips rather than copied.
         let mut commits = resolved.commits;
@@ -217,8 +227,12 @@ impl Remote {
         tips: &[(VersionId, String)],
         progress: &dyn Progress,
         listing: Option<history::ListingUnderWay>,
+        packs: Option<PackListUnderWay>,
     ) -> Result<(history::Resolved, Vec<(VersionId, ObjectId)>, bool), RemoteError> {
         self.load_cache().await;
+        if let Some(packs) = packs {
+            self.use_packs(packs, tips, progress).await;
+        }
         let cache = self.cache.as_ref();
         let (empty, no_parents) = (HashMap::new(), HashMap::new());
         let known = cache.map_or(&empty, |c| c.commits());
@@ -289,6 +303,67 @@ impl Remote {
         Some(history::ListingUnderWay(tokio::spawn(async move {
             lake.list_versions(None, Some(&newest)).await
         })))
+    }
+
+    /// Where nothing is known of the lake (a clone) and it is read into a repository from a
+    /// store that lists, the lake's list of packs is read while the ref files are.
+    fn pack_list_early(&self, for_push: bool) -> Option<PackListUnderWay> {
+        let lake = &self.lake;
+        let knows_nothing = self
+            .cache
+            .as_ref()
+            .is_none_or(|c| c.ref_files().is_empty() && c.tips().is_empty());
+        let readable = lake.can_list() && !lake.is_local() && self.require_signatures.is_none();
+        if for_push || !knows_nothing || !readable || self.repo.is_none() {
+            return None;
+        }
+        let lake = self.lake.clone();
+        Some(PackListUnderWay(tokio::spawn(async move {
+            lake.pack_list().await
+        })))
+    }
+
+    /// Takes from the lake's packs the versions they hold that check out ([`crate::packs`]):
+    /// installed in the repository and remembered as known, so that the walk reads only the
+    /// others. A pack that cannot be used is said once, and changes nothing.
+    async fn use_packs(
+        &mut self,
+        mut packs: PackListUnderWay,
+        tips: &[(VersionId, String)],
+        progress: &dyn Progress,
+    ) {
+        let list = match (&mut packs.0).await {
+            Ok(Ok(Some(list))) => list,
+            Ok(Ok(None)) | Err(_) => return,
+            Ok(Err(e)) => {
+                return self.lake_warn(format!(
+                "lake '{}': cannot read git-packs/list.json ({e}); versions are read one by one",
+                self.lake.name()
+            ))
+            }
+        };
+        let (Some(repo), Some(cache)) = (self.repo.as_ref(), self.cache.as_ref()) else {
+            return;
+        };
+        let newest = tips.iter().map(|(v, _)| v).max();
+        let known = |v: &VersionId| cache.known_commit(v);
+        let imported = crate::packs::import::import(
+            &self.lake,
+            repo,
+            &list.bytes,
+            crate::packs::import::Trust::Listed,
+            newest,
+            &known,
+            progress,
+        )
+        .await;
+        for w in imported.warnings {
+            self.lake_warn(w);
+        }
+        if let Some(cache) = self.cache.as_mut() {
+            let taken = imported.verified.into_iter();
+            cache.extend(taken.map(|t| (t.version, t.commit, t.parents)));
+        }
     }
 
     /// `refs.json` with its token, for a push to rewrite: `None` (left as it is) when it is

@@ -54,6 +54,17 @@ impl StoreUrl {
     }
 
     /// Only stores that can write on condition take pushes.
+    /// The address as Git is given it again (after `fdl::`): unredacted, a folder's absolute
+    /// path. Never for a message: [`StoreUrl`]'s `Display` hides secrets.
+    pub fn as_address(&self) -> String {
+        match self {
+            StoreUrl::Local(p) => p.display().to_string(),
+            StoreUrl::S3(u) | StoreUrl::Gcs(u) | StoreUrl::Azure(u) | StoreUrl::Http(u) => {
+                u.as_str().to_string()
+            }
+        }
+    }
+
     pub fn is_read_only(&self) -> bool {
         matches!(self, StoreUrl::Http(_))
     }

@@ -1,0 +1,153 @@
+//! The lake's folder of Git packs (`git-packs/`, an accelerator a lake's maintainer writes with
+//! `git-remote-fdl pack`): its paths, and the files read and written there. What the files
+//! say, and whether to believe it, is `crate::packs`'s business.
+
+use bytes::Bytes;
+
+use super::open::Lake;
+use super::version_of_key;
+use super::VersionId;
+use crate::store::{Listed, StoreError, Token, Versioned, WriteError, WriteMode};
+
+/// The folder at the lake's root that holds the packs, their records and their list.
+pub const PACKS_DIR: &str = "git-packs/";
+/// The list of packs, written last, on condition.
+const LIST: &str = "git-packs/list.json";
+/// A pack's record or list larger than this is not read (about 300 bytes a version).
+pub const RECORD_LIMIT: u64 = 256 << 20;
+/// A pack larger than this is not downloaded.
+pub const PACK_LIMIT: u64 = 16 << 30;
+
+/// Whether `name` is a pack's name as Git makes it (`pack-` and 40 lower-case hex digits):
+/// only such names become paths.
+pub fn is_pack_name(name: &str) -> bool {
+    name.strip_prefix("pack-").is_some_and(|h| {
+        h.len() == 40
+            && h.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
+}
+
+/// The ETags of each version's mapped files, as a listing of `versions/` gave them.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ListedFiles {
+    pub version_json: Option<String>,
+    pub dataset_json: Option<String>,
+}
+
+/// Each version's mapped files and their ETags, from the parts of a listing of `versions/`.
+pub fn listed_files(parts: &[Listed]) -> std::collections::HashMap<VersionId, ListedFiles> {
+    let mut out: std::collections::HashMap<VersionId, ListedFiles> = Default::default();
+    for part in parts {
+        for key in &part.files {
+            let Some(id) = version_of_key(key) else {
+                continue;
+            };
+            if key.matches('/').count() != 2 {
+                continue;
+            }
+            let tag = part.e_tags.get(key).cloned().unwrap_or_default();
+            let entry = out.entry(id).or_default();
+            match key.rsplit('/').next() {
+                Some("version.json") => entry.version_json = Some(tag),
+                Some("dataset.json") => entry.dataset_json = Some(tag),
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+fn checked(name: &str) -> Result<(), StoreError> {
+    match is_pack_name(name) {
+        true => Ok(()),
+        false => Err(StoreError::OutsideRoot {
+            path: format!("{PACKS_DIR}{name}"),
+        }),
+    }
+}
+
+impl Lake {
+    /// `git-packs/list.json` with its token; `None` if there is none.
+    pub async fn pack_list(&self) -> Result<Option<Versioned>, StoreError> {
+        self.store.get_versioned(LIST, RECORD_LIMIT).await
+    }
+
+    /// Writes `git-packs/list.json` on condition.
+    pub async fn write_pack_list(
+        &self,
+        bytes: Bytes,
+        mode: &WriteMode,
+    ) -> Result<Token, WriteError> {
+        self.store.put(LIST, bytes, mode).await
+    }
+
+    /// The record of pack `name` (`git-packs/<name>.json`).
+    pub async fn pack_record(&self, name: &str) -> Result<Option<Bytes>, StoreError> {
+        checked(name)?;
+        let path = format!("{PACKS_DIR}{name}.json");
+        self.store.get(&path, RECORD_LIMIT).await
+    }
+
+    /// Streams pack `name` (`git-packs/<name>.pack`) into `sink`; `false` if there is none.
+    pub async fn download_pack(
+        &self,
+        name: &str,
+        sink: &mut (dyn FnMut(&[u8]) -> std::io::Result<()> + Send),
+    ) -> Result<bool, StoreError> {
+        checked(name)?;
+        let path = format!("{PACKS_DIR}{name}.pack");
+        self.store.download(&path, PACK_LIMIT, sink).await
+    }
+
+    /// Writes pack `name` and then its record, each only if absent: a pack's name is its
+    /// checksum, so one already there holds the same objects.
+    pub async fn write_pack(
+        &self,
+        name: &str,
+        pack: Bytes,
+        record: Bytes,
+    ) -> Result<(), WriteError> {
+        checked(name).map_err(WriteError::Refused)?;
+        for (path, bytes) in [
+            (format!("{PACKS_DIR}{name}.pack"), pack),
+            (format!("{PACKS_DIR}{name}.json"), record),
+        ] {
+            match self.store.put(&path, bytes, &WriteMode::Create).await {
+                Ok(_) | Err(WriteError::Conflict) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Every file under `versions/` with its ETag (cloud stores; see
+    /// [`Lake::list_version_files`]), by version.
+    /// `newest`: the newest version the refs name, where the ranges end.
+    pub async fn version_file_tags(
+        &self,
+        newest: Option<&VersionId>,
+    ) -> Result<std::collections::HashMap<VersionId, ListedFiles>, super::LakeError> {
+        let parts = self.list_version_files(None, newest).await?;
+        Ok(listed_files(&parts))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_git_pack_names_become_paths() {
+        assert!(is_pack_name(&format!("pack-{}", "ab12".repeat(10))));
+        for bad in [
+            "pack-../../x",
+            "pack-AB12AB12AB12AB12AB12AB12AB12AB12AB12AB12",
+            "list",
+            "pack-abc",
+            &format!("pack-{}/x", "a".repeat(40)),
+        ] {
+            assert!(!is_pack_name(bad), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,417 @@
+//! `git-remote-fdl pack`: the lake's history as Git packs in `git-packs/`, for readers to
+//! download instead of reading every version. The versions are read by this helper itself
+//! (a bare clone in a temporary folder, through Git), after a listing of `versions/` whose
+//! ETags go into the record: a file rewritten in between has another ETag than the one
+//! recorded, and readers then read it themselves. Git's `pack-objects` makes the pack (deltas
+//! included) of what no earlier pack holds; the pack and its record are written first, each
+//! only if absent, and `list.json` last, on condition, so two runs at once never lose a pack.
+
+use std::collections::HashSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use bytes::Bytes;
+
+use super::{parse_list, parse_record, render_list, render_record, PackedVersion, Record};
+use super::{FormatError, MERGE_AT};
+use crate::lake::git_packs::ListedFiles;
+use crate::lake::{Lake, VersionId};
+use crate::mapping::ObjectId;
+use crate::store::{WriteError, WriteMode};
+
+/// Why packing stopped; nothing in the lake changed unless it says so.
+#[derive(Debug, thiserror::Error)]
+pub enum PackError {
+    #[error("lake '{lake}': {source}")]
+    Format { lake: String, source: FormatError },
+    #[error("lake '{lake}': cannot read git-packs/: {why}")]
+    Read { lake: String, why: String },
+    #[error("lake '{lake}': cannot read its versions through Git: {why}")]
+    Clone { lake: String, why: String },
+    #[error("lake '{lake}': git {step} failed: {why}")]
+    Git {
+        lake: String,
+        step: &'static str,
+        why: String,
+    },
+    #[error("lake '{lake}': cannot write git-packs/{path}: {why}")]
+    Write {
+        lake: String,
+        path: String,
+        why: String,
+    },
+}
+
+/// What a run did (or, with `--dry-run`, would do).
+#[derive(Debug, Default)]
+pub struct PackSummary {
+    /// Versions the packs held before.
+    pub packed_before: usize,
+    /// Versions the new pack holds.
+    pub new_versions: usize,
+    /// The new pack's name (none when nothing was new).
+    pub pack: Option<String>,
+    /// Packs merged into the new one (all of them, when there were too many).
+    pub merged: usize,
+    /// Packs `list.json` names now.
+    pub packs_now: usize,
+    pub dry_run: bool,
+}
+
+/// What the packer is given: the lake, the address Git reaches it at (`fdl::` prefixed) and
+/// the remote's `fdl*` configuration, for the clone that reads the versions.
+pub struct PackJob<'a> {
+    pub lake: &'a Lake,
+    pub address: String,
+    pub remote_config: Vec<(String, String)>,
+    pub dry_run: bool,
+}
+
+/// Runs a `pack`.
+pub async fn pack(job: &PackJob<'_>) -> Result<PackSummary, PackError> {
+    let lake = job.lake;
+    let name = lake.name();
+    let read_err = |why: String| PackError::Read {
+        lake: name.clone(),
+        why,
+    };
+    let list = lake
+        .pack_list()
+        .await
+        .map_err(|e| read_err(e.to_string()))?;
+    let Packed {
+        kept,
+        versions: packed,
+        commits: old_commits,
+    } = read_packed(lake, list.as_ref().map(|l| &l.bytes[..])).await?;
+    let merge = kept.len() + 1 > MERGE_AT;
+    // Listed before any version is read: a file rewritten after this has another ETag.
+    let newest = lake.newest_in_refs_json();
+    let tags = lake
+        .version_file_tags(newest.as_ref())
+        .await
+        .map_err(|e| read_err(e.to_string()))?;
+    let dir = tempfile::tempdir().map_err(|e| read_err(format!("no temporary folder: {e}")))?;
+    let repo = dir.path().join("lake.git");
+    clone(&repo, job).map_err(|why| PackError::Clone {
+        lake: name.clone(),
+        why,
+    })?;
+    let git_err = |step: &'static str| {
+        let lake = name.clone();
+        move |why: String| PackError::Git { lake, step, why }
+    };
+    let excluded: &[ObjectId] = if merge { &[] } else { &old_commits };
+    let new = new_versions(&repo, excluded).map_err(git_err("log"))?;
+    let mut summary = PackSummary {
+        packed_before: packed.len(),
+        new_versions: new.len(),
+        merged: if merge { kept.len() } else { 0 },
+        packs_now: kept.len(),
+        dry_run: job.dry_run,
+        ..Default::default()
+    };
+    if new.is_empty() || job.dry_run {
+        return Ok(summary);
+    }
+    let versions = packed_versions(new, &tags);
+    let (pack_name, pack_path) =
+        pack_objects(&repo, dir.path(), excluded).map_err(git_err("pack-objects"))?;
+    let record = Record {
+        lake: lake.config().id.clone(),
+        pack: pack_name.clone(),
+        versions,
+    };
+    let bytes = std::fs::read(&pack_path).map_err(|e| read_err(e.to_string()))?;
+    let write_err = |path: String, e: WriteError| PackError::Write {
+        lake: name.clone(),
+        path,
+        why: e.to_string(),
+    };
+    lake.write_pack(
+        &pack_name,
+        Bytes::from(bytes),
+        render_record(&record).into(),
+    )
+    .await
+    .map_err(|e| write_err(format!("{pack_name}.pack"), e))?;
+    let merged: HashSet<String> = kept.into_iter().filter(|_| merge).collect();
+    let now = publish(lake, list.map(|l| l.token), &pack_name, &merged)
+        .await
+        .map_err(|e| write_err("list.json".into(), e))?;
+    summary.pack = Some(pack_name);
+    summary.packs_now = now;
+    Ok(summary)
+}
+
+/// The record's entries of versions `new` (parents first), with the ETags the listing gave.
+fn packed_versions(
+    new: Vec<(ObjectId, VersionId)>,
+    tags: &std::collections::HashMap<VersionId, ListedFiles>,
+) -> Vec<PackedVersion> {
+    let entry = |(commit, id): (ObjectId, VersionId)| {
+        let files = tags.get(&id).cloned().unwrap_or_default();
+        PackedVersion {
+            id,
+            commit,
+            version_json: files.version_json.unwrap_or_default(),
+            dataset_json: files.dataset_json,
+        }
+    };
+    new.into_iter().map(entry).collect()
+}
+
+/// What the packs `list.json` names already hold.
+struct Packed {
+    /// Packs with a readable record (one without is of no use to readers: packed again).
+    kept: Vec<String>,
+    versions: HashSet<VersionId>,
+    commits: Vec<ObjectId>,
+}
+
+async fn read_packed(lake: &Lake, list: Option<&[u8]>) -> Result<Packed, PackError> {
+    let name = lake.name();
+    let names = match list {
+        Some(l) => parse_list(l).map_err(|source| PackError::Format {
+            lake: name.clone(),
+            source,
+        })?,
+        None => Vec::new(),
+    };
+    let mut packed = Packed {
+        kept: Vec::new(),
+        versions: HashSet::new(),
+        commits: Vec::new(),
+    };
+    for pack in &names {
+        let raw = lake.pack_record(pack).await.map_err(|e| PackError::Read {
+            lake: name.clone(),
+            why: e.to_string(),
+        })?;
+        let Some(record) = raw.and_then(|raw| parse_record(pack, &raw).ok()) else {
+            continue;
+        };
+        for v in &record.versions {
+            packed.versions.insert(v.id.clone());
+            packed.commits.push(v.commit);
+        }
+        packed.kept.push(pack.clone());
+    }
+    Ok(packed)
+}
+
+/// Writes `list.json` with `pack` added (and the `merged` packs gone) on condition, reading it
+/// again after another run won the race. Returns how many packs it names.
+async fn publish(
+    lake: &Lake,
+    mut token: Option<crate::store::Token>,
+    pack: &str,
+    merged: &HashSet<String>,
+) -> Result<usize, WriteError> {
+    let mut attempt = 0;
+    let mut backoff = crate::backoff::Backoff::new(
+        std::time::Duration::from_millis(50),
+        std::time::Duration::from_secs(2),
+    );
+    loop {
+        let names = match &token {
+            None => Vec::new(),
+            Some(_) => match lake.pack_list().await.map_err(WriteError::Refused)? {
+                Some(l) if Some(&l.token) == token.as_ref() => {
+                    parse_list(&l.bytes).unwrap_or_default()
+                }
+                Some(l) => {
+                    token = Some(l.token);
+                    continue;
+                }
+                None => {
+                    token = None;
+                    continue;
+                }
+            },
+        };
+        let mut next: Vec<String> = names.into_iter().filter(|n| !merged.contains(n)).collect();
+        if !next.iter().any(|n| n == pack) {
+            next.push(pack.to_string());
+        }
+        let mode = match &token {
+            Some(t) => WriteMode::Update(t.clone()),
+            None => WriteMode::Create,
+        };
+        match lake.write_pack_list(render_list(&next).into(), &mode).await {
+            Ok(_) => return Ok(next.len()),
+            Err(WriteError::Conflict) if attempt < 8 => {
+                attempt += 1;
+                backoff.wait().await;
+                token = lake
+                    .pack_list()
+                    .await
+                    .map_err(WriteError::Refused)?
+                    .map(|l| l.token);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// A bare clone of the lake at `repo`, through Git and this very helper, with the remote's
+/// configuration.
+fn clone(repo: &Path, job: &PackJob) -> Result<(), String> {
+    run(
+        Command::new("git").args(["init", "--bare", "-q"]).arg(repo),
+        None,
+    )?;
+    let mut config = std::fs::OpenOptions::new()
+        .append(true)
+        .open(repo.join("config"))
+        .map_err(|e| e.to_string())?;
+    let mut text = format!(
+        "[remote \"origin\"]\n\turl = {}\n\tfetch = +refs/heads/*:refs/heads/*\n\tfetch = +refs/tags/*:refs/tags/*\n",
+        quoted(&job.address)
+    );
+    for (key, value) in &job.remote_config {
+        text.push_str(&format!("\t{key} = {}\n", quoted(value)));
+    }
+    config
+        .write_all(text.as_bytes())
+        .map_err(|e| e.to_string())?;
+    let mut fetch = Command::new("git");
+    fetch
+        .arg("--git-dir")
+        .arg(repo)
+        .args(["fetch", "-q", "--no-tags", "origin"]);
+    run(&mut fetch, None).map(drop)
+}
+
+/// A value as Git's configuration file holds it: quoted, `\` and `"` escaped.
+fn quoted(value: &str) -> String {
+    let escaped = value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n");
+    format!("\"{escaped}\"")
+}
+
+/// The commits the refs reach that `excluded` do not, parents first, with their versions.
+fn new_versions(repo: &Path, excluded: &[ObjectId]) -> Result<Vec<(ObjectId, VersionId)>, String> {
+    let mut log = Command::new("git");
+    log.arg("--git-dir").arg(repo).args([
+        "log",
+        "--all",
+        "--topo-order",
+        "--reverse",
+        "--stdin",
+        "--format=%H %(trailers:key=FDL-Version,valueonly,separator=%x20)",
+    ]);
+    let out = run(&mut log, Some(&exclusions(excluded)))?;
+    let mut found = Vec::new();
+    for line in out.lines() {
+        let (commit, version) = line.split_once(' ').unwrap_or((line, ""));
+        let commit = ObjectId::from_hex(commit).ok_or(format!("not a commit ID: {line}"))?;
+        let version = VersionId::parse(version.trim())
+            .map_err(|_| format!("commit {line} names no version"))?;
+        found.push((commit, version));
+    }
+    Ok(found)
+}
+
+fn exclusions(excluded: &[ObjectId]) -> Vec<u8> {
+    let mut stdin = Vec::with_capacity(42 * excluded.len());
+    for c in excluded {
+        stdin.push(b'^');
+        c.push_hex(&mut stdin);
+        stdin.push(b'\n');
+    }
+    stdin
+}
+
+/// Git's pack of every object the refs reach that `excluded` do not: its name and path.
+fn pack_objects(
+    repo: &Path,
+    dir: &Path,
+    excluded: &[ObjectId],
+) -> Result<(String, PathBuf), String> {
+    let base = dir.join("out");
+    let mut pack = Command::new("git");
+    pack.arg("--git-dir")
+        .arg(repo)
+        .args([
+            "pack-objects",
+            "--revs",
+            "--all",
+            "-q",
+            "--delta-base-offset",
+        ])
+        .arg(&base);
+    let hex = run(&mut pack, Some(&exclusions(excluded)))?;
+    let name = format!("pack-{}", hex.trim());
+    let path = PathBuf::from(format!("{}-{}.pack", base.display(), hex.trim()));
+    Ok((name, path))
+}
+
+/// Runs a Git command with `stdin`, in an environment of its own (no repository of the
+/// caller's leaks in); its standard output, or what it said on failing.
+fn run(cmd: &mut Command, stdin: Option<&[u8]>) -> Result<String, String> {
+    for var in [
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_INDEX_FILE",
+        "GIT_OBJECT_DIRECTORY",
+    ] {
+        cmd.env_remove(var);
+    }
+    if let Some(dir) = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(Path::to_path_buf))
+    {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let joined = std::env::join_paths(std::iter::once(dir).chain(std::env::split_paths(&path)));
+        if let Ok(joined) = joined {
+            cmd.env("PATH", joined);
+        }
+    }
+    cmd.stdin(if stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let mut child = cmd.spawn().map_err(|e| format!("cannot run git: {e}"))?;
+    // Written on a thread of its own: Git may fill its output before it reads all of stdin.
+    let feeder = stdin.map(|bytes| {
+        let mut pipe = child.stdin.take().expect("stdin piped");
+        let bytes = bytes.to_vec();
+        std::thread::spawn(move || pipe.write_all(&bytes))
+    });
+    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    if let Some(f) = feeder {
+        let _ = f.join();
+    }
+    match out.status.success() {
+        true => Ok(String::from_utf8_lossy(&out.stdout).into_owned()),
+        false => Err(crate::redact::for_terminal(
+            String::from_utf8_lossy(&out.stderr).trim(),
+        )),
+    }
+}
+
+/// The `fdl*` configuration of remote `name`, for the packer's own clone.
+pub fn remote_config(repo: &crate::repo::Repo, name: &str) -> Vec<(String, String)> {
+    let keys = [
+        "fdlEndpoint",
+        "fdlRegion",
+        "fdlProfile",
+        "fdlConcurrency",
+        "fdlAllowHttp",
+        "fdlOption",
+    ];
+    let mut out = Vec::new();
+    for key in keys {
+        for v in repo.config_all(&format!("remote.{name}.{key}")) {
+            out.push((key.to_string(), v));
+        }
+    }
+    out
+}

@@ -1,0 +1,176 @@
+//! Whether a version a pack's record names may be taken from the pack: its commit is what
+//! mapping v1 makes of the pack's own blobs and of its parents' verified commits, and those
+//! blobs are what the store holds now (the listing's ETag of each mapped file is the one
+//! recorded when the pack was made; where an ETag is a content MD5, the blob's MD5 is it).
+
+use std::collections::HashMap;
+
+use md5::{Digest, Md5};
+
+use super::PackedVersion;
+use crate::lake::git_packs::ListedFiles;
+use crate::lake::{VersionId, VersionRecord, DATASET_JSON_LIMIT, VERSION_JSON_LIMIT};
+use crate::mapping::{self, ObjectId};
+
+/// Where a pack's objects are read (the repository, once the pack is installed).
+pub trait Objects {
+    fn get(&self, id: &ObjectId) -> Option<(gix::object::Kind, Vec<u8>)>;
+}
+
+impl Objects for crate::repo::Repo {
+    fn get(&self, id: &ObjectId) -> Option<(gix::object::Kind, Vec<u8>)> {
+        self.object(id)
+    }
+}
+
+/// What a check holds against: the store's listing of `versions/` (`None`: a store that cannot
+/// list, whose packs the user trusts), and the commits already known of versions a pack's
+/// versions descend from.
+pub struct Against<'a> {
+    pub listed: Option<&'a HashMap<VersionId, ListedFiles>>,
+    pub known: &'a dyn Fn(&VersionId) -> Option<ObjectId>,
+}
+
+/// The parents of a version whose commit was verified.
+pub type Parents = Vec<VersionId>;
+
+/// Checks `packed`, whose parents must be verified (in `verified`) or known; on success returns
+/// its parents. The error says why, for a warning.
+pub fn verify(
+    packed: &PackedVersion,
+    objects: &dyn Objects,
+    against: &Against,
+    verified: &HashMap<VersionId, ObjectId>,
+) -> Result<Parents, String> {
+    let listed = match against.listed {
+        Some(listing) => Some(listed_as_packed(packed, listing)?),
+        None => None,
+    };
+    let commit = match objects.get(&packed.commit) {
+        Some((gix::object::Kind::Commit, data)) => data,
+        _ => {
+            return Err(format!(
+                "the pack lacks its commit {}",
+                packed.commit.to_hex()
+            ))
+        }
+    };
+    let tree_id = tree_of(&commit).ok_or("its commit names no tree")?;
+    let tree = match objects.get(&tree_id) {
+        Some((gix::object::Kind::Tree, data)) => data,
+        _ => return Err("the pack lacks its tree".into()),
+    };
+    let (version_blob, dataset_blob) = blobs_of(&tree).ok_or("its tree is not a version's")?;
+    let blob = |id: ObjectId, limit: u64, name: &str| -> Result<Vec<u8>, String> {
+        match objects.get(&id) {
+            Some((gix::object::Kind::Blob, data)) if data.len() as u64 <= limit => Ok(data),
+            Some((gix::object::Kind::Blob, _)) => Err(format!("its {name} is over the limit")),
+            _ => Err(format!("the pack lacks its {name}")),
+        }
+    };
+    let record_bytes = blob(version_blob, VERSION_JSON_LIMIT, "version.json")?;
+    let dataset = match dataset_blob {
+        Some(id) => Some(blob(id, DATASET_JSON_LIMIT, "dataset.json")?),
+        None => None,
+    };
+    // The tree must say what the listing says: a dataset.json, or none.
+    if listed.is_some() && dataset.is_some() != packed.dataset_json.is_some() {
+        return Err("its dataset.json is not the lake's".into());
+    }
+    if let Some(files) = listed {
+        let md5_holds = |tag: &Option<String>, data: &[u8]| {
+            tag.as_deref()
+                .and_then(content_md5)
+                .is_none_or(|want| Md5::digest(data)[..] == want)
+        };
+        let dataset_holds = |d: &Vec<u8>| md5_holds(&files.dataset_json, d);
+        if !md5_holds(&files.version_json, &record_bytes)
+            || !dataset.as_ref().is_none_or(dataset_holds)
+        {
+            return Err("its blobs are not the lake's files (MD5)".into());
+        }
+    }
+    let record = VersionRecord::parse(record_bytes).map_err(|e| e.to_string())?;
+    let mut parent_commits = Vec::with_capacity(record.parents.len());
+    for p in &record.parents {
+        let c = verified.get(p).copied().or_else(|| (against.known)(p));
+        parent_commits.push(c.ok_or_else(|| format!("its parent {p} is not verified"))?);
+    }
+    let made = mapping::version_objects(
+        &packed.id,
+        &record,
+        dataset.map(Into::into),
+        &parent_commits,
+    );
+    match made.commit.id == packed.commit {
+        true => Ok(record.parents),
+        false => Err("its commit is not what mapping v1 makes of its files".into()),
+    }
+}
+
+/// The version's files as the store lists them now, if they are those the pack was made from.
+fn listed_as_packed<'a>(
+    packed: &PackedVersion,
+    listing: &'a HashMap<VersionId, ListedFiles>,
+) -> Result<&'a ListedFiles, String> {
+    let files = listing.get(&packed.id).ok_or("it is not in the lake now")?;
+    let same = |now: &Option<String>, then: Option<&String>| match (now, then) {
+        (Some(now), Some(then)) => now == then && crate::lake::names_something(now),
+        (None, None) => true,
+        _ => false,
+    };
+    match same(&files.version_json, Some(&packed.version_json))
+        && same(&files.dataset_json, packed.dataset_json.as_ref())
+    {
+        true => Ok(files),
+        false => Err("it was rewritten after it was packed".into()),
+    }
+}
+
+/// The tree a raw commit names.
+fn tree_of(commit: &[u8]) -> Option<ObjectId> {
+    let line = commit.strip_prefix(b"tree ")?.get(..40)?;
+    ObjectId::from_hex(std::str::from_utf8(line).ok()?)
+}
+
+/// The blobs of a version's tree: `version.json` and, if there, `dataset.json`; `None` for a
+/// tree that holds anything else.
+fn blobs_of(tree: &[u8]) -> Option<(ObjectId, Option<ObjectId>)> {
+    let (mut version, mut dataset) = (None, None);
+    for entry in gix::objs::TreeRefIter::from_bytes(tree, gix::hash::Kind::Sha1) {
+        let entry = entry.ok()?;
+        let id = ObjectId(<[u8; 20]>::try_from(entry.oid.as_bytes()).ok()?);
+        match entry.filename.as_ref() as &[u8] {
+            b"version.json" => version = Some(id),
+            b"dataset.json" => dataset = Some(id),
+            _ => return None,
+        }
+    }
+    Some((version?, dataset))
+}
+
+/// The MD5 an ETag stands for, where it is one (32 hex digits, quoted or not: S3's ETag of a
+/// single-part upload, GCS's).
+fn content_md5(tag: &str) -> Option<[u8; 16]> {
+    let hex = tag.trim_matches('"');
+    if hex.len() != 32 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let mut out = [0u8; 16];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_32_digit_etag_is_an_md5() {
+        assert!(content_md5("\"d41d8cd98f00b204e9800998ecf8427e\"").is_some());
+        assert!(content_md5("\"d41d8cd98f00b204e9800998ecf8427e-2\"").is_none());
+        assert!(content_md5("0x8DC1234").is_none());
+    }
+}

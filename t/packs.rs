@@ -1,0 +1,287 @@
+//! Issue 22: a lake's own Git packs (`git-remote-fdl pack`), used by readers only where each
+//! version checks out. Every test compares a clone made through the packs with the commits the
+//! lake's versions map to when read one by one (`git ls-remote` outside a repository, which
+//! never uses packs), so a pack can make a clone cheaper but never different.
+
+use std::process::Output;
+use std::time::Duration;
+
+use crate::support::s3lite::{self, S3Lite};
+use crate::support::{parse_ls_remote, LakeAt, LakeBuilder, TestEnv, Where};
+
+const HELPER: &str = env!("CARGO_BIN_EXE_git-remote-fdl");
+
+fn helper(t: &TestEnv, cwd: &str, args: &[&str]) -> Output {
+    t.command(HELPER, cwd, args).output().unwrap()
+}
+
+fn pack(t: &TestEnv, url: &str) -> String {
+    let out = helper(t, ".", &["pack", url]);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "pack {url}: {stderr}");
+    stderr
+}
+
+fn lake(versions: u64) -> LakeBuilder {
+    let mut l = LakeBuilder::new();
+    l.chain(1, versions);
+    l.branch("main", versions);
+    l.tag("v1", versions / 2);
+    l.refs_json();
+    l
+}
+
+/// Each ref's commit as the lake's versions map to them read one by one.
+fn read_one_by_one(t: &TestEnv, url: &str) -> Vec<(String, String)> {
+    let out = t.ok(".", &["ls-remote", url]);
+    parse_ls_remote(&out)
+}
+
+/// Clones `url` into `dir`; its refs, the packs its `.git` holds, and what Git said.
+fn clone(t: &TestEnv, url: &str, dir: &str) -> (Vec<(String, String)>, Vec<String>, String) {
+    let out = t.git(".", &["clone", "-q", "--bare", url, dir]);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "clone: {stderr}");
+    let refs = t.ok(dir, &["for-each-ref", "--format=%(objectname) %(refname)"]);
+    let refs = refs
+        .lines()
+        .map(|l| {
+            let (c, n) = l.split_once(' ').unwrap();
+            (c.to_string(), n.to_string())
+        })
+        .collect();
+    let packs = std::fs::read_dir(t.path(dir).join("objects/pack"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".pack"))
+        .collect();
+    t.ok(dir, &["fsck", "--no-dangling"]);
+    (refs, packs, stderr)
+}
+
+fn same_refs(lake: &[(String, String)], cloned: &[(String, String)]) {
+    for (commit, name) in lake.iter().filter(|(_, n)| n != "HEAD") {
+        let found = cloned.iter().find(|(_, n)| n == name);
+        assert_eq!(found.map(|(c, _)| c), Some(commit), "{name}: {cloned:?}");
+    }
+}
+
+fn listed_packs(lake: &LakeAt) -> Vec<String> {
+    let list: serde_json::Value =
+        serde_json::from_str(&lake.read("git-packs/list.json").expect("a list")).unwrap();
+    let packs = list["packs"].as_array().unwrap();
+    packs
+        .iter()
+        .map(|p| p.as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_packed_lake_clones_to_the_same_commits_through_its_packs_on_every_store() {
+    for place in [Where::Local, Where::S3, Where::Gcs, Where::Azure] {
+        let mut t = TestEnv::new();
+        let at = t.lake_at(place, "packed", &lake(40));
+        let said = pack(&t, &at.url);
+        assert!(said.contains("40 new were packed"), "{place:?}: {said}");
+        let packs = listed_packs(&at);
+        assert_eq!(packs.len(), 1, "{place:?}");
+        let expected = read_one_by_one(&t, &at.url);
+        let (refs, installed, stderr) = clone(&t, &at.url, "one.git");
+        same_refs(&expected, &refs);
+        assert!(!stderr.contains("warning"), "{place:?}: {stderr}");
+        // A folder lists no ETags: its versions are read, as cheap there as checking them.
+        let used = installed.contains(&format!("{}.pack", packs[0]));
+        assert_eq!(used, place != Where::Local, "{place:?}: {installed:?}");
+
+        // Incremental: a second run packs only what is new.
+        let mut more = lake(40);
+        more.chain(41, 55);
+        more.branch("main", 55);
+        more.refs_json();
+        for (path, bytes) in &more.files {
+            if path.contains("0000000000") && !path.ends_with("ducklake.duckdb") {
+                at.write(path, &String::from_utf8_lossy(bytes));
+            }
+        }
+        at.write(
+            "refs/heads/main",
+            &String::from_utf8_lossy(&more.files["refs/heads/main"]),
+        );
+        at.write(
+            "refs.json",
+            &String::from_utf8_lossy(&more.files["refs.json"]),
+        );
+        let said = pack(&t, &at.url);
+        assert!(
+            said.contains("40 versions already packed; 15 new"),
+            "{place:?}: {said}"
+        );
+        assert_eq!(listed_packs(&at).len(), 2, "{place:?}");
+        assert!(pack(&t, &at.url).contains("Everything up-to-date"));
+        let expected = read_one_by_one(&t, &at.url);
+        let (refs, installed, _) = clone(&t, &at.url, "two.git");
+        same_refs(&expected, &refs);
+        let from_lake = listed_packs(&at)
+            .iter()
+            .filter(|p| installed.contains(&format!("{p}.pack")))
+            .count();
+        assert_eq!(
+            from_lake,
+            if place == Where::Local { 0 } else { 2 },
+            "{place:?}"
+        );
+    }
+}
+
+/// Every way a pack can be wrong falls back to reading the versions it covers, with one
+/// warning, and gives the commits reading them gives.
+#[test]
+fn a_version_rewritten_after_packing_a_damaged_pack_or_a_lying_record_is_read_instead() {
+    let mut t = TestEnv::new();
+    let at = t.lake_at(Where::S3, "lies", &lake(30));
+    pack(&t, &at.url);
+    let name = listed_packs(&at).remove(0);
+
+    // A version rewritten after packing: its commit (and its children's) change.
+    let v10 = crate::support::lake::vid(10);
+    let rewritten = format!(
+        "{{\"parents\": [\"{}\"], \"message\": \"rewritten\", \"created_at\": \"2026-01-01T00:00:00Z\"}}",
+        crate::support::lake::vid(9)
+    );
+    at.write(&format!("versions/{v10}/version.json"), &rewritten);
+    let expected = read_one_by_one(&t, &at.url);
+    let (refs, _, stderr) = clone(&t, &at.url, "rewritten.git");
+    same_refs(&expected, &refs);
+    assert!(
+        stderr.contains(&format!(
+            "version {v10}: it was rewritten after it was packed"
+        )) && stderr.matches("warning:").count() == 1,
+        "{stderr}"
+    );
+
+    // A record whose commit for a version is another one.
+    let record = at.read(&format!("git-packs/{name}.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&record).unwrap();
+    let (c1, c2) = (
+        v["versions"][1]["commit"].as_str().unwrap().to_string(),
+        v["versions"][2]["commit"].as_str().unwrap().to_string(),
+    );
+    at.write(&format!("git-packs/{name}.json"), &record.replace(&c1, &c2));
+    let (refs, _, stderr) = clone(&t, &at.url, "lying.git");
+    same_refs(&expected, &refs);
+    assert!(stderr.contains("cannot be taken from it"), "{stderr}");
+
+    // The pack cut short: Git's index-pack refuses it.
+    at.write(&format!("git-packs/{name}.json"), &record);
+    at.write(&format!("git-packs/{name}.pack"), "PACK\0\0\0\x02");
+    let (refs, installed, stderr) = clone(&t, &at.url, "cut.git");
+    same_refs(&expected, &refs);
+    assert!(stderr.contains("index-pack refused it"), "{stderr}");
+    assert!(
+        !installed.contains(&format!("{name}.pack")),
+        "{installed:?}"
+    );
+
+    // A list of a format this helper does not know.
+    at.write("git-packs/list.json", "{\"format\": 2, \"packs\": []}");
+    let (refs, _, stderr) = clone(&t, &at.url, "future.git");
+    same_refs(&expected, &refs);
+    assert!(stderr.contains("format 2"), "{stderr}");
+}
+
+/// The lake's own packs cut a cold clone from two requests a version to a few requests, in a
+/// few round trips (counted by the wave server, not timed).
+#[test]
+fn a_cold_clone_of_a_packed_lake_costs_a_few_requests_not_two_per_version() {
+    const VERSIONS: u64 = 2_000;
+    let server: S3Lite = s3lite::start();
+    server.put_files("packed", "lake/", &lake(VERSIONS).files);
+    let mut t = TestEnv::new();
+    for (k, v) in server.env() {
+        t.set(&k, &v);
+    }
+    let url = "fdl::s3://packed/lake/";
+    pack(&t, url);
+    server.reset();
+    server.set_waves(Some(Duration::from_millis(300)));
+    let (refs, _, stderr) = clone(&t, url, "cold.git");
+    server.set_waves(None);
+    let counts = server.counts();
+    eprintln!("packed clone: {counts:?}");
+    assert!(!stderr.contains("warning"), "{stderr}");
+    // The listing that checks the packs (2 files a version, 1,000 a page) and a few files.
+    let most = 2 * VERSIONS / 1000 + 30;
+    assert!(
+        counts.requests <= most,
+        "{} requests, at most {most}",
+        counts.requests
+    );
+    assert!(
+        counts.gets >= 4,
+        "fdl.json, HEAD, the list, a record: {counts:?}"
+    );
+    assert!(counts.waves <= 12, "{counts:?}");
+    let expected = read_one_by_one(&t, url);
+    same_refs(&expected, &refs);
+}
+
+/// Two maintainers' runs at once: neither pack is lost from the list.
+#[test]
+fn two_pack_runs_at_once_both_land_in_the_list() {
+    let mut t = TestEnv::new();
+    let at = t.lake_at(Where::S3, "racing", &lake(20));
+    pack(&t, &at.url);
+    let mut more = lake(20);
+    more.chain(21, 30);
+    more.branch("main", 30);
+    more.refs_json();
+    for (path, bytes) in &more.files {
+        if path.starts_with("versions/") {
+            at.write(path, &String::from_utf8_lossy(bytes));
+        }
+    }
+    at.write(
+        "refs/heads/main",
+        &String::from_utf8_lossy(&more.files["refs/heads/main"]),
+    );
+    at.write(
+        "refs.json",
+        &String::from_utf8_lossy(&more.files["refs.json"]),
+    );
+    let runs: Vec<_> = (0..2)
+        .map(|_| t.command(HELPER, ".", &["pack", &at.url]).spawn().unwrap())
+        .collect();
+    for r in runs {
+        assert!(r.wait_with_output().unwrap().status.success());
+    }
+    let packs = listed_packs(&at);
+    assert!((2..=3).contains(&packs.len()), "{packs:?}");
+    for p in &packs {
+        assert!(at.read(&format!("git-packs/{p}.json")).is_some(), "{p}");
+    }
+    let expected = read_one_by_one(&t, &at.url);
+    let (refs, _, stderr) = clone(&t, &at.url, "after.git");
+    same_refs(&expected, &refs);
+    assert!(!stderr.contains("warning"), "{stderr}");
+}
+
+/// Plain HTTP cannot list, so nothing can show that a packed file is still the lake's: packs
+/// are not used, and the clone reads every version.
+#[test]
+fn over_plain_http_packs_are_not_used() {
+    let t = TestEnv::new();
+    let url = t.local_lake("served", &lake(12));
+    pack(&t, &url);
+    let server = crate::support::http::serve(&t.path("served"));
+    let http = format!("fdl::{}", server.url);
+    let expected = read_one_by_one(&t, &http);
+    let (refs, installed, stderr) = clone(&t, &http, "http.git");
+    same_refs(&expected, &refs);
+    assert!(!stderr.contains("warning"), "{stderr}");
+    assert_eq!(
+        installed.len(),
+        1,
+        "only the helper's own pack: {installed:?}"
+    );
+}
