@@ -140,6 +140,7 @@ Configuration (git config, for a remote named <remote>):
   remote.<remote>.fdlRequireSignatures true    fetch only versions signed by a trusted key
   remote.<remote>.fdlAllowedSignersFile <file> the keys you trust (else gpg.ssh.allowedSignersFile)
   remote.<remote>.fdlSignatureNamespace <ns>   the signature namespace (default fdl)
+  remote.<remote>.fdlTrustPacks true           over plain HTTP, clone from the lake's packs
 
 Environment:
   AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_PROFILE (~/.aws/config,

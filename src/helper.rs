@@ -544,10 +544,18 @@ async fn open_remote(
         .map(Preload::start);
     let lake = opening.lake().await?;
     let policy = config::signature_policy(repo.as_ref(), remote_name)?;
+    let trust_packs = match repo
+        .as_ref()
+        .filter(|_| config::is_remote_name(remote_name))
+    {
+        Some(repo) => config::remote_bool(repo, remote_name, "fdlTrustPacks")? == Some(true),
+        None => false,
+    };
     let cache = cache.filter(|c| c.is_of(lake.config().id.as_deref()));
     let preload = preload.filter(|_| cache.is_some());
     let mut remote = Remote::with_cache(lake, repo, cache, preload);
     remote.require_signatures(policy);
+    remote.trust_packs(trust_packs);
     Ok(remote)
 }
 

@@ -267,9 +267,10 @@ fn two_pack_runs_at_once_both_land_in_the_list() {
 }
 
 /// Plain HTTP cannot list, so nothing can show that a packed file is still the lake's: packs
-/// are not used, and the clone reads every version.
+/// are not used, and the clone reads every version; unless the user trusts them for that
+/// remote (`fdlTrustPacks`), and then each commit is still made again from the pack's blobs.
 #[test]
-fn over_plain_http_packs_are_not_used() {
+fn over_plain_http_packs_are_used_only_when_trusted() {
     let t = TestEnv::new();
     let url = t.local_lake("served", &lake(12));
     pack(&t, &url);
@@ -284,4 +285,44 @@ fn over_plain_http_packs_are_not_used() {
         1,
         "only the helper's own pack: {installed:?}"
     );
+
+    let pack_name = listed_packs_in(&t.path("served")).remove(0);
+    let trusted = |dir: &str| {
+        let trust = "remote.origin.fdlTrustPacks=true";
+        let out = t.git(".", &["clone", "-q", "--bare", "-c", trust, &http, dir]);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{stderr}");
+        let has = t
+            .path(dir)
+            .join(format!("objects/pack/{pack_name}.pack"))
+            .exists();
+        assert_eq!(
+            t.ok(dir, &["rev-parse", "refs/heads/main"]),
+            t.ok("http.git", &["rev-parse", "refs/heads/main"])
+        );
+        (has, stderr)
+    };
+    let (used, stderr) = trusted("trusted.git");
+    assert!(used && !stderr.contains("warning"), "{stderr}");
+    // Trusted is not believed: a record that names another commit for a version is caught.
+    let record_path = t.path("served").join(format!("git-packs/{pack_name}.json"));
+    let record = std::fs::read_to_string(&record_path).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&record).unwrap();
+    let (c1, c2) = (
+        v["versions"][3]["commit"].as_str().unwrap(),
+        v["versions"][4]["commit"].as_str().unwrap(),
+    );
+    std::fs::write(&record_path, record.replace(c1, c2)).unwrap();
+    let (_, stderr) = trusted("lied-to.git");
+    assert!(stderr.contains("cannot be taken from it"), "{stderr}");
+}
+
+fn listed_packs_in(dir: &std::path::Path) -> Vec<String> {
+    let list = std::fs::read_to_string(dir.join("git-packs/list.json")).unwrap();
+    let list: serde_json::Value = serde_json::from_str(&list).unwrap();
+    let packs = list["packs"].as_array().unwrap();
+    packs
+        .iter()
+        .map(|p| p.as_str().unwrap().to_string())
+        .collect()
 }

@@ -313,7 +313,8 @@ impl Remote {
             .cache
             .as_ref()
             .is_none_or(|c| c.ref_files().is_empty() && c.tips().is_empty());
-        let readable = lake.can_list() && !lake.is_local() && self.require_signatures.is_none();
+        let checkable = lake.can_list() || self.trust_packs;
+        let readable = checkable && !lake.is_local() && self.require_signatures.is_none();
         if for_push || !knows_nothing || !readable || self.repo.is_none() {
             return None;
         }
@@ -351,7 +352,10 @@ impl Remote {
             &self.lake,
             repo,
             &list.bytes,
-            crate::packs::import::Trust::Listed,
+            match self.lake.can_list() {
+                true => crate::packs::import::Trust::Listed,
+                false => crate::packs::import::Trust::Trusted,
+            },
             newest,
             &known,
             progress,

@@ -25,6 +25,8 @@ pub struct Remote {
     pub(super) require_signatures: Option<Policy>,
     /// The pack this session's reads write objects into, installed by `fetch`.
     pub(super) sink: Option<Arc<PackSink>>,
+    /// The user trusts the lake's packs where nothing can check them (`fdlTrustPacks`).
+    pub(super) trust_packs: bool,
 }
 
 /// A cache being saved on a blocking thread ([`Remote::remember_written_refs`]).
@@ -75,6 +77,12 @@ impl Remote {
         self.require_signatures = policy;
     }
 
+    /// Takes the lake's packs on a store that cannot list (plain HTTP), where only their
+    /// commits can be checked, not that their blobs are still the lake's files.
+    pub fn trust_packs(&mut self, trusted: bool) {
+        self.trust_packs = trusted;
+    }
+
     /// A remote with the lake's cache `opened` already, its commits file maybe being read by
     /// `preload` (the whole cache is loaded here when `None`).
     pub fn with_cache(
@@ -97,6 +105,7 @@ impl Remote {
             warnings: Default::default(),
             require_signatures: None,
             sink: None,
+            trust_packs: false,
         };
         remote.warn_if_damaged();
         remote
