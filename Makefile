@@ -24,6 +24,8 @@ test: $(MOTO) $(FAKE_GCS) $(DUCKDB) $(AZURITE) ssh-keygen
 export FDL_BENCH_FOLDER  ?= 10000,100000
 export FDL_BENCH_LATENCY ?= 2000x0,2000x20,2000x50,10000x0,10000x20,10000x50
 export FDL_BENCH_LARGE   ?= 100000x30
+# Issue 22: clones of a lake without and with its own packs (git-remote-fdl pack).
+export FDL_BENCH_PACKED  ?= 2000x0,2000x30,10000x0,10000x30,100000x0,100000x30
 
 bench: $(MOTO)
 	cargo bench --locked --bench clone

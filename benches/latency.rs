@@ -7,7 +7,10 @@
 //!
 //! `FDL_BENCH_LATENCY=<versions>x<ms>,...` picks the runs (`make bench` passes the issue's set,
 //! `2000x0,2000x20,2000x50,10000x0,10000x20,10000x50`); `FDL_BENCH_LARGE=100000x30` adds a cold
-//! clone of a large lake and a fetch of 200 new versions on top of it.
+//! clone of a large lake and a fetch of 200 new versions on top of it; `FDL_BENCH_PACKED`
+//! (issue 22: `2000x0,2000x30,10000x0,10000x30,100000x0,100000x30`) a cold clone of the same
+//! lake without and with its own packs (`git-remote-fdl pack`), and a fetch of 20 versions
+//! made after packing.
 
 // The tests' support, of which a benchmark uses a part.
 #[allow(dead_code)]
@@ -249,6 +252,95 @@ fn measure_large(server: &S3Lite, versions: u64, delay_ms: u64, rows: &mut Vec<R
     push("fetch of 200 new (1 run)", plus200, Goal::Seconds(1.5));
 }
 
+/// The same lake cloned before and after `git-remote-fdl pack`, then 20 versions more fetched
+/// into the packed clone (which the packs do not hold). Adds a line on `.git`'s size beside the
+/// same clone repacked by `git repack -adf`.
+fn measure_packed(
+    server: &S3Lite,
+    versions: u64,
+    delay_ms: u64,
+    rows: &mut Vec<Row>,
+    notes: &mut Vec<String>,
+) {
+    let (bucket, mut l, t) = setup(server, versions, delay_ms);
+    let bucket = format!("{bucket}-packed");
+    server.put_files(&bucket, "lake/", &l.files);
+    let url = &format!("fdl::s3://{bucket}/lake/");
+    let mut push = |op: &'static str, measured: (f64, Counts), goal: Goal| {
+        rows.push(Row::new(versions, delay_ms, op, measured, goal));
+    };
+    let clone = |name: &str| run(server, &t, ".", &[&["clone", "-q", "--bare", url, name]]);
+    let runs = if versions > 10_000 { 1 } else { RUNS };
+    let plain = median((0..runs).map(|i| clone(&format!("p{i}.git"))).collect());
+    let plain_requests = plain.1.requests;
+    push("cold clone, no packs", plain, Goal::None);
+    server.set_delay(Duration::ZERO);
+    let helper = env!("CARGO_BIN_EXE_git-remote-fdl");
+    let start = Instant::now();
+    let out = t.command(helper, ".", &["pack", url]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    notes.push(format!(
+        "{versions} versions: git-remote-fdl pack at 0 ms took {:.1} s",
+        start.elapsed().as_secs_f64()
+    ));
+    server.set_delay(Duration::from_millis(delay_ms));
+    let packed = median((0..runs).map(|i| clone(&format!("k{i}.git"))).collect());
+    // Issue 22: the listing that verifies (2 files a version, 1,000 a page), and a few more.
+    let most = 2 * versions / 1000 + 30;
+    let judged = packed.1.requests <= most;
+    let goal = format!("<= {most} requests; {plain_requests} without packs");
+    notes.push(format!(
+        "{versions} versions at {delay_ms} ms: packed clone {} requests, goal {}: {}",
+        packed.1.requests,
+        goal,
+        if judged { "met" } else { "NOT MET" }
+    ));
+    push(
+        "cold clone, packed",
+        packed,
+        Goal::Report("requests: see below"),
+    );
+    l.chain(versions + 1, versions + 20);
+    l.branch("main", versions + 20).refs_json();
+    server.put_files(&bucket, "lake/", &l.files);
+    let plus20 = run(server, &t, "k0.git", &[&["fetch", "-q", "origin"]]);
+    push(
+        "fetch of 20 new, packed",
+        plus20,
+        Goal::Report("no slower than unpacked"),
+    );
+    let kept = size_of(&t.path("k0.git"));
+    t.ok(
+        ".",
+        &["clone", "-q", "--bare", "--no-local", "k0.git", "r.git"],
+    );
+    t.ok("r.git", &["repack", "-adfq"]);
+    let repacked = size_of(&t.path("r.git"));
+    notes.push(format!(
+        "{versions} versions: .git of the packed clone {:.1} MiB, repack -adf {:.1} MiB: {:.2}x (goal <= 1.2x)",
+        kept as f64 / 1048576.0,
+        repacked as f64 / 1048576.0,
+        kept as f64 / repacked as f64
+    ));
+}
+
+/// Bytes of the files below `dir`.
+fn size_of(dir: &std::path::Path) -> u64 {
+    let mut total = 0;
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let m = e.metadata().unwrap();
+        total += match m.is_dir() {
+            true => size_of(&e.path()),
+            false => m.len(),
+        };
+    }
+    total
+}
+
 enum Goal {
     None,
     /// Shown, not judged.
@@ -292,6 +384,14 @@ fn main() {
         eprintln!("measuring a large lake: {v} versions at {d} ms a request...");
         measure_large(&server, v, d, &mut rows);
     }
+    let mut notes = Vec::new();
+    let packed = std::env::var("FDL_BENCH_PACKED").unwrap_or_default();
+    for run in packed.split(',').filter(|r| !r.is_empty()) {
+        let (v, d) = run.split_once('x').expect("<versions>x<ms>");
+        let (v, d): (u64, u64) = (v.trim().parse().unwrap(), d.trim().parse().unwrap());
+        eprintln!("measuring a packed lake: {v} versions at {d} ms a request...");
+        measure_packed(&server, v, d, &mut rows, &mut notes);
+    }
     println!(
         "S3-compatible server on 127.0.0.1 with a fixed delay per request (t/support/s3lite.rs)"
     );
@@ -334,5 +434,8 @@ fn main() {
             r.goal,
             verdict
         );
+    }
+    for n in &notes {
+        println!("{n}");
     }
 }

@@ -326,3 +326,81 @@ fn listed_packs_in(dir: &std::path::Path) -> Vec<String> {
         .map(|p| p.as_str().unwrap().to_string())
         .collect()
 }
+
+/// A run killed after writing its pack but before the list leaves a pack no list names:
+/// readers do not see it, and the next run packs those versions and lists them.
+#[test]
+fn a_pack_no_list_names_is_ignored_and_the_next_run_finishes_the_job() {
+    let mut t = TestEnv::new();
+    let at = t.lake_at(Where::S3, "killed", &lake(16));
+    pack(&t, &at.url);
+    let name = listed_packs(&at).remove(0);
+    // What a run killed before its last write leaves: the pack and its record, no list.
+    let store = crate::support::clouds::cloud(Where::S3)
+        .unwrap()
+        .store(&at.bucket);
+    crate::support::clouds::delete(&*store, &format!("{}git-packs/list.json", at.prefix));
+    let expected = read_one_by_one(&t, &at.url);
+    let (refs, installed, stderr) = clone(&t, &at.url, "unlisted.git");
+    same_refs(&expected, &refs);
+    assert!(!stderr.contains("warning"), "{stderr}");
+    assert!(
+        !installed.contains(&format!("{name}.pack")),
+        "{installed:?}"
+    );
+    let said = pack(&t, &at.url);
+    assert!(said.contains("0 versions already packed; 16 new"), "{said}");
+    assert_eq!(
+        listed_packs(&at),
+        vec![name.clone()],
+        "the same objects, the same pack"
+    );
+    let (_, installed, _) = clone(&t, &at.url, "listed.git");
+    assert!(installed.contains(&format!("{name}.pack")), "{installed:?}");
+}
+
+/// More than 30 packs: the next run packs everything into one, and the list names only it.
+#[test]
+fn a_run_that_would_leave_more_than_30_packs_merges_them_into_one() {
+    let mut t = TestEnv::new();
+    let at = t.lake_at(Where::S3, "merged", &lake(10));
+    pack(&t, &at.url);
+    let real = listed_packs(&at).remove(0);
+    let record = at.read(&format!("git-packs/{real}.json")).unwrap();
+    // 29 more packs, as thirty earlier runs would leave (records only: their packs are gone).
+    let mut names = vec![real.clone()];
+    for k in 1..30u32 {
+        let fake = format!("pack-{k:040x}");
+        at.write(
+            &format!("git-packs/{fake}.json"),
+            &record.replace(&real, &fake),
+        );
+        names.push(fake);
+    }
+    let list = serde_json::json!({"format": 1, "packs": names});
+    at.write("git-packs/list.json", &list.to_string());
+    let mut more = lake(10);
+    more.chain(11, 12);
+    more.branch("main", 12);
+    more.refs_json();
+    for (path, bytes) in &more.files {
+        if path.starts_with("versions/") || path.starts_with("refs") {
+            at.write(path, &String::from_utf8_lossy(bytes));
+        }
+    }
+    let said = pack(&t, &at.url);
+    assert!(
+        said.contains("with the 30 packs before them, merged into one"),
+        "{said}"
+    );
+    let now = listed_packs(&at);
+    assert_eq!(now.len(), 1, "{now:?}");
+    let expected = read_one_by_one(&t, &at.url);
+    let (refs, installed, stderr) = clone(&t, &at.url, "merged.git");
+    same_refs(&expected, &refs);
+    assert!(!stderr.contains("warning"), "{stderr}");
+    assert!(
+        installed.contains(&format!("{}.pack", now[0])),
+        "{installed:?}"
+    );
+}

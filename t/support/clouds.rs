@@ -53,6 +53,16 @@ pub fn get(store: &dyn ObjectStore, path: &str) -> Option<Vec<u8>> {
     })
 }
 
+pub fn delete(store: &dyn ObjectStore, path: &str) {
+    block_on(async {
+        let p = StorePath::parse(path).unwrap();
+        store
+            .delete(&p)
+            .await
+            .unwrap_or_else(|e| panic!("delete {p}: {e}"));
+    })
+}
+
 pub fn list(store: &dyn ObjectStore, prefix: &str) -> Vec<String> {
     block_on(async {
         let metas: Vec<_> = store
