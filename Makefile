@@ -26,8 +26,12 @@ export FDL_BENCH_LATENCY ?= 2000x0,2000x20,2000x50,10000x0,10000x20,10000x50
 export FDL_BENCH_LARGE   ?= 100000x30
 # Issue 22: clones of a lake without and with its own packs (git-remote-fdl pack).
 export FDL_BENCH_PACKED  ?= 2000x0,2000x30,10000x0,10000x30,100000x0,100000x30
+# ...and a packed clone beside awslabs' git-remote-s3 (from PyPI) on the same server.
+export FDL_BENCH_PEER_DELAYS ?= 0,30
+export FDL_BENCH_PEER := $(abspath $(VENV)/bin)
+GIT_REMOTE_S3 := $(VENV)/.git-remote-s3-0.4.2
 
-bench: $(MOTO)
+bench: $(MOTO) $(GIT_REMOTE_S3)
 	cargo bench --locked --bench clone
 	cargo bench --locked --bench latency
 
@@ -58,6 +62,11 @@ $(MANPAGE): docs/git-remote-fdl.md docs/md2man.py
 lint:
 	cargo fmt --check
 	cargo clippy --locked --all-targets -- -D warnings
+
+# The peer the packed clone is measured against (make bench only).
+$(GIT_REMOTE_S3): $(MOTO)
+	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check 'git-remote-s3==0.4.2'
+	touch $@
 
 $(MOTO):
 	python3 -m venv $(VENV)

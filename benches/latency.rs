@@ -10,7 +10,8 @@
 //! clone of a large lake and a fetch of 200 new versions on top of it; `FDL_BENCH_PACKED`
 //! (issue 22: `2000x0,2000x30,10000x0,10000x30,100000x0,100000x30`) a cold clone of the same
 //! lake without and with its own packs (`git-remote-fdl pack`), and a fetch of 20 versions
-//! made after packing.
+//! made after packing; `FDL_BENCH_PEER_DELAYS=0,30` the same packed clone beside awslabs'
+//! git-remote-s3 (`FDL_BENCH_PEER`: the folder holding it).
 
 // The tests' support, of which a benchmark uses a part.
 #[allow(dead_code)]
@@ -328,6 +329,101 @@ fn measure_packed(
     ));
 }
 
+/// Issue 22's peer, awslabs' git-remote-s3 (from PyPI; one bundle per ref), on the same server
+/// at the same delay: a 2,000-commit history with one branch, cloned through this helper from
+/// the lake's packs and through the peer from what `git push` wrote for it. `FDL_BENCH_PEER`
+/// names the folder that holds `git-remote-s3` (`make bench` installs it in its venv).
+fn measure_peer(server: &S3Lite, delay_ms: u64, rows: &mut Vec<Row>, notes: &mut Vec<String>) {
+    let Ok(peer_bin) = std::env::var("FDL_BENCH_PEER") else {
+        return;
+    };
+    const VERSIONS: u64 = 2_000;
+    let bucket = format!("peer-{delay_ms}");
+    let mut l = LakeBuilder::new();
+    l.chain(1, VERSIONS);
+    l.branch("main", VERSIONS).refs_json();
+    server.set_delay(Duration::ZERO);
+    server.put_files(&bucket, "lake/", &l.files);
+    let mut t = TestEnv::new();
+    for (k, v) in server.env() {
+        t.set(&k, &v);
+    }
+    // boto3 would otherwise send bodies in aws-chunked encoding, which the test server stores
+    // as they come.
+    t.set("AWS_REQUEST_CHECKSUM_CALCULATION", "when_required");
+    // The test server checks no signature; boto3 wants some keys to sign with.
+    t.set("AWS_ACCESS_KEY_ID", "bench")
+        .set("AWS_SECRET_ACCESS_KEY", "bench")
+        .set("AWS_DEFAULT_REGION", "us-east-1");
+    t.set("AWS_RESPONSE_CHECKSUM_VALIDATION", "when_required");
+    let url = &format!("fdl::s3://{bucket}/lake/");
+    let helper = env!("CARGO_BIN_EXE_git-remote-fdl");
+    let out = t.command(helper, ".", &["pack", url]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    t.ok(".", &["clone", "-q", "--bare", url, "src.git"]);
+    let path = format!("{peer_bin}:{}", std::env::var("PATH").unwrap_or_default());
+    let peer_url = format!("s3://{bucket}/peer");
+    let peer = |cwd: &str, args: &[&str]| -> Result<(), String> {
+        let mut cmd = t.command("git", cwd, args);
+        let out = cmd.env("PATH", &path).output().unwrap();
+        match out.status.success() {
+            true => Ok(()),
+            false => Err(format!(
+                "git {args:?} through git-remote-s3 failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )),
+        }
+    };
+    if let Err(e) = peer("src.git", &["push", "-q", &peer_url, "main"]) {
+        return notes.push(e);
+    }
+    server.set_delay(Duration::from_millis(delay_ms));
+    let ours: Vec<(f64, Counts)> = (0..RUNS)
+        .map(|i| {
+            run(
+                server,
+                &t,
+                ".",
+                &[&["clone", "-q", "--bare", url, &format!("o{i}.git")]],
+            )
+        })
+        .collect();
+    let ours = median(ours);
+    let theirs = (0..RUNS).map(|i| {
+        server.reset();
+        let start = Instant::now();
+        let dir = format!("g{i}.git");
+        peer(".", &["clone", "-q", "--bare", &peer_url, &dir])?;
+        Ok((start.elapsed().as_secs_f64(), server.counts()))
+    });
+    let theirs = match theirs.collect::<Result<Vec<_>, String>>() {
+        Ok(runs) => median(runs),
+        Err(e) => return notes.push(e),
+    };
+    notes.push(format!(
+        "{VERSIONS} commits, one branch, at {delay_ms} ms: packed clone {:.2} s, {} requests; git-remote-s3 {:.2} s, {} requests: {:.2}x (goal <= 1.5x)",
+        ours.0, ours.1.requests, theirs.0, theirs.1.requests, ours.0 / theirs.0
+    ));
+    rows.push(Row::new(
+        VERSIONS,
+        delay_ms,
+        "clone 1 branch, packed",
+        ours,
+        Goal::Report("see below"),
+    ));
+    rows.push(Row::new(
+        VERSIONS,
+        delay_ms,
+        "same, git-remote-s3",
+        theirs,
+        Goal::Report("the peer"),
+    ));
+}
+
 /// Bytes of the files below `dir`.
 fn size_of(dir: &std::path::Path) -> u64 {
     let mut total = 0;
@@ -371,7 +467,7 @@ fn main() {
     let runs = std::env::var("FDL_BENCH_LATENCY").unwrap_or_else(|_| "2000x0,2000x20".into());
     let mut rows = Vec::new();
     let server = s3lite::start();
-    for run in runs.split(',') {
+    for run in runs.split(',').filter(|r| !r.is_empty()) {
         let (v, d) = run.split_once('x').expect("<versions>x<ms>");
         let (v, d): (u64, u64) = (v.trim().parse().unwrap(), d.trim().parse().unwrap());
         eprintln!("measuring {v} versions at {d} ms a request...");
@@ -391,6 +487,11 @@ fn main() {
         let (v, d): (u64, u64) = (v.trim().parse().unwrap(), d.trim().parse().unwrap());
         eprintln!("measuring a packed lake: {v} versions at {d} ms a request...");
         measure_packed(&server, v, d, &mut rows, &mut notes);
+    }
+    let peer = std::env::var("FDL_BENCH_PEER_DELAYS").unwrap_or_default();
+    for d in peer.split(',').filter(|r| !r.is_empty()) {
+        eprintln!("measuring git-remote-s3 beside a packed lake at {d} ms a request...");
+        measure_peer(&server, d.trim().parse().unwrap(), &mut rows, &mut notes);
     }
     println!(
         "S3-compatible server on 127.0.0.1 with a fixed delay per request (t/support/s3lite.rs)"

@@ -23,7 +23,7 @@ pub use names::{check_ref_name, check_writable_ref, printable, VersionId};
 pub use open::Lake;
 pub use record::VersionRecord;
 pub use refs::{without_conflicts, RefsSeen, WithoutConflicts};
-pub use versions::VersionData;
+pub use versions::{listed_versions, VersionData};
 
 use crate::store::{Listed, Store, StoreError};
 

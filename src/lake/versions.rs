@@ -100,11 +100,8 @@ impl Lake {
                 .map(|v| (v, None))
                 .collect());
         }
-        let mut found = VersionFiles::default();
-        for part in self.list_version_files(after, newest).await? {
-            found.add(&part.files);
-        }
-        Ok(found.complete(after))
+        let parts = self.list_version_files(after, newest).await?;
+        Ok(listed_versions(&parts, after))
     }
 
     /// Every file of a cloud store under `versions/` (after `after`), with ETags, in parts:
@@ -166,6 +163,19 @@ impl Lake {
             .filter_map(|d| VersionId::parse(d).ok().filter(|v| v.as_str() == d))
             .collect())
     }
+}
+
+/// The versions a listing of `versions/` in parts ([`Lake::list_version_files`]) shows with a
+/// record (after `after`), each with whether it has a `dataset.json`.
+pub fn listed_versions(
+    parts: &[Listed],
+    after: Option<&VersionId>,
+) -> Vec<(VersionId, Option<bool>)> {
+    let mut found = VersionFiles::default();
+    for part in parts {
+        found.add(&part.files);
+    }
+    found.complete(after)
 }
 
 /// Files seen in a listing of `versions/`, by version.

@@ -10,6 +10,7 @@ use futures::StreamExt;
 
 use super::verify::{verify, Against};
 use super::{parse_list, parse_record, Record};
+use crate::lake::git_packs::ListedFiles;
 use crate::lake::{Lake, VersionId};
 use crate::mapping::ObjectId;
 use crate::progress::Progress;
@@ -32,11 +33,11 @@ pub struct Taken {
     pub parents: Vec<VersionId>,
 }
 
-/// How far packs are believed: `Listed` checks each version against the store's listing;
-/// `Trusted` (a store that cannot list, with `fdlTrustPacks`) only recomputes commits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How far packs are believed: `Listed` checks each version against the store's listing (made
+/// already, or made here); `Trusted` (a store that cannot list, with `fdlTrustPacks`) only
+/// recomputes commits.
 pub enum Trust {
-    Listed,
+    Listed(Option<HashMap<VersionId, ListedFiles>>),
     Trusted,
 }
 
@@ -64,7 +65,8 @@ pub async fn import(
     };
     let listing = async {
         match trust {
-            Trust::Listed => Some(lake.version_file_tags(newest).await),
+            Trust::Listed(Some(made)) => Some(Ok(made)),
+            Trust::Listed(None) => Some(lake.version_file_tags(newest).await),
             Trust::Trusted => None,
         }
     };

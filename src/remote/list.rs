@@ -6,21 +6,13 @@ use std::collections::HashMap;
 use super::error::RemoteError;
 use super::listing::Listing;
 use super::opened::Remote;
+use super::packed::{EarlyTags, PacksUnderWay};
 use crate::history::{self, Known, Reading};
 use crate::lake::{self, LakeError, VersionId};
 use crate::mapping::ObjectId;
 use crate::progress::Progress;
 use crate::store::{StoreError, Token, Versioned};
 use crate::vouch::{objects_in, rewritten, Seen, Vetted};
-
-/// `git-packs/list.json` being read, dropped (stopped) if unneeded.
-struct PackListUnderWay(tokio::task::JoinHandle<Result<Option<Versioned>, StoreError>>);
-
-impl Drop for PackListUnderWay {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
 
 /// What a listing read: HEAD and the refs, and for a push what its writes are conditional on.
 struct ReadRefs {
@@ -151,8 +143,8 @@ impl Remote {
         progress: &dyn Progress,
         for_push: bool,
     ) -> Result<Listing, RemoteError> {
-        let listing = self.list_everything_early(for_push);
         let packs = self.pack_list_early(for_push);
+        let listing = self.list_everything_early(for_push, packs.as_ref().map(|p| p.tags()));
         let ReadRefs {
             head,
             refs,
@@ -227,11 +219,12 @@ impl Remote {
         tips: &[(VersionId, String)],
         progress: &dyn Progress,
         listing: Option<history::ListingUnderWay>,
-        packs: Option<PackListUnderWay>,
+        packs: Option<PacksUnderWay>,
     ) -> Result<(history::Resolved, Vec<(VersionId, ObjectId)>, bool), RemoteError> {
         self.load_cache().await;
+        let mut listing = listing;
         if let Some(packs) = packs {
-            self.use_packs(packs, tips, progress).await;
+            self.use_packs(packs, &mut listing, tips, progress).await;
         }
         let cache = self.cache.as_ref();
         let (empty, no_parents) = (HashMap::new(), HashMap::new());
@@ -289,7 +282,13 @@ impl Remote {
     /// Where nothing is known of the lake (a clone), every version will be listed: the
     /// listing starts now, while the ref files are read, split up to the newest version
     /// `refs.json` names (a guess; without one, it waits for the tips).
-    fn list_everything_early(&self, for_push: bool) -> Option<history::ListingUnderWay> {
+    /// When the lake's packs are being read (`tags`), the ETags the listing shows are kept for
+    /// them if the pack list named any by the time the listing is done.
+    fn list_everything_early(
+        &self,
+        for_push: bool,
+        tags: Option<std::sync::Arc<EarlyTags>>,
+    ) -> Option<history::ListingUnderWay> {
         let lake = &self.lake;
         let knows_nothing = self
             .cache
@@ -301,73 +300,12 @@ impl Remote {
         let newest = self.lake.newest_in_refs_json()?;
         let lake = self.lake.clone();
         Some(history::ListingUnderWay(tokio::spawn(async move {
-            lake.list_versions(None, Some(&newest)).await
-        })))
-    }
-
-    /// Where nothing is known of the lake (a clone) and it is read into a repository from a
-    /// store that lists, the lake's list of packs is read while the ref files are.
-    fn pack_list_early(&self, for_push: bool) -> Option<PackListUnderWay> {
-        let lake = &self.lake;
-        let knows_nothing = self
-            .cache
-            .as_ref()
-            .is_none_or(|c| c.ref_files().is_empty() && c.tips().is_empty());
-        let checkable = lake.can_list() || self.trust_packs;
-        let readable = checkable && !lake.is_local() && self.require_signatures.is_none();
-        if for_push || !knows_nothing || !readable || self.repo.is_none() {
-            return None;
-        }
-        let lake = self.lake.clone();
-        Some(PackListUnderWay(tokio::spawn(async move {
-            lake.pack_list().await
-        })))
-    }
-
-    /// Takes from the lake's packs the versions they hold that check out ([`crate::packs`]):
-    /// installed in the repository and remembered as known, so that the walk reads only the
-    /// others. A pack that cannot be used is said once, and changes nothing.
-    async fn use_packs(
-        &mut self,
-        mut packs: PackListUnderWay,
-        tips: &[(VersionId, String)],
-        progress: &dyn Progress,
-    ) {
-        let list = match (&mut packs.0).await {
-            Ok(Ok(Some(list))) => list,
-            Ok(Ok(None)) | Err(_) => return,
-            Ok(Err(e)) => {
-                return self.lake_warn(format!(
-                "lake '{}': cannot read git-packs/list.json ({e}); versions are read one by one",
-                self.lake.name()
-            ))
+            let parts = lake.list_version_files(None, Some(&newest)).await?;
+            if let Some(tags) = tags {
+                tags.keep(&parts);
             }
-        };
-        let (Some(repo), Some(cache)) = (self.repo.as_ref(), self.cache.as_ref()) else {
-            return;
-        };
-        let newest = tips.iter().map(|(v, _)| v).max();
-        let known = |v: &VersionId| cache.known_commit(v);
-        let imported = crate::packs::import::import(
-            &self.lake,
-            repo,
-            &list.bytes,
-            match self.lake.can_list() {
-                true => crate::packs::import::Trust::Listed,
-                false => crate::packs::import::Trust::Trusted,
-            },
-            newest,
-            &known,
-            progress,
-        )
-        .await;
-        for w in imported.warnings {
-            self.lake_warn(w);
-        }
-        if let Some(cache) = self.cache.as_mut() {
-            let taken = imported.verified.into_iter();
-            cache.extend(taken.map(|t| (t.version, t.commit, t.parents)));
-        }
+            Ok(lake::listed_versions(&parts, None))
+        })))
     }
 
     /// `refs.json` with its token, for a push to rewrite: `None` (left as it is) when it is

@@ -7,6 +7,7 @@ mod fetch;
 mod list;
 mod listing;
 mod opened;
+mod packed;
 
 pub use error::RemoteError;
 pub use fetch::{FetchOutcome, Want};

@@ -1,0 +1,142 @@
+//! The lake's own packs on a clone ([`crate::packs`]): `git-packs/list.json` read beside the
+//! ref files, and, if it names packs, the versions they hold taken once checked, before the
+//! walk reads the others. The listing of every version a clone starts anyway keeps its ETags
+//! for the check, so that `versions/` is listed once.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use super::opened::Remote;
+use crate::history::ListingUnderWay;
+use crate::lake::git_packs::{listed_files, ListedFiles};
+use crate::lake::VersionId;
+use crate::packs::import::{import, Trust};
+use crate::progress::Progress;
+use crate::store::{Listed, StoreError, Versioned};
+
+/// `git-packs/list.json` being read, stopped if dropped unneeded.
+pub(super) struct PacksUnderWay {
+    list: tokio::task::JoinHandle<Result<Option<Versioned>, StoreError>>,
+    tags: Arc<EarlyTags>,
+}
+
+impl PacksUnderWay {
+    /// Where the early listing leaves its ETags.
+    pub(super) fn tags(&self) -> Arc<EarlyTags> {
+        self.tags.clone()
+    }
+}
+
+impl Drop for PacksUnderWay {
+    fn drop(&mut self) {
+        self.list.abort();
+    }
+}
+
+/// The ETags of `versions/` as the early listing saw them, kept only once the pack list turned
+/// out to name packs (a lake without packs costs no memory for them).
+#[derive(Default)]
+pub(super) struct EarlyTags {
+    wanted: AtomicBool,
+    found: Mutex<Option<HashMap<VersionId, ListedFiles>>>,
+}
+
+impl EarlyTags {
+    pub(super) fn keep(&self, parts: &[Listed]) {
+        if self.wanted.load(Ordering::Acquire) {
+            *self.found.lock().expect("tags lock") = Some(listed_files(parts));
+        }
+    }
+}
+
+impl Remote {
+    /// Where nothing is known of the lake (a clone) and it is read into a repository from a
+    /// store that lists (or whose packs the user trusts), the list of packs is read while the
+    /// ref files are.
+    pub(super) fn pack_list_early(&self, for_push: bool) -> Option<PacksUnderWay> {
+        let lake = &self.lake;
+        let knows_nothing = self
+            .cache
+            .as_ref()
+            .is_none_or(|c| c.ref_files().is_empty() && c.tips().is_empty());
+        let checkable = lake.can_list() || self.trust_packs;
+        let readable = checkable && !lake.is_local() && self.require_signatures.is_none();
+        if for_push || !knows_nothing || !readable || self.repo.is_none() {
+            return None;
+        }
+        let lake = self.lake.clone();
+        let tags = Arc::new(EarlyTags::default());
+        let wanted = tags.clone();
+        let list = tokio::spawn(async move {
+            let list = lake.pack_list().await;
+            if let Ok(Some(l)) = &list {
+                let names = crate::packs::parse_list(&l.bytes);
+                if names.is_ok_and(|n| !n.is_empty()) {
+                    wanted.wanted.store(true, Ordering::Release);
+                }
+            }
+            list
+        });
+        Some(PacksUnderWay { list, tags })
+    }
+
+    /// Takes from the lake's packs the versions they hold that check out: installed in the
+    /// repository and remembered as known, so that the walk reads only the others. A pack that
+    /// cannot be used is said once, and changes nothing. The early `listing` is waited for
+    /// (its ETags are the check's), and handed back done.
+    pub(super) async fn use_packs(
+        &mut self,
+        mut packs: PacksUnderWay,
+        listing: &mut Option<ListingUnderWay>,
+        tips: &[(VersionId, String)],
+        progress: &dyn Progress,
+    ) {
+        let list = match (&mut packs.list).await {
+            Ok(Ok(Some(list))) => list,
+            Ok(Ok(None)) | Err(_) => return,
+            Ok(Err(e)) => {
+                let name = self.lake.name();
+                return self.lake_warn(format!(
+                    "lake '{name}': cannot read git-packs/list.json ({e}); versions are read one by one"
+                ));
+            }
+        };
+        let listed = match listing.take() {
+            Some(mut under_way) => match (&mut under_way.0).await {
+                Ok(done) => {
+                    *listing = Some(ListingUnderWay(tokio::spawn(async move { done })));
+                    packs.tags.found.lock().expect("tags lock").take()
+                }
+                Err(_) => None,
+            },
+            None => None,
+        };
+        let (Some(repo), Some(cache)) = (self.repo.as_ref(), self.cache.as_ref()) else {
+            return;
+        };
+        let trust = match self.lake.can_list() {
+            true => Trust::Listed(listed),
+            false => Trust::Trusted,
+        };
+        let newest = tips.iter().map(|(v, _)| v).max();
+        let known = |v: &VersionId| cache.known_commit(v);
+        let imported = import(
+            &self.lake,
+            repo,
+            &list.bytes,
+            trust,
+            newest,
+            &known,
+            progress,
+        )
+        .await;
+        for w in imported.warnings {
+            self.lake_warn(w);
+        }
+        if let Some(cache) = self.cache.as_mut() {
+            let taken = imported.verified.into_iter();
+            cache.extend(taken.map(|t| (t.version, t.commit, t.parents)));
+        }
+    }
+}
