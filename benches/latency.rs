@@ -290,15 +290,21 @@ fn measure_packed(
     ));
     server.set_delay(Duration::from_millis(delay_ms));
     let packed = median((0..runs).map(|i| clone(&format!("k{i}.git"))).collect());
-    // Issue 22: the listing that verifies (2 files a version, 1,000 a page), and a few more.
-    let most = 2 * versions / 1000 + 30;
-    let judged = packed.1.requests <= most;
-    let goal = format!("<= {most} requests; {plain_requests} without packs");
+    // Issue 22's goal: (objects under versions/) / 1000 + 30 requests, for the listing that
+    // checks the packs and a few files. Each ref file is read besides (the lake's 1,002 refs:
+    // the same in a clone without packs), so they are counted apart.
+    let objects = l
+        .files
+        .keys()
+        .filter(|k| k.starts_with("versions/"))
+        .count() as u64;
+    let refs = l.files.keys().filter(|k| k.starts_with("refs/")).count() as u64;
+    let most = objects / 1000 + 30;
+    let others = packed.1.requests.saturating_sub(refs);
     notes.push(format!(
-        "{versions} versions at {delay_ms} ms: packed clone {} requests, goal {}: {}",
+        "{versions} versions at {delay_ms} ms: packed clone {} requests ({refs} ref files, {others} others; goal for the others <= {most}: {}); {plain_requests} without packs",
         packed.1.requests,
-        goal,
-        if judged { "met" } else { "NOT MET" }
+        if others <= most { "met" } else { "NOT MET" }
     ));
     push(
         "cold clone, packed",

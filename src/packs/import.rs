@@ -87,6 +87,9 @@ pub async fn import(
         listed: listing.as_ref(),
         known,
     };
+    // A handle opened now sees the packs just installed (the helper's own never rescans).
+    let fresh = Repo::open(repo.git_dir());
+    let repo = fresh.as_ref().unwrap_or(repo);
     let mut verified: HashMap<VersionId, ObjectId> = HashMap::new();
     let total = fetched
         .iter()

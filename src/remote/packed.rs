@@ -134,6 +134,15 @@ impl Remote {
         for w in imported.warnings {
             self.lake_warn(w);
         }
+        // The objects they hold are looked up next (the tips vouched for): by a handle that
+        // sees the packs installed since the session's was opened.
+        if let Some(Ok(fresh)) = self
+            .repo
+            .as_ref()
+            .map(|r| crate::repo::Repo::open(r.git_dir()))
+        {
+            self.repo = Some(fresh);
+        }
         if let Some(cache) = self.cache.as_mut() {
             let taken = imported.verified.into_iter();
             cache.extend(taken.map(|t| (t.version, t.commit, t.parents)));
