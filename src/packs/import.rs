@@ -4,12 +4,13 @@
 //! parents first. What passes is handed back as known commits; what fails is read version by
 //! version as if there were no pack, and said once.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::StreamExt;
 
-use super::verify::{verify, Against};
-use super::{parse_list, parse_record, Record};
+use super::verify::{verify, Against, Parents};
+use super::{parse_list, parse_record, PackedVersion, Record};
 use crate::lake::git_packs::ListedFiles;
 use crate::lake::{Lake, VersionId};
 use crate::mapping::ObjectId;
@@ -49,7 +50,7 @@ pub async fn import(
     list: &[u8],
     trust: Trust,
     newest: Option<&VersionId>,
-    known: &dyn Fn(&VersionId) -> Option<ObjectId>,
+    known: &(dyn Fn(&VersionId) -> Option<ObjectId> + Sync),
     progress: &dyn Progress,
 ) -> Imported {
     let name = lake.name();
@@ -87,69 +88,123 @@ pub async fn import(
         listed: listing.as_ref(),
         known,
     };
-    // A handle opened now sees the packs just installed (the helper's own never rescans).
-    let fresh = Repo::open(repo.git_dir());
-    let repo = fresh.as_ref().unwrap_or(repo);
-    let mut verified: HashMap<VersionId, ObjectId> = HashMap::new();
-    let total = fetched
+    let records: Vec<(&String, Result<Record, String>)> = names.iter().zip(fetched).collect();
+    // The commits the records claim: each version is checked with its parents' claimed
+    // commits, and taken only once its parents were taken before it.
+    let claimed: HashMap<VersionId, ObjectId> = records
         .iter()
-        .flatten()
-        .map(|r| r.versions.len() as u64)
-        .sum();
-    let mut checked = Checked {
-        progress,
-        done: 0,
-        total,
-    };
-    for (pack, record) in names.iter().zip(fetched) {
+        .filter_map(|(_, r)| r.as_ref().ok())
+        .flat_map(|r| r.versions.iter().map(|v| (v.id.clone(), v.commit)))
+        .collect();
+    let checked = check_all(repo.git_dir(), &records, &against, &claimed, progress);
+    let mut taken: HashSet<VersionId> = HashSet::new();
+    for ((pack, record), results) in records.iter().zip(checked) {
         let why = match record {
-            Err(why) => why,
+            Err(why) => why.clone(),
             Ok(r) if r.lake.is_some() && r.lake != lake.config().id => {
                 "it was made from another lake".to_string()
             }
-            Ok(record) => {
-                let (taken, failed) =
-                    check_pack(&record, repo, &against, &mut verified, &mut checked);
-                out.verified.extend(taken);
-                match failed {
-                    Some(why) => why,
-                    None => continue,
-                }
-            }
+            Ok(record) => match take(record, results, &claimed, &mut taken, &mut out.verified) {
+                Some(why) => why,
+                None => continue,
+            },
         };
         out.warnings.push(format!(
             "lake '{name}': git-packs/{pack}: {why}; its versions are read one by one"
         ));
     }
-    if total > 0 {
-        progress.finish("Checking packed versions", checked.done, Some(total));
-    }
     out
 }
 
-/// Progress over every packed version.
-struct Checked<'a> {
-    progress: &'a dyn Progress,
-    done: u64,
-    total: u64,
+/// Each recorded version checked on its own (`verify`), its parents' commits taken from the
+/// records (or known): side by side on every core, each thread with a repository handle of its
+/// own, opened now, so that it sees the packs just installed. Results by record, in order.
+fn check_all(
+    git_dir: &std::path::Path,
+    records: &[(&String, Result<Record, String>)],
+    against: &Against,
+    claimed: &HashMap<VersionId, ObjectId>,
+    progress: &dyn Progress,
+) -> Vec<Vec<Result<Parents, String>>> {
+    let all: Vec<&PackedVersion> = records
+        .iter()
+        .filter_map(|(_, r)| r.as_ref().ok())
+        .flat_map(|r| r.versions.iter())
+        .collect();
+    let total = all.len() as u64;
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8);
+    let done = AtomicU64::new(0);
+    let mut results: Vec<Option<Result<Parents, String>>> = vec![None; all.len()];
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|k| {
+                let (all, done) = (&all, &done);
+                scope.spawn(move || {
+                    let repo = Repo::open(git_dir).map_err(|e| e.to_string());
+                    let mut out = Vec::new();
+                    for i in (k..all.len()).step_by(threads) {
+                        let checked = match &repo {
+                            Ok(repo) => verify(all[i], repo, against, claimed),
+                            Err(e) => Err(e.clone()),
+                        };
+                        out.push((i, checked));
+                        let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+                        progress.update("Checking packed versions", n, Some(total));
+                    }
+                    out
+                })
+            })
+            .collect();
+        for w in workers {
+            for (i, r) in w.join().unwrap_or_default() {
+                results[i] = Some(r);
+            }
+        }
+    });
+    if total > 0 {
+        progress.finish("Checking packed versions", total, Some(total));
+    }
+    let mut results = results.into_iter();
+    records
+        .iter()
+        .map(|(_, r)| {
+            let n = r.as_ref().map_or(0, |r| r.versions.len());
+            (&mut results)
+                .take(n)
+                .map(|r| r.unwrap_or_else(|| Err("it was not checked".into())))
+                .collect()
+        })
+        .collect()
 }
 
-/// Checks a record's versions in order: those that hold, and what failed (said once).
-fn check_pack(
+/// Takes a record's versions whose check held and whose parents are taken before them (or
+/// known); what failed is said once.
+fn take(
     record: &Record,
-    repo: &Repo,
-    against: &Against,
-    verified: &mut HashMap<VersionId, ObjectId>,
-    checked: &mut Checked,
-) -> (Vec<Taken>, Option<String>) {
-    let mut taken = Vec::with_capacity(record.versions.len());
+    results: Vec<Result<Parents, String>>,
+    claimed: &HashMap<VersionId, ObjectId>,
+    taken: &mut HashSet<VersionId>,
+    out: &mut Vec<Taken>,
+) -> Option<String> {
     let mut failed: Option<(VersionId, String)> = None;
     let mut failures = 0;
-    for packed in &record.versions {
-        match verify(packed, repo, against, verified) {
+    for (packed, checked) in record.versions.iter().zip(results) {
+        let checked = checked.and_then(|parents| {
+            // A parent no record claims was known: its known commit was used.
+            let untaken = parents
+                .iter()
+                .find(|p| claimed.contains_key(*p) && !taken.contains(*p));
+            match untaken {
+                Some(p) => Err(format!("its parent {p} is not verified")),
+                None => Ok(parents),
+            }
+        });
+        match checked {
             Ok(parents) => {
-                verified.insert(packed.id.clone(), packed.commit);
-                taken.push(Taken {
+                taken.insert(packed.id.clone());
+                out.push(Taken {
                     version: packed.id.clone(),
                     commit: packed.commit,
                     parents,
@@ -160,20 +215,13 @@ fn check_pack(
                 failed.get_or_insert((packed.id.clone(), why));
             }
         }
-        checked.done += 1;
-        (checked.progress).update(
-            "Checking packed versions",
-            checked.done,
-            Some(checked.total),
-        );
     }
-    let why = failed.map(|(version, why)| {
+    failed.map(|(version, why)| {
         format!(
             "{failures} of its {} versions cannot be taken from it (version {version}: {why})",
             record.versions.len()
         )
-    });
-    (taken, why)
+    })
 }
 
 /// A pack's record, and the pack itself installed in the repository (unless already there).

@@ -28,14 +28,15 @@ impl Objects for crate::repo::Repo {
 /// versions descend from.
 pub struct Against<'a> {
     pub listed: Option<&'a HashMap<VersionId, ListedFiles>>,
-    pub known: &'a dyn Fn(&VersionId) -> Option<ObjectId>,
+    pub known: &'a (dyn Fn(&VersionId) -> Option<ObjectId> + Sync),
 }
 
 /// The parents of a version whose commit was verified.
 pub type Parents = Vec<VersionId>;
 
-/// Checks `packed`, whose parents must be verified (in `verified`) or known; on success returns
-/// its parents. The error says why, for a warning.
+/// Checks `packed`, its parents' commits taken from `verified` (what the records claim, which
+/// the caller holds to) or else known; on success returns its parents. The error says why, for
+/// a warning.
 pub fn verify(
     packed: &PackedVersion,
     objects: &dyn Objects,
