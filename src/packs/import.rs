@@ -7,6 +7,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use futures::future::BoxFuture;
 use futures::StreamExt;
 
 use super::verify::{verify, Against, Parents};
@@ -34,11 +35,11 @@ pub struct Taken {
     pub parents: Vec<VersionId>,
 }
 
-/// How far packs are believed: `Listed` checks each version against the store's listing (made
-/// already, or made here); `Trusted` (a store that cannot list, with `fdlTrustPacks`) only
-/// recomputes commits.
-pub enum Trust {
-    Listed(Option<HashMap<VersionId, ListedFiles>>),
+/// How far packs are believed: `Listed` checks each version against the store's listing (one
+/// under way, awaited while the packs download; if it gives none, one made here); `Trusted` (a
+/// store that cannot list, with `fdlTrustPacks`) only recomputes commits.
+pub enum Trust<'a> {
+    Listed(BoxFuture<'a, Option<HashMap<VersionId, ListedFiles>>>),
     Trusted,
 }
 
@@ -48,7 +49,7 @@ pub async fn import(
     lake: &Lake,
     repo: &Repo,
     list: &[u8],
-    trust: Trust,
+    trust: Trust<'_>,
     newest: Option<&VersionId>,
     known: &(dyn Fn(&VersionId) -> Option<ObjectId> + Sync),
     progress: &dyn Progress,
@@ -66,8 +67,10 @@ pub async fn import(
     };
     let listing = async {
         match trust {
-            Trust::Listed(Some(made)) => Some(Ok(made)),
-            Trust::Listed(None) => Some(lake.version_file_tags(newest).await),
+            Trust::Listed(under_way) => Some(match under_way.await {
+                Some(made) => Ok(made),
+                None => lake.version_file_tags(newest).await,
+            }),
             Trust::Trusted => None,
         }
     };

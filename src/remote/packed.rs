@@ -84,7 +84,7 @@ impl Remote {
     /// Takes from the lake's packs the versions they hold that check out: installed in the
     /// repository and remembered as known, so that the walk reads only the others. A pack that
     /// cannot be used is said once, and changes nothing. The early `listing` is waited for
-    /// (its ETags are the check's), and handed back done.
+    /// while the packs download (its ETags are the check's), and handed back done.
     pub(super) async fn use_packs(
         &mut self,
         mut packs: PacksUnderWay,
@@ -102,21 +102,19 @@ impl Remote {
                 ));
             }
         };
-        let listed = match listing.take() {
-            Some(mut under_way) => match (&mut under_way.0).await {
-                Ok(done) => {
-                    *listing = Some(ListingUnderWay(tokio::spawn(async move { done })));
-                    packs.tags.found.lock().expect("tags lock").take()
-                }
-                Err(_) => None,
-            },
-            None => None,
-        };
         let (Some(repo), Some(cache)) = (self.repo.as_ref(), self.cache.as_ref()) else {
             return;
         };
+        // The listing is waited for while the packs download.
+        let tags = packs.tags.clone();
+        let listed = async move {
+            let mut under_way = listing.take()?;
+            let done = (&mut under_way.0).await.ok()?;
+            *listing = Some(ListingUnderWay(tokio::spawn(async move { done })));
+            tags.found.lock().expect("tags lock").take()
+        };
         let trust = match self.lake.can_list() {
-            true => Trust::Listed(listed),
+            true => Trust::Listed(Box::pin(listed)),
             false => Trust::Trusted,
         };
         let newest = tips.iter().map(|(v, _)| v).max();
