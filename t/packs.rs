@@ -370,6 +370,15 @@ fn a_pack_no_list_names_is_ignored_and_the_next_run_finishes_the_job() {
         !installed.contains(&format!("{name}.pack")),
         "{installed:?}"
     );
+    // A dry run says what it would pack, and writes nothing.
+    let dry = helper(&t, ".", &["pack", "--dry-run", &at.url]);
+    let said = String::from_utf8_lossy(&dry.stderr);
+    assert!(dry.status.success(), "{said}");
+    assert!(said.contains("16 new would be packed"), "{said}");
+    assert!(
+        at.read("git-packs/list.json").is_none(),
+        "a dry run wrote the list"
+    );
     let said = pack(&t, &at.url);
     assert!(said.contains("0 versions already packed; 16 new"), "{said}");
     assert_eq!(
