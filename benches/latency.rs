@@ -473,28 +473,32 @@ impl Goal {
     }
 }
 
+/// `<versions>x<ms>,...` as pairs (an empty list: none).
+fn pairs(list: &str) -> Vec<(u64, u64)> {
+    let pair = |run: &str| {
+        let (v, d) = run.split_once('x').expect("<versions>x<ms>");
+        (v.trim().parse().unwrap(), d.trim().parse().unwrap())
+    };
+    list.split(',')
+        .filter(|r| !r.is_empty())
+        .map(pair)
+        .collect()
+}
+
 fn main() {
     let runs = std::env::var("FDL_BENCH_LATENCY").unwrap_or_else(|_| "2000x0,2000x20".into());
     let mut rows = Vec::new();
     let server = s3lite::start();
-    for run in runs.split(',').filter(|r| !r.is_empty()) {
-        let (v, d) = run.split_once('x').expect("<versions>x<ms>");
-        let (v, d): (u64, u64) = (v.trim().parse().unwrap(), d.trim().parse().unwrap());
+    for (v, d) in pairs(&runs) {
         eprintln!("measuring {v} versions at {d} ms a request...");
         measure(&server, v, d, &mut rows);
     }
-    let large = std::env::var("FDL_BENCH_LARGE").unwrap_or_default();
-    for run in large.split(',').filter(|r| !r.is_empty()) {
-        let (v, d) = run.split_once('x').expect("<versions>x<ms>");
-        let (v, d): (u64, u64) = (v.trim().parse().unwrap(), d.trim().parse().unwrap());
+    for (v, d) in pairs(&std::env::var("FDL_BENCH_LARGE").unwrap_or_default()) {
         eprintln!("measuring a large lake: {v} versions at {d} ms a request...");
         measure_large(&server, v, d, &mut rows);
     }
     let mut notes = Vec::new();
-    let packed = std::env::var("FDL_BENCH_PACKED").unwrap_or_default();
-    for run in packed.split(',').filter(|r| !r.is_empty()) {
-        let (v, d) = run.split_once('x').expect("<versions>x<ms>");
-        let (v, d): (u64, u64) = (v.trim().parse().unwrap(), d.trim().parse().unwrap());
+    for (v, d) in pairs(&std::env::var("FDL_BENCH_PACKED").unwrap_or_default()) {
         eprintln!("measuring a packed lake: {v} versions at {d} ms a request...");
         measure_packed(&server, v, d, &mut rows, &mut notes);
     }
