@@ -182,6 +182,15 @@ fn pack_failures_fall_back(place: Where) {
     same_refs(&expected, &refs);
     assert!(stderr.contains("cannot be taken from it"), "{stderr}");
 
+    // The record of a pack made from another lake (fdl.json's id).
+    let id = "5f0c8a52-6d3e-4f8e-9b1a-2c7d4e9f0a13";
+    assert!(record.contains(id), "the record names the lake: {record}");
+    let other = record.replace(id, "00000000-0000-4000-8000-000000000000");
+    at.write(&format!("git-packs/{name}.json"), &other);
+    let (refs, _, stderr) = clone(&t, &at.url, "other.git");
+    same_refs(&expected, &refs);
+    assert!(stderr.contains("it was made from another lake"), "{stderr}");
+
     // The pack cut short: Git's index-pack refuses it.
     at.write(&format!("git-packs/{name}.json"), &record);
     at.write(&format!("git-packs/{name}.pack"), "PACK\0\0\0\x02");

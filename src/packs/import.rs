@@ -91,7 +91,15 @@ pub async fn import(
         listed: listing.as_ref(),
         known,
     };
-    let records: Vec<(&String, Result<Record, String>)> = names.iter().zip(fetched).collect();
+    let of_this_lake = |r: Record| match r.lake.is_some() && r.lake != lake.config().id {
+        true => Err("it was made from another lake".to_string()),
+        false => Ok(r),
+    };
+    let records: Vec<(&String, Result<Record, String>)> = names
+        .iter()
+        .zip(fetched)
+        .map(|(n, r)| (n, r.and_then(of_this_lake)))
+        .collect();
     // The commits the records claim: each version is checked with its parents' claimed
     // commits, and taken only once its parents were taken before it.
     let claimed: HashMap<VersionId, ObjectId> = records
@@ -99,14 +107,13 @@ pub async fn import(
         .filter_map(|(_, r)| r.as_ref().ok())
         .flat_map(|r| r.versions.iter().map(|v| (v.id.clone(), v.commit)))
         .collect();
-    let checked = check_all(repo.git_dir(), &records, &against, &claimed, progress);
+    let checked = tokio::task::block_in_place(|| {
+        check_all(repo.git_dir(), &records, &against, &claimed, progress)
+    });
     let mut taken: HashSet<VersionId> = HashSet::new();
     for ((pack, record), results) in records.iter().zip(checked) {
         let why = match record {
             Err(why) => why.clone(),
-            Ok(r) if r.lake.is_some() && r.lake != lake.config().id => {
-                "it was made from another lake".to_string()
-            }
             Ok(record) => match take(record, results, &claimed, &mut taken, &mut out.verified) {
                 Some(why) => why,
                 None => continue,
