@@ -2,7 +2,7 @@
 //! storage). The library holds everything but the terminal; the binary only dispatches, prints
 //! and picks exit codes. `docs/ARCHITECTURE.md` gives the layers and what each module is for.
 
-// Safe Rust only, but for the one audited call in `process`.
+// Safe Rust only, but for the two audited calls in `process`.
 #![deny(unsafe_code)]
 
 pub mod backoff;

@@ -10,6 +10,7 @@ use std::io::Write;
 use git_remote_fdl::fatal::Fatal;
 
 fn main() {
+    git_remote_fdl::process::return_large_buffers();
     std::panic::set_hook(Box::new(report_panic));
     let args: Vec<String> = std::env::args().skip(1).collect();
     let code = if cli::is_git_invocation(&args) {

@@ -266,7 +266,7 @@ fn the_checks_themselves_catch_what_they_look_for() {
 }
 
 #[test]
-fn unsafe_code_is_only_the_one_audited_call() {
+fn unsafe_code_is_only_the_two_audited_calls() {
     let src = root().join("src");
     let mut found = Vec::new();
     for file in rust_files(&src) {
@@ -281,7 +281,8 @@ fn unsafe_code_is_only_the_one_audited_call() {
             }
         }
     }
-    assert_eq!(found.len(), 2, "{found:?}");
+    // Two audited calls (kill(2) and mallopt(3)), each an `allow` and an `unsafe` block.
+    assert_eq!(found.len(), 4, "{found:?}");
     assert!(
         found.iter().all(|f| f.starts_with("process.rs:")),
         "{found:?}"
