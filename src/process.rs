@@ -20,7 +20,7 @@ pub fn is_gone(pid: i32) -> bool {
 /// size from which it maps a buffer of its own (and unmaps it when freed) to that of the largest
 /// mapped buffer freed, up to 32 MiB: after one 15 MiB record is let go, later ones come from
 /// per-thread heaps that keep their memory, and the peak depends on which thread read what
-/// (a clone of the same lake peaked between 236 and 337 MiB; fixed at glibc's initial 128 KiB,
+/// (a clone of the same lake peaked between 254 and 329 MiB; fixed at glibc's initial 128 KiB,
 /// at 194 MiB every time). Call before any thread starts. Elsewhere a no-op.
 #[allow(unsafe_code)]
 pub fn return_large_buffers() {
