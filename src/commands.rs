@@ -216,7 +216,7 @@ async fn verify_tips(lake: &Lake, wanted: &[String]) -> Result<Vec<(VersionId, S
 pub async fn pack(lake: &str, dry_run: bool) -> Result<crate::packs::make::PackSummary, Fatal> {
     let named = open_named(lake).await?;
     let remote_config = match (&named.repo, &named.remote) {
-        (Some(repo), Some(remote)) => crate::packs::make::remote_config(repo, remote),
+        (Some(repo), Some(remote)) => config::remote_fdl_config(repo, remote),
         _ => Vec::new(),
     };
     let url = match (&named.repo, &named.remote) {

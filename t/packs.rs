@@ -87,8 +87,12 @@ fn grow(at: &LakeAt, was: u64, last: u64) {
 }
 
 fn listed_packs(lake: &LakeAt) -> Vec<String> {
-    let list: serde_json::Value =
-        serde_json::from_str(&lake.read("git-packs/list.json").expect("a list")).unwrap();
+    pack_names(&lake.read("git-packs/list.json").expect("a list"))
+}
+
+/// The packs a `list.json` names.
+fn pack_names(list: &str) -> Vec<String> {
+    let list: serde_json::Value = serde_json::from_str(list).unwrap();
     let packs = list["packs"].as_array().unwrap();
     packs
         .iter()
@@ -337,13 +341,7 @@ fn over_plain_http_packs_are_used_only_when_trusted() {
 }
 
 fn listed_packs_in(dir: &std::path::Path) -> Vec<String> {
-    let list = std::fs::read_to_string(dir.join("git-packs/list.json")).unwrap();
-    let list: serde_json::Value = serde_json::from_str(&list).unwrap();
-    let packs = list["packs"].as_array().unwrap();
-    packs
-        .iter()
-        .map(|p| p.as_str().unwrap().to_string())
-        .collect()
+    pack_names(&std::fs::read_to_string(dir.join("git-packs/list.json")).unwrap())
 }
 
 /// A run killed after writing its pack but before the list leaves a pack no list names:

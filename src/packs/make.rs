@@ -396,22 +396,3 @@ fn run(cmd: &mut Command, stdin: Option<&[u8]>) -> Result<String, String> {
         )),
     }
 }
-
-/// The `fdl*` configuration of remote `name`, for the packer's own clone.
-pub fn remote_config(repo: &crate::repo::Repo, name: &str) -> Vec<(String, String)> {
-    let keys = [
-        "fdlEndpoint",
-        "fdlRegion",
-        "fdlProfile",
-        "fdlConcurrency",
-        "fdlAllowHttp",
-        "fdlOption",
-    ];
-    let mut out = Vec::new();
-    for key in keys {
-        for v in repo.config_all(&format!("remote.{name}.{key}")) {
-            out.push((key.to_string(), v));
-        }
-    }
-    out
-}

@@ -290,10 +290,7 @@ impl Remote {
         tags: Option<std::sync::Arc<EarlyTags>>,
     ) -> Option<history::ListingUnderWay> {
         let lake = &self.lake;
-        let knows_nothing = self
-            .cache
-            .as_ref()
-            .is_none_or(|c| c.ref_files().is_empty() && c.tips().is_empty());
+        let knows_nothing = self.knows_nothing();
         if for_push || !knows_nothing || !lake.can_list() || lake.is_local() {
             return None;
         }

@@ -77,6 +77,14 @@ impl Remote {
         self.require_signatures = policy;
     }
 
+    /// Whether the cache knows nothing of the lake (no ref files, no tips): a clone, or a
+    /// first fetch.
+    pub(super) fn knows_nothing(&self) -> bool {
+        self.cache
+            .as_ref()
+            .is_none_or(|c| c.ref_files().is_empty() && c.tips().is_empty())
+    }
+
     /// Takes the lake's packs on a store that cannot list (plain HTTP), where only their
     /// commits can be checked, not that their blobs are still the lake's files.
     pub fn trust_packs(&mut self, trusted: bool) {

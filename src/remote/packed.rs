@@ -56,10 +56,7 @@ impl Remote {
     /// ref files are.
     pub(super) fn pack_list_early(&self, for_push: bool) -> Option<PacksUnderWay> {
         let lake = &self.lake;
-        let knows_nothing = self
-            .cache
-            .as_ref()
-            .is_none_or(|c| c.ref_files().is_empty() && c.tips().is_empty());
+        let knows_nothing = self.knows_nothing();
         let checkable = lake.can_list() || self.trust_packs;
         let readable = checkable && !lake.is_local() && self.require_signatures.is_none();
         if for_push || !knows_nothing || !readable || self.repo.is_none() {
