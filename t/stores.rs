@@ -176,3 +176,54 @@ fn s3_keys_no_lake_path_can_name_do_not_break_a_listing() {
         )
     );
 }
+
+/// What the AWS console's "Create folder" makes: zero-byte keys ending in `/`. None is a ref, and
+/// none is in the way of a branch of that name (issue 30, item 11).
+#[test]
+fn s3_folder_markers_are_not_refs_and_do_not_block_a_push() {
+    let t = s3_env("folder-markers");
+    let l = lake();
+    l.write_s3(moto(), "folder-markers", "lake/");
+    for marker in [
+        "lake/refs/",
+        "lake/refs/heads/",
+        "lake/refs/heads/team/",
+        "lake/refs/tags/",
+    ] {
+        moto().put_raw("folder-markers", marker, "");
+    }
+    let url = "fdl::s3://folder-markers/lake/";
+    let listed = t.git(".", &["ls-remote", url]);
+    let stderr = String::from_utf8_lossy(&listed.stderr);
+    assert!(listed.status.success(), "{stderr}");
+    assert_eq!(stderr, "", "no warning about folder markers");
+    let names = |out: &[u8]| -> Vec<String> {
+        parse_ls_remote(&String::from_utf8_lossy(out))
+            .into_iter()
+            .map(|(_, n)| n)
+            .collect()
+    };
+    assert_eq!(
+        names(&listed.stdout).len(),
+        4,
+        "{:?}",
+        names(&listed.stdout)
+    );
+    t.ok(".", &["clone", "-q", url, "work"]);
+    let pushed = t.git("work", &["push", "origin", "main:refs/heads/team"]);
+    let stderr = String::from_utf8_lossy(&pushed.stderr);
+    assert!(pushed.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("* [new branch]      main -> team"),
+        "{stderr}"
+    );
+    let after = t.git(".", &["ls-remote", url]);
+    assert!(
+        names(&after.stdout).contains(&"refs/heads/team".to_string()),
+        "{:?}",
+        names(&after.stdout)
+    );
+    let store = moto().store("folder-markers");
+    let team = crate::support::clouds::get(&store, "lake/refs/heads/team").unwrap();
+    assert_eq!(String::from_utf8(team).unwrap().trim(), vid(4));
+}

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path as StorePath;
-use object_store::{ObjectStore, ObjectStoreExt};
+use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt};
 
 use super::backend::{Backend, Got, Paged, Range, Sink};
 use super::budget::Budget;
@@ -86,7 +86,7 @@ impl Cloud {
         matches!(e, object_store::Error::NotFound { .. }) && !super::diagnose::is_missing_bucket(e)
     }
 
-    /// The entries below `path` after `offset`, with their ETags: in pages of `page` where
+    /// The entries below `path` after `offset`, with their ETags and sizes: in pages of `page` where
     /// the store lists in pages of a chosen size, else as object_store lists.
     fn listing(
         &self,
@@ -94,8 +94,7 @@ impl Cloud {
         offset: Option<&StorePath>,
         page: Option<usize>,
         requests: &Arc<AtomicU64>,
-    ) -> futures::stream::BoxStream<'static, object_store::Result<(StorePath, Option<String>)>>
-    {
+    ) -> futures::stream::BoxStream<'static, object_store::Result<ObjectMeta>> {
         match (page, &self.pages) {
             (Some(page), Some(pages)) => pages.list(
                 format!("{path}/"),
@@ -106,9 +105,7 @@ impl Cloud {
             _ => match offset {
                 Some(o) => self.store.list_with_offset(Some(path), o),
                 None => self.store.list(Some(path)),
-            }
-            .map_ok(|m| (m.location, m.e_tag))
-            .boxed(),
+            },
         }
     }
 
@@ -191,7 +188,12 @@ impl Backend for Cloud {
         let mut out = Listed::default();
         let mut seen = 0u64;
         while let Some(item) = listing.next().await {
-            let (location, e_tag) = match item {
+            let ObjectMeta {
+                location,
+                e_tag,
+                size,
+                ..
+            } = match item {
                 Ok(m) => m,
                 // A key no lake path can be (an empty segment, a control character) spoils
                 // the whole page it is on: say so, never drop a page silently.
@@ -204,6 +206,13 @@ impl Backend for Cloud {
                 Err(e) => return Err(self.request_failed(prefix, &e)),
             };
             seen += 1;
+            // A zero-byte key ending in `/` is a console's "folder", which object_store lists
+            // without its `/`, as a file of that name: never a ref (`refs/heads/team/` would
+            // stand in the way of a branch `team`) nor any other lake file, none of which is
+            // ever empty.
+            if size == 0 {
+                continue;
+            }
             let Some(rel) = strip_root(&self.root, &location) else {
                 continue;
             };

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
 use object_store::list::{PaginatedListOptions, PaginatedListStore};
-use object_store::path::Path as StorePath;
+use object_store::ObjectMeta;
 
 /// A cloud store's listing in pages of a chosen size.
 #[derive(Clone)]
@@ -34,7 +34,7 @@ impl Pages {
     }
 
     /// The objects whose keys start with `prefix` (a folder, ending in `/`), after `offset`,
-    /// in key order, with their ETags, asked for `page` at a time; `requests` counts the pages
+    /// in key order, with their ETags and sizes, asked for `page` at a time; `requests` counts the pages
     /// asked for.
     pub fn list(
         &self,
@@ -42,7 +42,7 @@ impl Pages {
         offset: Option<String>,
         page: usize,
         requests: Arc<AtomicU64>,
-    ) -> BoxStream<'static, Result<(StorePath, Option<String>), object_store::Error>> {
+    ) -> BoxStream<'static, Result<ObjectMeta, object_store::Error>> {
         let store = self.store.clone();
         stream::try_unfold(Next::First, move |next| {
             let (store, prefix, offset) = (store.clone(), prefix.clone(), offset.clone());
@@ -62,11 +62,7 @@ impl Pages {
                 };
                 let got = store.list_paginated(Some(&prefix), opts).await?;
                 let next = got.page_token.map_or(Next::End, Next::Token);
-                let objects = got.result.objects.into_iter();
-                Ok(Some((
-                    objects.map(|m| (m.location, m.e_tag)).collect(),
-                    next,
-                )))
+                Ok(Some((got.result.objects, next)))
             }
         })
         .map_ok(|objects: Vec<_>| stream::iter(objects.into_iter().map(Ok)))
