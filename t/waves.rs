@@ -363,6 +363,8 @@ fn a_cold_clone_lists_every_version_while_it_reads_a_thousand_ref_files() {
     // own between the refs' wave and its ranges'; it now shares the refs' wave. Up to 1,024
     // requests at once: a server of a little more (see `s3lite::start_with`).
     let server = s3lite::start_with(1_100);
+    // ETags that are no MD5 prove no ref file's content: each is read.
+    server.set_opaque_etags(true);
     server.put_files("many-refs", "lake/", &chain(VERSIONS, 1_000).files);
     let t = env(&server);
     repo_with_origin(&t, "c.git", "fdl::s3://many-refs/lake/");
@@ -372,11 +374,58 @@ fn a_cold_clone_lists_every_version_while_it_reads_a_thousand_ref_files() {
     assert!(cold.waves <= 7, "cold clone: {cold:?}");
 }
 
+/// Every ref of a repository, with the commit it holds.
+fn refs_in(t: &TestEnv, repo: &str) -> String {
+    t.ok(repo, &["for-each-ref", "--format=%(refname) %(objectname)"])
+}
+
+#[test]
+fn a_cold_clone_reads_only_the_ref_files_whose_listed_md5_does_not_prove_refs_json() {
+    // S3 lists each ref file with the MD5 of its content: where that is the MD5 of what
+    // refs.json says the ref holds, the file need not be read (issue 29, item 1). Where
+    // refs.json lies (a branch moved since, a tag it misnames), the file is read, and the
+    // refs are the ref files', as without refs.json.
+    let server = s3lite::start_with(1_100);
+    let lake = chain(VERSIONS, 1_000);
+    server.put_files("proven", "lake/", &lake.files);
+    let mut lying = lake.clone();
+    let mut refs: serde_json::Value = serde_json::from_slice(&lake.files["refs.json"]).unwrap();
+    let listed = refs_of(&mut refs);
+    listed.insert("refs/heads/main".into(), crate::support::vid(5).into());
+    listed.insert("refs/tags/t0007".into(), crate::support::vid(8).into());
+    lying.put("refs.json", serde_json::to_vec(&refs).unwrap());
+    server.put_files("lying", "lake/", &lying.files);
+    let mut unlisted = lake.clone();
+    unlisted.remove("refs.json");
+    server.put_files("unlisted", "lake/", &unlisted.files);
+
+    let t = env(&server);
+    let mut counts = Vec::new();
+    for bucket in ["proven", "lying", "unlisted"] {
+        repo_with_origin(&t, bucket, &format!("fdl::s3://{bucket}/lake/"));
+        counts.push(waves(&server, &t, bucket, &["fetch", "-q", "origin"]));
+    }
+    eprintln!("cold clones, 1,000 tags (proven, lying, unlisted): {counts:?}");
+    let (proven, lying, unlisted) = (&counts[0], &counts[1], &counts[2]);
+    assert_eq!(refs_in(&t, "proven"), refs_in(&t, "unlisted"));
+    assert_eq!(refs_in(&t, "lying"), refs_in(&t, "unlisted"));
+    assert_eq!(
+        lying.gets,
+        proven.gets + 2,
+        "the two refs refs.json lies about are read"
+    );
+    // Without refs.json every ref file (1,000 tags and main) is read.
+    assert_eq!(unlisted.gets, proven.gets + 1_001);
+}
+
 #[test]
 fn a_clone_racing_a_writer_between_its_listing_and_the_ref_reads_reads_the_new_tip() {
     // A clone lists every version while it reads the ref files; a writer adds version 51
     // and moves `main` to it in between: the listing misses the tip, which is read anyway.
     let server = s3lite::start_with(64);
+    // With MD5 ETags, main as listed is proven by refs.json and not read (a clone of the lake
+    // as it was when listed); ETags that prove nothing make it read the file.
+    server.set_opaque_etags(true);
     let lake = chain(50, 3);
     server.put_files("early", "lake/", &lake.files);
     let mut grown = lake.clone();

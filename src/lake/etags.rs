@@ -8,7 +8,38 @@
 
 use std::collections::HashMap;
 
+use md5::{Digest, Md5};
+
+use super::files::render_ref_value;
 use super::VersionId;
+
+/// Whether a listed ETag proves that a ref file holds `version`: it is the content MD5 (S3's
+/// and GCS's ETag of an object uploaded in one part) of the file as this helper writes it, or
+/// of the bare ID. A proof, not a guess: no other content of a ref file has that MD5 (finding
+/// one is a preimage attack). Any other ETag (a multipart upload's, Azure's, a weak one) proves
+/// nothing, and the file is read.
+pub(super) fn proves(tag: &str, version: &VersionId) -> bool {
+    let Some(want) = content_md5(tag) else {
+        return false;
+    };
+    let written = render_ref_value(version);
+    let bare = &written[..written.len() - 1];
+    Md5::digest(&written)[..] == want || Md5::digest(bare)[..] == want
+}
+
+/// The MD5 a strong ETag of 32 hexadecimal digits in quotes is; `None` for any other ETag.
+pub(super) fn content_md5(tag: &str) -> Option<[u8; 16]> {
+    let hex = tag.strip_prefix('"')?.strip_suffix('"')?;
+    if hex.len() != 32 {
+        return None;
+    }
+    let mut out = [0u8; 16];
+    for (i, pair) in hex.as_bytes().chunks(2).enumerate() {
+        let digits = std::str::from_utf8(pair).ok()?;
+        out[i] = u8::from_str_radix(digits, 16).ok()?;
+    }
+    Some(out)
+}
 
 /// Whether `tag` can name anything: not empty, nor the empty quoted string (weak or not).
 pub fn names_something(tag: &str) -> bool {
@@ -47,6 +78,27 @@ mod tests {
 
     fn vid(n: u32) -> VersionId {
         VersionId::parse(&format!("0190f3a2-7b4c-7d2e-8f10-{n:012x}")).unwrap()
+    }
+
+    #[test]
+    fn only_the_md5_of_the_ref_files_content_proves_a_claim() {
+        let v = vid(7);
+        let md5 = |b: &[u8]| {
+            let hex: String = Md5::digest(b).iter().map(|b| format!("{b:02x}")).collect();
+            format!("\"{hex}\"")
+        };
+        assert!(proves(&md5(format!("{v}\n").as_bytes()), &v));
+        assert!(proves(&md5(v.to_string().as_bytes()), &v));
+        assert!(!proves(&md5(format!("{}\n", vid(8)).as_bytes()), &v));
+        assert!(!proves(&md5(format!(" {v}\n").as_bytes()), &v));
+        let multipart = format!(
+            "{}-2\"",
+            md5(format!("{v}\n").as_bytes()).trim_end_matches('"')
+        );
+        assert!(!proves(&multipart, &v));
+        let weak = format!("W/{}", md5(format!("{v}\n").as_bytes()));
+        assert!(!proves(&weak, &v));
+        assert!(!proves("\"0x8DC5F2A1B3C4D5E\"", &v));
     }
 
     #[test]

@@ -33,6 +33,9 @@ pub(super) struct ReadAhead {
     /// The listing of `refs/heads/` and `refs/tags/`, made beside `fdl.json` by
     /// [`Lake::open_listing`].
     pub(super) ref_listing: Option<Result<Listed, LakeError>>,
+    /// What `refs.json` (as read with `fdl.json`) says each ref holds, kept when `refs.json`
+    /// itself is let go: a claim a listed ETag can prove ([`etags::proves`]).
+    pub(super) claims: Option<std::collections::HashMap<String, super::VersionId>>,
 }
 
 impl Lake {
@@ -94,6 +97,7 @@ impl Lake {
             read_ahead: Arc::new(Mutex::new(ReadAhead {
                 head: Some(head),
                 refs_json: Some(refs_json),
+                claims: None,
                 ref_listing: ref_listing.map(|l| {
                     l.map_err(|source| LakeError::Store {
                         lake: lake_name.clone(),

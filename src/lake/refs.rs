@@ -53,6 +53,20 @@ pub fn without_conflicts<T>(refs: Vec<(String, T)>) -> WithoutConflicts<T> {
     }
     (kept, dropped)
 }
+/// What a `refs.json` read ahead says each ref holds; entries that are no version are left out.
+fn claims_of(
+    refs_json: &Option<Result<Option<Versioned>, StoreError>>,
+) -> HashMap<String, VersionId> {
+    let Some(Ok(Some(raw))) = refs_json else {
+        return HashMap::new();
+    };
+    let pairs = refs_json::parse_refs_json(&raw.bytes).unwrap_or_default();
+    pairs
+        .into_iter()
+        .filter_map(|(name, v)| Some((name, VersionId::parse(v.trim()).ok()?)))
+        .collect()
+}
+
 /// A ref file read: its name, version and token; `None` if it is gone.
 type RefRead = Option<(String, VersionId, Token)>;
 impl Lake {
@@ -145,21 +159,31 @@ impl Lake {
         let trusted = etags::trusted(&e_tags, known, &self.other_tags);
         let nothing = HashMap::new();
         let known = if trusted { known } else { &nothing };
-        // Refs unchanged since they were last read are taken as remembered, without a future
-        // each: a lake of a thousand tags mostly holds those.
+        let claims = self.refs_json_claims();
+        // Refs unchanged since they were last read are taken as remembered, and refs whose
+        // listed ETag is the MD5 of what refs.json says they hold are taken as proven, without
+        // a future each: a lake of a thousand tags mostly holds those.
         let mut unchanged = Vec::with_capacity(names.len());
         let mut to_read = Vec::new();
         for name in names {
             let listed = e_tags.remove(&name);
-            match (known.get(&name), listed) {
-                (Some((tag, v)), Some(listed)) if *tag == listed => {
+            let held = match (known.get(&name), &listed) {
+                (Some((tag, v)), Some(listed)) if tag == listed => Some(v.clone()),
+                (_, Some(listed)) => claims
+                    .get(&name)
+                    .filter(|v| etags::proves(listed, v))
+                    .cloned(),
+                _ => None,
+            };
+            match held {
+                Some(v) => {
                     let token = Token {
-                        e_tag: Some(listed),
+                        e_tag: listed,
                         version: None,
                     };
-                    unchanged.push((name, v.clone(), token));
+                    unchanged.push((name, v, token));
                 }
-                _ => to_read.push(name),
+                None => to_read.push(name),
             }
         }
         // Each read is a task of its own: a thousand answers are handled on every worker, not
@@ -380,9 +404,24 @@ impl Lake {
             .max()
     }
 
-    /// Lets go of `refs.json` read with `fdl.json`, when no push will use it.
+    /// Lets go of `refs.json` read with `fdl.json`, when no push will use it; what it says
+    /// of each ref is kept, for the listing's ETags to prove.
     pub fn forget_read_ahead(&self) {
-        self.read_ahead.lock().expect("read-ahead lock").refs_json = None;
+        let mut ahead = self.read_ahead.lock().expect("read-ahead lock");
+        let claims = claims_of(&ahead.refs_json);
+        ahead.claims = Some(claims);
+        ahead.refs_json = None;
+    }
+
+    /// What `refs.json`, as read with `fdl.json`, says each ref holds (nothing if it was not
+    /// read then, or is unreadable). A claim is never taken for a ref: only a listed ETag that
+    /// is the MD5 of exactly that ref file's content makes it one.
+    fn refs_json_claims(&self) -> HashMap<String, VersionId> {
+        let ahead = self.read_ahead.lock().expect("read-ahead lock");
+        match &ahead.claims {
+            Some(claims) => claims.clone(),
+            None => claims_of(&ahead.refs_json),
+        }
     }
 
     /// `refs.json` as read with `fdl.json` the first time, from the store afterwards.

@@ -70,6 +70,8 @@ struct State {
     /// The one ETag every object is given (`Some("\"\"")`: an empty one), as some
     /// S3-compatible servers do; `None`: each object's own.
     fixed_etag: Mutex<Option<String>>,
+    /// ETags that change with the content but are no MD5 (as Azure's, or S3's with SSE-KMS).
+    opaque_etags: std::sync::atomic::AtomicBool,
 }
 
 /// Connections served at once (each by its own thread).
@@ -171,6 +173,12 @@ impl S3Lite {
     /// Gives every object the ETag `tag` in every answer (`None`: each object its own).
     pub fn set_fixed_etag(&self, tag: Option<&str>) {
         *self.state.fixed_etag.lock().unwrap() = tag.map(str::to_string);
+    }
+
+    /// Gives each object an ETag that changes with its content but is not its MD5, so that no
+    /// listing proves what a file holds.
+    pub fn set_opaque_etags(&self, opaque: bool) {
+        self.state.opaque_etags.store(opaque, Ordering::Relaxed);
     }
 
     pub fn reset(&self) {
@@ -339,19 +347,28 @@ fn error_xml(code: &str) -> Vec<u8> {
     format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>{code}</Code><Message>{code}</Message></Error>").into_bytes()
 }
 
-fn own_etag(data: &[u8]) -> String {
-    // FNV-1a: content-addressed, as S3's MD5 ETags are.
-    let mut h: u64 = 0xcbf29ce484222325;
-    for b in data {
-        h = (h ^ u64::from(*b)).wrapping_mul(0x100000001b3);
+fn own_etag(state: &State, data: &[u8]) -> String {
+    if state.opaque_etags.load(Ordering::Relaxed) {
+        // FNV-1a and the length: content-addressed, but no MD5.
+        let mut h: u64 = 0xcbf29ce484222325;
+        for b in data {
+            h = (h ^ u64::from(*b)).wrapping_mul(0x100000001b3);
+        }
+        return format!("\"{h:016x}{:08x}\"", data.len());
     }
-    format!("\"{h:016x}{:08x}\"", data.len())
+    // The content's MD5, as S3 gives for an object uploaded in one part.
+    use md5::Digest;
+    let hex: String = md5::Md5::digest(data)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("\"{hex}\"")
 }
 
 fn etag(state: &State, data: &[u8]) -> String {
     match &*state.fixed_etag.lock().unwrap() {
         Some(tag) => tag.clone(),
-        None => own_etag(data),
+        None => own_etag(state, data),
     }
 }
 
