@@ -9,16 +9,16 @@ use std::process::Stdio;
 use crate::support::http::serve;
 use crate::support::{copy_dir, parse_ls_remote, LakeBuilder, TestEnv};
 
-const A: &str = "0190f3a2-7b4c-7d2e-8f10-000000000001";
+pub(crate) const A: &str = "0190f3a2-7b4c-7d2e-8f10-000000000001";
 const B: &str = "0190f3a2-8000-7d2e-8f10-000000000002";
-const C: &str = "5f0c8a52-6d3e-4f8e-9b1a-2c7d4e9f0a13";
-const D: &str = "0190f3a2-9000-7d2e-8f10-000000000004";
+pub(crate) const C: &str = "5f0c8a52-6d3e-4f8e-9b1a-2c7d4e9f0a13";
+pub(crate) const D: &str = "0190f3a2-9000-7d2e-8f10-000000000004";
 
-const COMMIT_A: &str = "4907f83cdf8ecbac004b5ade6627e72728bff17b";
-const COMMIT_C: &str = "ae8d1559cd8b2dd7bf3a0d481ba2e6afe39be9bc";
-const COMMIT_D: &str = "f56348e23959f201614353d63104261fe5111700";
+pub(crate) const COMMIT_A: &str = "4907f83cdf8ecbac004b5ade6627e72728bff17b";
+pub(crate) const COMMIT_C: &str = "ae8d1559cd8b2dd7bf3a0d481ba2e6afe39be9bc";
+pub(crate) const COMMIT_D: &str = "f56348e23959f201614353d63104261fe5111700";
 
-fn golden() -> PathBuf {
+pub(crate) fn golden() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("t/fixtures/golden-lake")
 }
 
@@ -177,22 +177,22 @@ fn pipe(t: &TestEnv, args: &[&str], input: &[u8]) -> String {
 // from the documented rules; each unreadable one pins the refusal.
 
 /// The parent edge vectors name: a root whose record is `{"message": "p"}`.
-const P: &str = "e0000000-0000-4000-8000-000000000000";
-const COMMIT_P: &str = "3053e32c4e89293eb13b3c830e453932b41b67d3";
+pub(crate) const P: &str = "e0000000-0000-4000-8000-000000000000";
+pub(crate) const COMMIT_P: &str = "3053e32c4e89293eb13b3c830e453932b41b67d3";
 
 /// A readable edge vector: its inputs, what the rules make of them, and its pinned commit.
-struct Readable {
-    name: &'static str,
-    id: &'static str,
-    record: Vec<u8>,
-    dataset: Option<&'static [u8]>,
+pub(crate) struct Readable {
+    pub(crate) name: &'static str,
+    pub(crate) id: &'static str,
+    pub(crate) record: Vec<u8>,
+    pub(crate) dataset: Option<&'static [u8]>,
     /// Version IDs (`P` only), in commit order.
-    parents: &'static [&'static str],
-    ident: &'static str,
-    time: u64,
+    pub(crate) parents: &'static [&'static str],
+    pub(crate) ident: &'static str,
+    pub(crate) time: u64,
     /// The message before the trailer.
-    message: &'static str,
-    commit: &'static str,
+    pub(crate) message: &'static str,
+    pub(crate) commit: &'static str,
 }
 
 /// `{"message": "<message>", "x": ...}` nested `levels` deep in all, the top object included.
@@ -206,7 +206,7 @@ fn nested(levels: usize, message: &str) -> Vec<u8> {
     .into_bytes()
 }
 
-fn readable_vectors() -> Vec<Readable> {
+pub(crate) fn readable_vectors() -> Vec<Readable> {
     let r = |s: &str| s.as_bytes().to_vec();
     vec![
         Readable {
@@ -587,7 +587,7 @@ fn golden_edge_vectors_map_to_pinned_commits() {
 }
 
 /// Unreadable records: (name, version.json bytes, what the refusal says after `version <id>: `).
-fn unreadable_vectors() -> Vec<(&'static str, Vec<u8>, &'static str)> {
+pub(crate) fn unreadable_vectors() -> Vec<(&'static str, Vec<u8>, &'static str)> {
     let r = |s: &str| s.as_bytes().to_vec();
     let mut deep_replaced = b"{\"x\": ".to_vec();
     deep_replaced.extend_from_slice(&nested(127, "")[..]);

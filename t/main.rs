@@ -18,6 +18,7 @@ mod hardening_push;
 mod hardening_read;
 mod integrity;
 mod manual;
+mod mapping_vectors;
 mod packs;
 mod push;
 mod read;
