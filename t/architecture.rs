@@ -685,3 +685,34 @@ fn no_layer_is_reached_through_a_public_field() {
         wrong.join("\n")
     );
 }
+
+/// A file of `t/` no `mod` line names is never compiled: its tests would silently not run.
+#[test]
+fn every_file_of_t_is_compiled_into_the_test_binary() {
+    let t = root().join("t");
+    let mut missing = Vec::new();
+    for file in rust_files(&t) {
+        let rel = file.strip_prefix(&t).unwrap();
+        let folder = rel.parent().unwrap_or(Path::new(""));
+        let name = rel.file_stem().unwrap().to_string_lossy().to_string();
+        let parent = match folder.as_os_str().is_empty() {
+            true if name == "main" => continue,
+            true => t.join("main.rs"),
+            false if name == "mod" => continue,
+            false => t.join(folder).join("mod.rs"),
+        };
+        let text = std::fs::read_to_string(&parent).unwrap_or_default();
+        let declared = code_lines(&text).any(|l| {
+            let l = l.trim();
+            let l = l.strip_prefix("pub ").unwrap_or(l);
+            l == format!("mod {name};")
+        });
+        if !declared {
+            missing.push(rel.display().to_string());
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "files of t/ no mod line names: {missing:?}"
+    );
+}
