@@ -159,12 +159,29 @@ impl Reading {
         }
     }
 
-    fn keep(&self, kind: Kind, data: &[u8]) -> ObjectId {
-        let id = object_id(kind, data);
+    /// Hashes one of version `v`'s files (`what`) into a blob, into the pack if one is written.
+    fn keep_blob(&self, v: &VersionId, what: &str, data: &[u8]) -> Result<ObjectId, LakeError> {
+        let id = object_id(Kind::Blob, data).map_err(|e| self.collision(v, what, e))?;
         if let Some(sink) = &self.sink {
-            sink.add(kind, id, data);
+            sink.add(Kind::Blob, id, data);
         }
-        id
+        Ok(id)
+    }
+
+    /// An object already made, into the pack if one is written.
+    fn keep_object(&self, object: &mapping::Object) {
+        if let Some(sink) = &self.sink {
+            sink.add(object.kind, object.id, &object.data);
+        }
+    }
+
+    /// Version `v` refused: one of its objects (made from `what`) is a collision attack.
+    fn collision(&self, v: &VersionId, what: &str, e: mapping::Collision) -> LakeError {
+        LakeError::BadVersion {
+            lake: self.lake.name(),
+            version: v.clone(),
+            why: format!("{what}: {e}"),
+        }
     }
 
     /// Reads a version's record, and its `dataset.json` too if `with_dataset`, concurrently.
@@ -184,7 +201,7 @@ impl Reading {
             return Ok(None);
         };
         summary.dataset_blob = dataset?;
-        self.make_tree(&mut summary);
+        self.make_tree(id, &mut summary)?;
         Ok(Some(summary))
     }
 
@@ -197,8 +214,9 @@ impl Reading {
         record_blob: ObjectId,
     ) -> Result<DatasetAndTree, LakeError> {
         let dataset = self.dataset(id).await?;
-        let tree = mapping::tree_object(dataset, record_blob);
-        self.keep(Kind::Tree, &tree.data);
+        let tree = mapping::tree_object(dataset, record_blob)
+            .map_err(|e| self.collision(id, "its tree", e))?;
+        self.keep_object(&tree);
         Ok(DatasetAndTree {
             dataset,
             tree: tree.id,
@@ -245,7 +263,7 @@ impl Reading {
                 &self.lake.config().signers,
             ))
         });
-        let record_blob = self.keep(Kind::Blob, &raw.bytes);
+        let record_blob = self.keep_blob(id, "version.json", &raw.bytes)?;
         let tail = mapping::commit_tail(id, &record);
         let tail = self.keep_tail(tail);
         let sha256 = match (self.digests, record.sha256) {
@@ -287,16 +305,19 @@ impl Reading {
             .dataset_held(id)
             .await
             .map_err(|e| self.store_err(e))?;
-        Ok(held.map(|h| self.keep(Kind::Blob, &h.bytes)))
+        held.map(|h| self.keep_blob(id, "dataset.json", &h.bytes))
+            .transpose()
     }
 
-    /// Makes the tree of a version whose blobs are known (into the pack, if one is written).
-    fn make_tree(&self, s: &mut Summary) {
+    /// Makes the tree of version `v`, whose blobs are known (into the pack, if one is written).
+    fn make_tree(&self, v: &VersionId, s: &mut Summary) -> Result<(), LakeError> {
         if let (Some(dataset), None) = (s.dataset_blob, s.tree) {
-            let tree = mapping::tree_object(dataset, s.record_blob);
-            self.keep(Kind::Tree, &tree.data);
+            let tree = mapping::tree_object(dataset, s.record_blob)
+                .map_err(|e| self.collision(v, "its tree", e))?;
+            self.keep_object(&tree);
             s.tree = Some(tree.id);
         }
+        Ok(())
     }
 
     /// Runs `f`, which builds commits one after the other with [`InOrder::build`], while a
@@ -348,7 +369,7 @@ impl Reading {
             why,
         };
         let mut s = s;
-        self.make_tree(&mut s);
+        self.make_tree(id, &mut s)?;
         let Some(tree) = s.tree else {
             return Err(bad(
                 "dataset.json was not read (a bug in git-remote-fdl)".into()
@@ -360,6 +381,7 @@ impl Reading {
                 self.tails_kept
                     .fetch_sub(sub, std::sync::atomic::Ordering::Relaxed);
                 mapping::commit_object(&tree, parents, tail)
+                    .map_err(|e| self.collision(id, "its commit", e))?
             }
             Tail::Spilled(at) => {
                 let tail = self
@@ -367,6 +389,7 @@ impl Reading {
                     .get(*at)
                     .map_err(|e| bad(format!("cannot read back its commit message: {e}")))?;
                 mapping::commit_object(&tree, parents, &tail)
+                    .map_err(|e| self.collision(id, "its commit", e))?
             }
         };
         let built = BuiltVersion {

@@ -418,10 +418,10 @@ mod tests {
     fn gix_reads_the_pack_and_index_back() {
         let big: Vec<u8> = (0..1_000_000u32).flat_map(|i| i.to_le_bytes()).collect();
         let objects = vec![
-            Object::new(Kind::Blob, &b""[..]),
-            Object::new(Kind::Blob, &b"small"[..]),
-            Object::new(Kind::Blob, big.clone()),
-            Object::new(Kind::Tree, &b""[..]),
+            Object::new(Kind::Blob, &b""[..]).unwrap(),
+            Object::new(Kind::Blob, &b"small"[..]).unwrap(),
+            Object::new(Kind::Blob, big.clone()).unwrap(),
+            Object::new(Kind::Tree, &b""[..]).unwrap(),
         ];
         let dir = tempfile::tempdir().unwrap();
         let tmp = dir.path().join("tmp.pack");

@@ -102,7 +102,8 @@ pub fn verify(
         &record,
         dataset.map(Into::into),
         &parent_commits,
-    );
+    )
+    .map_err(|e| e.to_string())?;
     match made.commit.id == packed.commit {
         true => Ok(record.parents),
         false => Err("its commit is not what mapping v1 makes of its files".into()),
