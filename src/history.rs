@@ -160,6 +160,10 @@ impl Walk<'_> {
         under_way: Option<ListingUnderWay>,
     ) -> Result<WalkRead, LakeError> {
         let under_way = under_way.filter(|_| self.newest_known.is_none());
+        let (under_way, under_way_unlisted) = match self.reading.lake().can_list() {
+            true => (under_way, None),
+            false => (None, under_way),
+        };
         let mut st = State {
             data: HashMap::new(),
             named_by: HashMap::new(),
@@ -200,6 +204,23 @@ impl Walk<'_> {
             frontier.extend(unlisted);
             frontier.sort();
             frontier.dedup();
+        }
+        // A store that cannot list, whose pack records named the versions (a clone over plain
+        // HTTP): they are read at once, and the walk goes on from there for what they missed.
+        if !frontier.is_empty() && !self.reading.lake().can_list() {
+            if let Some(under_way) = under_way_unlisted {
+                let named = self.taken(under_way).await?;
+                let tips_first = std::mem::take(&mut frontier);
+                self.read_found(&mut st, named, false).await;
+                let unnamed: Vec<VersionId> = tips_first
+                    .into_iter()
+                    .filter(|v| !st.data.contains_key(v))
+                    .collect();
+                frontier = self.next_frontier(&mut st);
+                frontier.extend(unnamed);
+                frontier.sort();
+                frontier.dedup();
+            }
         }
         let mut rounds = 0;
         while !frontier.is_empty() {

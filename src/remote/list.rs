@@ -144,7 +144,9 @@ impl Remote {
         for_push: bool,
     ) -> Result<Listing, RemoteError> {
         let packs = self.pack_list_early(for_push);
-        let listing = self.list_everything_early(for_push, packs.as_ref().map(|p| p.tags()));
+        let listing = self
+            .list_everything_early(for_push, packs.as_ref().map(|p| p.tags()))
+            .or_else(|| self.versions_of_records(for_push));
         let ReadRefs {
             head,
             refs,

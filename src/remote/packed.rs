@@ -1,9 +1,13 @@
 //! The lake's own packs on a clone ([`crate::packs`]): `git-packs/list.json` read beside the
 //! ref files, and, if it names packs, the versions they hold taken once checked, before the
 //! walk reads the others. The listing of every version a clone starts anyway keeps its ETags
-//! for the check, so that `versions/` is listed once.
+//! for the check, so that `versions/` is listed once. Where the store cannot list (plain HTTP)
+//! and the packs are not trusted, their records still name the versions to read: all at once,
+//! each read and mapped as without packs, instead of a generation per round trip.
 
 use std::collections::HashMap;
+
+use futures::StreamExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -50,7 +54,52 @@ impl EarlyTags {
     }
 }
 
+/// Records read at once at most.
+const RECORDS_IN_FLIGHT: usize = 32;
+
 impl Remote {
+    /// Where nothing is known of the lake (a clone) and the store cannot list, the versions
+    /// the lake's pack records name, as a listing would give them: the walk reads them all at
+    /// once. Only their IDs are taken (each version is read and mapped as without packs, and a
+    /// named version the lake lacks is passed over as a listed one in progress is); versions
+    /// no record names (newer than the last `pack`) are found by the walk as before. A list or
+    /// record that cannot be read names nothing.
+    pub(super) fn versions_of_records(&self, for_push: bool) -> Option<ListingUnderWay> {
+        let lake = &self.lake;
+        let index = !lake.can_list() && !lake.is_local() && !self.trust_packs;
+        if for_push || !self.knows_nothing() || !index {
+            return None;
+        }
+        let lake = self.lake.clone();
+        Some(ListingUnderWay(tokio::spawn(async move {
+            let Ok(Some(list)) = lake.pack_list().await else {
+                return Ok(Vec::new());
+            };
+            let mut names = crate::packs::parse_list(&list.bytes).unwrap_or_default();
+            names.sort();
+            names.dedup();
+            let records = futures::stream::iter(names)
+                .map(|name| {
+                    let lake = lake.clone();
+                    async move {
+                        let raw = lake.pack_record(&name).await.ok()??;
+                        crate::packs::parse_record(&name, &raw).ok()
+                    }
+                })
+                .buffer_unordered(RECORDS_IN_FLIGHT)
+                .collect::<Vec<_>>()
+                .await;
+            let mut ids: Vec<VersionId> = records
+                .into_iter()
+                .flatten()
+                .flat_map(|r| r.versions.into_iter().map(|v| v.id))
+                .collect();
+            ids.sort();
+            ids.dedup();
+            Ok(ids.into_iter().map(|v| (v, None)).collect())
+        })))
+    }
+
     /// Where nothing is known of the lake (a clone) and it is read into a repository from a
     /// store that lists (or whose packs the user trusts), the list of packs is read while the
     /// ref files are.
