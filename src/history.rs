@@ -205,22 +205,8 @@ impl Walk<'_> {
             frontier.sort();
             frontier.dedup();
         }
-        // A store that cannot list, whose pack records named the versions (a clone over plain
-        // HTTP): they are read at once, and the walk goes on from there for what they missed.
-        if !frontier.is_empty() && !self.reading.lake().can_list() {
-            if let Some(under_way) = under_way_unlisted {
-                let named = self.taken(under_way).await?;
-                let tips_first = std::mem::take(&mut frontier);
-                self.read_found(&mut st, named, false).await;
-                let unnamed: Vec<VersionId> = tips_first
-                    .into_iter()
-                    .filter(|v| !st.data.contains_key(v))
-                    .collect();
-                frontier = self.next_frontier(&mut st);
-                frontier.extend(unnamed);
-                frontier.sort();
-                frontier.dedup();
-            }
+        if let Some(under_way) = under_way_unlisted.filter(|_| !frontier.is_empty()) {
+            frontier = self.read_named(&mut st, under_way, frontier).await?;
         }
         let mut rounds = 0;
         while !frontier.is_empty() {
@@ -243,6 +229,25 @@ impl Walk<'_> {
             data: st.data,
             named_by: st.named_by,
         })
+    }
+
+    /// On a store that cannot list, the versions the lake's pack records named (a clone over
+    /// plain HTTP), read at once; returns what the walk goes on with: the parents they miss,
+    /// and the tips of `frontier` they did not name.
+    async fn read_named(
+        &self,
+        st: &mut State,
+        under_way: ListingUnderWay,
+        frontier: Vec<VersionId>,
+    ) -> Result<Vec<VersionId>, LakeError> {
+        let named = self.taken(under_way).await?;
+        self.read_found(st, named, false).await;
+        let unnamed = frontier.into_iter().filter(|v| !st.data.contains_key(v));
+        let mut next: Vec<VersionId> = unnamed.collect();
+        next.extend(self.next_frontier(st));
+        next.sort();
+        next.dedup();
+        Ok(next)
     }
 
     /// The versions a listing under way finds.
