@@ -533,7 +533,7 @@ async fn open_remote(
         .unwrap_or_default();
     let cache = root.zip(remembered.lake_id.clone()).map(|(root, id)| {
         let id = Some(id.as_str()).filter(|i| !i.is_empty());
-        Cache::open(&root, &url_text, id, remembered)
+        Cache::open(&root, &url_text, id, remembered).inside(repo.as_ref().map(|r| r.git_dir()))
     });
     // Where a round trip takes time, the commits file is read meanwhile (and left unread if
     // every ref turns out known); a folder answers at once, so it is read only if needed.

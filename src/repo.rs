@@ -264,7 +264,6 @@ impl Repo {
         // after: a crash leaves a whole pack or none, never a name for half of one. A kept pack
         // is checked again before a fetch installs it (`pack::check_kept`).
         let kept = (|| -> std::io::Result<()> {
-            std::fs::create_dir_all(dir)?;
             let tmp = dir.join(format!("tmp_{name}.idx"));
             let mut f = std::fs::File::create(&tmp)?;
             f.write_all(&pack.index)?;

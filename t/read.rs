@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use crate::support::{parse_ls_remote, vid, LakeBuilder, TestEnv};
+use crate::support::{parse_ls_remote, vid, LakeBuilder, TestEnv, Where};
 
 /// main: 1-2-3, tag v1 at 1, branch team/etl at 2.
 fn small_lake() -> LakeBuilder {
@@ -611,4 +611,39 @@ fn stderr_of_ok(t: &TestEnv, cwd: &str, args: &[&str]) -> String {
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "git {args:?}:\n{err}");
     err
+}
+
+/// Whether a helper serving `url` still runs (`/proc`: every process's command line).
+fn helper_runs_for(url: &str) -> bool {
+    let bare = url.trim_start_matches("fdl::");
+    std::fs::read_dir("/proc").unwrap().flatten().any(|p| {
+        let cmdline = std::fs::read(p.path().join("cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline);
+        cmdline.contains("git-remote-fdl") && cmdline.contains(bare)
+    })
+}
+
+/// `git clone --branch nope` fails as Git does and Git removes the folder; the helper, ending
+/// after Git, must not make it again (issue 30, item 12), so that the clone can be retried.
+#[test]
+fn a_failed_clone_leaves_no_folder_and_can_be_retried() {
+    for place in [Where::Local, Where::S3, Where::Gcs, Where::Azure] {
+        let mut t = TestEnv::new();
+        let lake = t.lake_at(place, "lake", &small_lake());
+        let err = t.fails(".", &["clone", "--branch", "nope", &lake.url, "c"]);
+        assert!(
+            err.contains("fatal: Remote branch nope not found in upstream origin"),
+            "{place:?}: {err}"
+        );
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while helper_runs_for(&lake.url) && std::time::Instant::now() < deadline {
+            std::thread::yield_now();
+        }
+        assert!(
+            !helper_runs_for(&lake.url),
+            "{place:?}: the helper still runs"
+        );
+        assert!(!t.path("c").exists(), "{place:?}: c was made again");
+        t.ok(".", &["clone", "-q", &lake.url, "c"]);
+    }
 }

@@ -12,6 +12,29 @@ pub fn root_for(git_dir: Option<&Path>) -> Option<PathBuf> {
     }
 }
 
+/// Makes `dir` and the folders between it and `anchor`, never `anchor` itself: a repository's
+/// cache is made only inside its `$GIT_DIR`, which Git removes when a clone fails while the
+/// helper may still be ending (each folder is made on its own, so a gone `$GIT_DIR` is never
+/// made again). Without an anchor (the user's cache), every missing folder is made.
+pub(crate) fn make_dir(dir: &Path, anchor: Option<&Path>) -> bool {
+    let Some(anchor) = anchor else {
+        return std::fs::create_dir_all(dir).is_ok();
+    };
+    let Ok(below) = dir.strip_prefix(anchor) else {
+        return false;
+    };
+    let mut at = anchor.to_path_buf();
+    for part in below.components() {
+        at.push(part);
+        match std::fs::create_dir(&at) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(_) => return false,
+        }
+    }
+    at.is_dir()
+}
+
 /// A cache file larger than this is damaged (a commits file holds about a hundred bytes a
 /// version, ten million versions in this much): it is passed over, as a missing one is.
 pub(super) const CACHE_FILE_LIMIT: u64 = 1 << 30;

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
 use super::commits::{Commits, HEADER};
-use super::files::{open_regular, replace_with};
+use super::files::{make_dir, open_regular, replace_with};
 use super::lines::push_line;
 use super::refs_file::{key, refs_path, remembered, write_refs_file, Remembered};
 use crate::lake::VersionId;
@@ -17,6 +17,9 @@ use crate::mapping::ObjectId;
 pub struct Cache {
     dir: PathBuf,
     refs_path: PathBuf,
+    /// The repository's `$GIT_DIR` the cache is kept in, which it never makes
+    /// ([`super::files::make_dir`]); `None` for the user's cache.
+    anchor: Option<PathBuf>,
     /// `fdl.json`'s `id` of the lake this cache is of (empty: the lake has none).
     lake_id: String,
     /// Whether the commits file was read into `entries` and `parents` ([`Cache::load_commits`]).
@@ -40,7 +43,14 @@ pub struct Cache {
 impl Cache {
     /// The cache for the lake at `lake_url` (with `fdl.json`'s `id`, if any) in `git_dir`.
     pub fn load(git_dir: &Path, lake_url: &str, lake_id: Option<&str>) -> Cache {
-        Cache::load_under(&git_dir.join("fdl"), lake_url, lake_id)
+        Cache::load_under(&git_dir.join("fdl"), lake_url, lake_id).inside(Some(git_dir))
+    }
+
+    /// The cache kept in the repository at `git_dir` (`None`: the user's): written only while
+    /// that `$GIT_DIR` exists.
+    pub fn inside(mut self, git_dir: Option<&Path>) -> Cache {
+        self.anchor = git_dir.map(Path::to_path_buf);
+        self
     }
 
     /// The cache for a lake in `root`, one folder a lake (keyed by its URL and `id`): a
@@ -68,6 +78,7 @@ impl Cache {
         Cache {
             dir: root.join(key(&format!("{lake_url}\n{}", lake_id.unwrap_or("")))),
             refs_path: refs_path(root, lake_url),
+            anchor: None,
             lake_id: lake_id.unwrap_or("").to_string(),
             loaded: false,
             entries: HashMap::new(),
@@ -183,6 +194,13 @@ impl Cache {
         self.dir.join("packs")
     }
 
+    /// [`Cache::kept_packs_dir`], made if missing; `None` if it cannot be (its `$GIT_DIR` is
+    /// gone: nothing is kept for a repository that is no more).
+    pub fn made_kept_packs_dir(&self) -> Option<PathBuf> {
+        let dir = self.kept_packs_dir();
+        make_dir(&dir, self.anchor.as_deref()).then_some(dir)
+    }
+
     /// The indexes of the packs waiting there.
     pub fn kept_packs(&self) -> Vec<PathBuf> {
         let Ok(entries) = std::fs::read_dir(self.kept_packs_dir()) else {
@@ -235,7 +253,7 @@ impl Cache {
         if (self.pending.is_empty() && !self.rewrite) && !self.refs_changed {
             return;
         }
-        if std::fs::create_dir_all(&self.dir).is_err() {
+        if !make_dir(&self.dir, self.anchor.as_deref()) {
             return;
         }
         if self.rewrite {
@@ -250,7 +268,9 @@ impl Cache {
                 self.pending.clear();
             }
         }
+        let refs_dir = self.refs_path.parent().unwrap_or(Path::new("."));
         if self.refs_changed
+            && make_dir(refs_dir, self.anchor.as_deref())
             && write_refs_file(&self.refs_path, &self.refs, &self.tips, &self.lake_id)
         {
             self.refs_changed = false;

@@ -112,6 +112,5 @@ pub(super) fn write_refs_file(
     lines.sort();
     lines.push(format!("{ID_LINE} {lake_id}"));
     let lines = with_checksums(&lines);
-    let root = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(root).is_ok() && replace(path, REFS_HEADER, &lines)
+    replace(path, REFS_HEADER, &lines)
 }

@@ -52,7 +52,13 @@ impl Remote {
     pub fn end(&mut self) {
         let writer = self.sink.take().and_then(|s| s.take());
         if let (Some(w), Some(repo), Some(cache)) = (writer, &self.repo, &self.cache) {
-            let _ = repo.keep_pack(w, &cache.kept_packs_dir());
+            match cache.made_kept_packs_dir() {
+                Some(dir) => {
+                    let _ = repo.keep_pack(w, &dir);
+                }
+                // Its repository is gone (a clone Git gave up): the unfinished pack goes.
+                None => drop(w),
+            }
         }
     }
 }
@@ -103,8 +109,10 @@ impl Remote {
         // the refs and what is new.
         let (url, id) = (lake.name(), lake.config().id.clone());
         let root = crate::cache::root_for(repo.as_ref().map(|r| r.git_dir()));
-        let cache =
-            opened.or_else(|| root.map(|root| Cache::load_under(&root, &url, id.as_deref())));
+        let git_dir = repo.as_ref().map(|r| r.git_dir());
+        let cache = opened.or_else(|| {
+            root.map(|root| Cache::load_under(&root, &url, id.as_deref()).inside(git_dir))
+        });
         let remote = Remote {
             lake,
             repo,
