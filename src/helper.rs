@@ -223,6 +223,10 @@ impl<W: Write> Session<W> {
             }
         }
         let reply = self.options.set(name, value, true);
+        if name == "pushcert" && reply == crate::protocol::OptionReply::Ok {
+            // Git's own words where the receiving end takes no certificates.
+            warn!("warning: not sending a push certificate since the receiving end does not support --signed push");
+        }
         self.out.send(&reply.line())
     }
 

@@ -575,3 +575,36 @@ fn a_lock_left_on_refs_json_is_explained_and_the_push_still_succeeds() {
     );
     assert!(t.path("lake/refs/tags/locked-out").exists());
 }
+
+/// `push.gpgSign=if-asked` (a common global setting) and `--signed=if-asked` push unsigned, with
+/// the warning Git's own transports give where the receiving end takes no certificates;
+/// `--signed` is refused before anything is written (issue 30, item 13).
+#[test]
+fn a_push_signed_if_asked_pushes_unsigned_as_to_a_bare_repository() {
+    let (t, lake) = setup(Where::Local);
+    t.ok(".", &["init", "-q", "--bare", "bare.git"]);
+    let warning = "warning: not sending a push certificate since the receiving end does not support --signed push";
+    for (args, dst) in [
+        (vec!["push", "--signed=if-asked"], "refs/heads/a"),
+        (vec!["-c", "push.gpgSign=if-asked", "push"], "refs/heads/b"),
+    ] {
+        for remote in ["origin", "../bare.git"] {
+            let mut args = args.clone();
+            let spec = format!("v1:{dst}");
+            args.extend([remote, spec.as_str()]);
+            let out = t.git("work", &args);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{remote} {args:?}: {stderr}");
+            assert!(stderr.contains(warning), "{remote}: {stderr}");
+            assert!(stderr.contains("* [new branch]"), "{remote}: {stderr}");
+        }
+        assert_eq!(lake.read(dst).unwrap().trim(), vid(2));
+    }
+    let err = t.fails("work", &["push", "--signed", "origin", "v1:refs/heads/c"]);
+    assert!(
+        err.contains("fatal: helper fdl does not support --signed"),
+        "{err}"
+    );
+    assert_eq!(lake.read("refs/heads/c"), None);
+    assert_refs_json_matches(&lake);
+}

@@ -291,6 +291,10 @@ impl Options {
             "atomic" if push => set_bool(&mut self.atomic),
             // Push options mean nothing to a lake; saying so lets Git refuse them clearly.
             "push-option" => OptionReply::Unsupported,
+            // A lake takes no push certificates. `--signed=if-asked` (push.gpgSign=if-asked)
+            // pushes unsigned, as Git's own transports do where the receiving end takes none;
+            // `--signed` is refused (Git dies on "unsupported").
+            "pushcert" if push && value == "if-asked" => OptionReply::Ok,
             "cas" if push => {
                 let v = unquote(value);
                 match v.split_once(':') {
@@ -447,6 +451,8 @@ mod tests {
             o.set("object-format", "sha256", false),
             OptionReply::Error(_)
         ));
+        assert_eq!(o.set("pushcert", "if-asked", true), OptionReply::Ok);
+        assert_eq!(o.set("pushcert", "true", true), OptionReply::Unsupported);
         assert_eq!(o.set("cas", "\"refs/heads/x:abc\"", true), OptionReply::Ok);
         assert_eq!(o.cas[0], ("refs/heads/x".to_string(), "abc".to_string()));
         assert_eq!(unquote("\"a\\\"b\\\\c\\101\""), "a\"b\\cA");
