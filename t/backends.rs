@@ -79,6 +79,21 @@ fn read_path_azure() {
 }
 
 #[test]
+fn read_path_seaweedfs() {
+    read_path(Where::SeaweedFs)
+}
+
+#[test]
+fn racing_pushes_seaweedfs() {
+    crate::reliability::race(Where::SeaweedFs)
+}
+
+#[test]
+fn push_killed_between_ref_and_refs_json_seaweedfs() {
+    crate::reliability::crash(Where::SeaweedFs)
+}
+
+#[test]
 fn racing_pushes_gcs() {
     crate::reliability::race(Where::Gcs)
 }
@@ -376,6 +391,14 @@ fn s3_deletes_on_condition() {
 }
 
 #[test]
+fn seaweedfs_deletes_on_condition() {
+    assert!(
+        delete_is_conditional(Where::SeaweedFs),
+        "SeaweedFS ignored If-Match on DELETE"
+    );
+}
+
+#[test]
 fn azure_deletes_on_condition() {
     assert!(
         delete_is_conditional(Where::Azure),
@@ -470,6 +493,11 @@ fn ranges_list_in_pages_s3() {
 #[test]
 fn ranges_list_in_pages_gcs() {
     ranges_list_in_pages(Where::Gcs)
+}
+
+#[test]
+fn ranges_list_in_pages_seaweedfs() {
+    ranges_list_in_pages(Where::SeaweedFs)
 }
 
 #[test]

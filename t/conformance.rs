@@ -40,6 +40,13 @@ fn s3_on_moto_meets_put_opts() {
 }
 
 #[test]
+fn s3_on_seaweedfs_meets_put_opts() {
+    let bucket = fresh_bucket(Where::SeaweedFs);
+    let store: Arc<dyn ObjectStore> = cloud(Where::SeaweedFs).unwrap().store(&bucket);
+    block_on(put_opts(store.as_ref(), true));
+}
+
+#[test]
 fn gcs_on_fake_gcs_server_meets_put_opts() {
     let bucket = fresh_bucket(Where::Gcs);
     let store: Arc<dyn ObjectStore> = cloud(Where::Gcs).unwrap().store(&bucket);
@@ -227,6 +234,11 @@ mod helper_store {
     #[test]
     fn s3_on_moto() {
         conformance(Where::S3);
+    }
+
+    #[test]
+    fn s3_on_seaweedfs() {
+        conformance(Where::SeaweedFs);
     }
 
     #[test]

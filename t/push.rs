@@ -51,6 +51,9 @@ macro_rules! on_both {
         mod azure {
             $( #[test] fn $name() { super::$name(crate::support::Where::Azure) } )*
         }
+        mod seaweedfs {
+            $( #[test] fn $name() { super::$name(crate::support::Where::SeaweedFs) } )*
+        }
     };
 }
 

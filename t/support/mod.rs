@@ -12,6 +12,7 @@ pub mod lake;
 pub mod moto;
 pub mod recorder;
 pub mod s3lite;
+pub mod seaweedfs;
 pub mod wire;
 
 use std::path::{Path, PathBuf};
@@ -167,6 +168,8 @@ pub enum Where {
     S3,
     Gcs,
     Azure,
+    /// S3 on SeaweedFS, the second S3-compatible server (`seaweedfs.rs`).
+    SeaweedFs,
 }
 
 /// A lake written for a test, with a way to look at its files directly.
