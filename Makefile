@@ -15,10 +15,16 @@ export AZURITE_BLOB := $(abspath $(AZURITE))
 export DUCKDB_PYTHON := $(abspath $(VENV)/bin/python)
 export SEAWEEDFS_WEED := $(abspath $(VENV)/bin/weed)
 
-.PHONY: test bench example install lint ssh-keygen
+.PHONY: test test-ceph bench example install lint ssh-keygen
 
 test: $(MOTO) $(FAKE_GCS) $(SEAWEEDFS) $(DUCKDB) $(AZURITE) ssh-keygen
 	cargo test --locked
+
+# Ceph RGW 20.2 and 16.2, each in a debootstrap chroot under target/ceph/ (root; the first run
+# downloads about 800 MB a release and takes minutes), and the RGW tests run on each: see
+# t/ceph/run.sh. Not part of `make test`, which needs no root.
+test-ceph: $(MOTO)
+	t/ceph/run.sh
 
 # The issue-8 set: folder figures at 10k and 100k versions, the delay table for 2k and 10k
 # versions at 0, 20 and 50 ms, and a 100k-version lake at 30 ms. Override any of them, e.g.

@@ -94,6 +94,34 @@ fn push_killed_between_ref_and_refs_json_seaweedfs() {
 }
 
 #[test]
+#[ignore = "needs Ceph RGW: make test-ceph"]
+fn read_path_rgw() {
+    read_path(Where::Rgw)
+}
+
+#[test]
+#[ignore = "needs Ceph RGW: make test-ceph"]
+fn racing_pushes_rgw() {
+    crate::reliability::race(Where::Rgw)
+}
+
+#[test]
+#[ignore = "needs Ceph RGW: make test-ceph"]
+fn push_killed_between_ref_and_refs_json_rgw() {
+    crate::reliability::crash(Where::Rgw)
+}
+
+/// RGW 20 decides `If-Match` on DELETE; RGW 16 ignores it (the helper's check before the
+/// delete is then all there is, as the manual says).
+#[test]
+#[ignore = "needs Ceph RGW: make test-ceph"]
+fn rgw_deletes_on_condition_from_release_20() {
+    let honoured = delete_is_conditional(Where::Rgw);
+    let release = &crate::support::rgw::rgw().release;
+    assert_eq!(honoured, release != "16", "RGW {release}");
+}
+
+#[test]
 fn racing_pushes_gcs() {
     crate::reliability::race(Where::Gcs)
 }

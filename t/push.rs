@@ -54,6 +54,9 @@ macro_rules! on_both {
         mod seaweedfs {
             $( #[test] fn $name() { super::$name(crate::support::Where::SeaweedFs) } )*
         }
+        mod rgw {
+            $( #[test] #[ignore = "needs Ceph RGW: make test-ceph"] fn $name() { super::$name(crate::support::Where::Rgw) } )*
+        }
     };
 }
 

@@ -293,3 +293,34 @@ fn a_refs_json_refused_on_an_unchanged_etag_is_said_to_be_a_store_that_ignores_i
     // The check's PUTs, the tag, and refs.json ten times.
     assert!(server.counts().puts <= 20, "{:?}", server.counts());
 }
+
+/// `doctor` on Ceph RGW (`make test-ceph`): RGW 20 honours every check; RGW 16 takes the
+/// current ETag only unquoted (which the helper then sends) and ignores `If-Match` on DELETE,
+/// and pushes are safe there all the same.
+#[test]
+#[ignore = "needs Ceph RGW: make test-ceph"]
+fn doctor_on_ceph_rgw() {
+    let mut t = TestEnv::new();
+    let at = t.lake_at(Where::Rgw, "doctor", &lake());
+    let out = helper(&t, ".", &["doctor", &at.url]);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let release = &crate::support::rgw::rgw().release;
+    eprintln!("RGW {release}:\n{stdout}");
+    assert!(out.status.success(), "{stdout}");
+    let current = if release == "16" {
+        "  PUT If-Match: <the current ETag>             taken only with the ETag unquoted"
+    } else {
+        "  PUT If-Match: <the current ETag>             taken: honoured"
+    };
+    for line in [
+        "  PUT If-None-Match: * over an existing key    refused: honoured",
+        current,
+        "  PUT If-Match: <a stale ETag>                 refused: honoured",
+        "verdict: pushes are safe here",
+    ] {
+        assert!(
+            stdout.contains(line),
+            "RGW {release}: no {line:?} in\n{stdout}"
+        );
+    }
+}

@@ -29,6 +29,7 @@ pub fn cloud(place: Where) -> Option<&'static dyn Cloud> {
         Where::Gcs => Some(super::gcs::gcs()),
         Where::Azure => Some(super::azurite::azurite()),
         Where::SeaweedFs => Some(super::seaweedfs::seaweedfs()),
+        Where::Rgw => Some(super::rgw::rgw()),
     }
 }
 

@@ -11,6 +11,7 @@ pub mod http;
 pub mod lake;
 pub mod moto;
 pub mod recorder;
+pub mod rgw;
 pub mod s3lite;
 pub mod seaweedfs;
 pub mod wire;
@@ -170,6 +171,8 @@ pub enum Where {
     Azure,
     /// S3 on SeaweedFS, the second S3-compatible server (`seaweedfs.rs`).
     SeaweedFs,
+    /// S3 on Ceph RGW, started by `make test-ceph` only (`rgw.rs`).
+    Rgw,
 }
 
 /// A lake written for a test, with a way to look at its files directly.
