@@ -324,3 +324,75 @@ fn doctor_on_ceph_rgw() {
         );
     }
 }
+
+/// A passed check is trusted for a day (`safety::RECHECK_AFTER`), then made again before the
+/// next write: the store behind an endpoint may have been replaced.
+#[test]
+fn a_passed_check_older_than_a_day_is_made_again_before_the_next_push() {
+    let (server, t) = served(Conditions::Honoured, "expires");
+    let tip = t.ok("r.git", &["rev-parse", "main"]).trim().to_string();
+    t.ok(
+        "r.git",
+        &["push", "-q", "origin", &format!("{tip}:refs/tags/t1")],
+    );
+    let dir = t.path("home/.cache/git-remote-fdl/stores");
+    let files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    server.reset();
+    t.ok(
+        "r.git",
+        &["push", "-q", "origin", &format!("{tip}:refs/tags/t2")],
+    );
+    let remembered = server.counts().puts;
+    // Passed 25 hours ago.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    crate::hardening_caches::edit_cache_file(&files[0], |line| match line.strip_prefix("@at ") {
+        Some(_) => format!("@at {}", now - 25 * 3600),
+        None => line.to_string(),
+    });
+    server.reset();
+    t.ok(
+        "r.git",
+        &["push", "-q", "origin", &format!("{tip}:refs/tags/t3")],
+    );
+    assert_eq!(
+        server.counts().puts,
+        remembered + 4,
+        "{:?}",
+        server.counts()
+    );
+    // And remembered again.
+    server.reset();
+    t.ok(
+        "r.git",
+        &["push", "-q", "origin", &format!("{tip}:refs/tags/t4")],
+    );
+    assert_eq!(server.counts().puts, remembered);
+}
+
+/// A branch deleted between the push's listing and its compare-and-swap: the store answers
+/// the `If-Match` on a missing key 412 (SeaweedFS, s3lite; AWS answers 404, which object_store
+/// turns into the same "precondition failed"). It is "gone": the push is told the branch
+/// changed meanwhile, and nothing is created in its place.
+#[test]
+fn a_branch_deleted_before_its_compare_and_swap_is_gone_not_created_again() {
+    let (server, t) = served(Conditions::Honoured, "gone");
+    server.before_next_get("gone", "lake/refs.json", |objects| {
+        objects.remove("gone/lake/refs/heads/main");
+    });
+    let err = t.fails("r.git", &["push", "origin", "+main~1:refs/heads/main"]);
+    assert!(
+        err.contains(
+            " ! [remote rejected] main~1 -> main (another push changed this ref while this one \
+             ran; push again)"
+        ),
+        "{err}"
+    );
+    assert_eq!(server.get("gone", "lake/refs/heads/main"), None, "{err}");
+}
