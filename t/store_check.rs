@@ -396,3 +396,40 @@ fn a_branch_deleted_before_its_compare_and_swap_is_gone_not_created_again() {
     );
     assert_eq!(server.get("gone", "lake/refs/heads/main"), None, "{err}");
 }
+
+/// The check through a proxy that answers 503, resets connections, stalls past the timeout and
+/// loses the answers of writes that landed: each PUT is settled by reading the key back (and a
+/// refused retry of a write that should be taken, by its own bytes there), so a store that
+/// honours the conditions is never found not to, in eight checks of eight scratch keys.
+#[test]
+fn the_store_check_settles_lost_answers_and_retried_writes_through_injected_faults() {
+    let m = crate::support::moto::moto();
+    let proxy = crate::support::faults::start(&m.endpoint);
+    let mut t = TestEnv::new();
+    let lake = t.lake_at(Where::S3, "faulty-check", &lake());
+    t.set("AWS_ENDPOINT_URL", &proxy.endpoint);
+    t.ok(".", &["init", "-q", "--bare", "r.git"]);
+    t.ok("r.git", &["remote", "add", "origin", &lake.url]);
+    t.ok(
+        "r.git",
+        &["config", "--add", "remote.origin.fdlOption", "timeout=1s"],
+    );
+    for run in 0..8 {
+        let out = helper(&t, "r.git", &["doctor", "origin"]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            stdout.contains("verdict: pushes are safe here"),
+            "run {run}: {stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let c = &proxy.counters;
+    use std::sync::atomic::Ordering::SeqCst;
+    eprintln!(
+        "{} requests, {} lost answers, {} stalls",
+        c.requests.load(SeqCst),
+        c.lost_answers.load(SeqCst),
+        c.delayed.load(SeqCst)
+    );
+    assert!(c.lost_answers.load(SeqCst) > 0 && c.delayed.load(SeqCst) > 0);
+}

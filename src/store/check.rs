@@ -110,7 +110,7 @@ impl Store {
     pub async fn check_conditions(&self) -> Checks {
         let key = scratch_key();
         let mut left_behind = None;
-        let create = put_checked(self, &key, b"fdl store check 1", &WriteMode::Create).await;
+        let create = put_checked(self, &key, b"fdl store check 1", &WriteMode::Create, true).await;
         let first = match create {
             Written::Taken(t) => t,
             Written::Refused => {
@@ -121,7 +121,7 @@ impl Store {
             Written::Failed(why) => return failed_all(why),
         };
         let (create_only, current) =
-            match put_checked(self, &key, b"fdl store check 2", &WriteMode::Create).await {
+            match put_checked(self, &key, b"fdl store check 2", &WriteMode::Create, false).await {
                 Written::Refused => (Outcome::Honoured, first.clone()),
                 Written::Taken(t) => (Outcome::Ignored, t),
                 Written::Failed(why) => (Outcome::Failed(why), first.clone()),
@@ -137,6 +137,7 @@ impl Store {
             &key,
             b"fdl store check 4",
             &WriteMode::Update(stale.clone()),
+            false,
         )
         .await
         {
@@ -172,7 +173,7 @@ impl Store {
 /// A compare-and-swap with the current token: taken, or taken only unquoted (Ceph RGW 16).
 async fn current_cas(store: &Store, key: &str, current: &Token) -> (Outcome, Token) {
     let mode = WriteMode::Update(current.clone());
-    match put_checked(store, key, b"fdl store check 3", &mode).await {
+    match put_checked(store, key, b"fdl store check 3", &mode, true).await {
         Written::Taken(t) => return (Outcome::Honoured, t),
         Written::Failed(why) => return (Outcome::Failed(why), current.clone()),
         Written::Refused => {}
@@ -185,7 +186,7 @@ async fn current_cas(store: &Store, key: &str, current: &Token) -> (Outcome, Tok
         version: current.version.clone(),
     };
     let mode = WriteMode::Update(token);
-    match put_checked(store, key, b"fdl store check 3u", &mode).await {
+    match put_checked(store, key, b"fdl store check 3u", &mode, true).await {
         Written::Taken(t) => (Outcome::UnquotedOnly, t),
         Written::Refused => (Outcome::Refused, current.clone()),
         Written::Failed(why) => (Outcome::Failed(why), current.clone()),
@@ -239,12 +240,27 @@ enum Written {
 }
 
 /// A PUT on condition; one whose answer did not come is settled by reading the key back: its
-/// own bytes there mean it was taken.
-async fn put_checked(store: &Store, key: &str, bytes: &'static [u8], mode: &WriteMode) -> Written {
+/// own bytes there mean it was taken. So is a refusal of a write that should be taken (the
+/// first create, the compare-and-swap on the current token): the client may have sent it
+/// again after its answer was lost, and the second attempt found the first.
+async fn put_checked(
+    store: &Store,
+    key: &str,
+    bytes: &'static [u8],
+    mode: &WriteMode,
+    should_take: bool,
+) -> Written {
     let mut last = String::new();
     for _ in 0..TRIES {
         match store.put(key, Bytes::from_static(bytes), mode).await {
             Ok(t) => return Written::Taken(t),
+            Err(WriteError::Conflict) if should_take => {
+                return match read_back(store, key).await {
+                    Ok(Some(v)) if v.bytes[..] == *bytes => Written::Taken(v.token),
+                    Ok(_) => Written::Refused,
+                    Err(e) => Written::Failed(e.to_string()),
+                }
+            }
             Err(WriteError::Conflict) => return Written::Refused,
             Err(WriteError::Refused(e)) => return Written::Failed(e.to_string()),
             Err(WriteError::Store(e)) => last = e.to_string(),
@@ -325,7 +341,7 @@ impl Store {
         let folder = format!("{}/", scratch_key());
         let key = format!("{folder}listed");
         let bytes: &'static [u8] = b"fdl store listing check";
-        let written = match put_checked(self, &key, bytes, &WriteMode::Create).await {
+        let written = match put_checked(self, &key, bytes, &WriteMode::Create, true).await {
             Written::Taken(t) => t,
             Written::Refused => return Err(format!("{key} exists already")),
             Written::Failed(why) => return Err(why),
