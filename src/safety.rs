@@ -119,7 +119,7 @@ fn refusal(store: &Store, checks: &Checks, remote: Option<&str>) -> Fatal {
         ),
         format!(
             "pushes need a store that decides PUT If-None-Match and If-Match (AWS S3, GCS, Azure; \
-             tested here: SeaweedFS 4.48, Ceph RGW 20.2): upgrade the server, or use another.\n\
+             tested here: SeaweedFS 4.48, Ceph RGW 20.2 and 16.2): upgrade the server, or use another.\n\
              git-remote-fdl doctor <remote> prints each check and its answer.\n\
              To write anyway, at your own risk (two pushes at once can lose one's update): {setting}"
         ),
