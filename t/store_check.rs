@@ -433,3 +433,29 @@ fn the_store_check_settles_lost_answers_and_retried_writes_through_injected_faul
     );
     assert!(c.lost_answers.load(SeqCst) > 0 && c.delayed.load(SeqCst) > 0);
 }
+
+/// On moto, whose DELETE goes signed and on condition, the check costs a first push six
+/// requests (four PUTs, the refused stale DELETE, the DELETE that removes the key at the
+/// version it knows), counted by a proxy that only forwards; a second push none.
+#[test]
+fn the_check_costs_a_first_push_six_requests_on_signed_s3_and_a_second_none() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let m = crate::support::moto::moto();
+    let proxy = crate::support::faults::start_slow(&m.endpoint, std::time::Duration::ZERO);
+    let mut t = TestEnv::new();
+    let lake = t.lake_at(Where::S3, "counted", &lake());
+    t.set("AWS_ENDPOINT_URL", &proxy.endpoint);
+    t.ok(".", &["clone", "-q", "--bare", &lake.url, "r.git"]);
+    let tip = t.ok("r.git", &["rev-parse", "main"]).trim().to_string();
+    let mut counts = Vec::new();
+    for tag in ["t1", "t2", "t3"] {
+        let before = proxy.counters.requests.load(SeqCst);
+        t.ok(
+            "r.git",
+            &["push", "-q", "origin", &format!("{tip}:refs/tags/{tag}")],
+        );
+        counts.push(proxy.counters.requests.load(SeqCst) - before);
+    }
+    assert_eq!(counts[0], counts[1] + 6, "{counts:?}");
+    assert_eq!(counts[1], counts[2], "{counts:?}");
+}

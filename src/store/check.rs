@@ -132,7 +132,8 @@ impl Store {
         if current_cas == Outcome::UnquotedOnly {
             stale = super::unquoted(&stale);
         }
-        let stale_cas = match put_checked(
+        // What the key holds now, to remove it without asking first.
+        let (stale_cas, latest) = match put_checked(
             self,
             &key,
             b"fdl store check 4",
@@ -141,13 +142,13 @@ impl Store {
         )
         .await
         {
-            Written::Refused => Outcome::Honoured,
-            Written::Taken(_) => Outcome::Ignored,
-            Written::Failed(why) => Outcome::Failed(why),
+            Written::Refused => (Outcome::Honoured, Some(now)),
+            Written::Taken(t) => (Outcome::Ignored, Some(t)),
+            Written::Failed(why) => (Outcome::Failed(why), None),
         };
         let stale_delete = stale_delete(self, &key, &stale).await;
         if stale_delete != Outcome::Ignored {
-            if let Err(why) = remove(self, &key).await {
+            if let Err(why) = remove(self, &key, latest).await {
                 left_behind = Some(format!("{key}: {why}"));
             }
         }
@@ -212,9 +213,16 @@ async fn stale_delete(store: &Store, key: &str, stale: &Token) -> Outcome {
     Outcome::Failed(last)
 }
 
-/// Removes the scratch key, whatever its version.
-async fn remove(store: &Store, key: &str) -> Result<(), String> {
+/// Removes the scratch key, at version `known` if given (no HEAD first), else whatever its
+/// version.
+async fn remove(store: &Store, key: &str, known: Option<Token>) -> Result<(), String> {
     let mut last = String::new();
+    if let Some(token) = known {
+        match store.backend.delete(key, &token).await {
+            Ok(()) => return Ok(()),
+            Err(e) => last = e.to_string(),
+        }
+    }
     for _ in 0..TRIES {
         let token = match store.backend.head(key).await {
             Ok(None) => return Ok(()),
@@ -347,7 +355,7 @@ impl Store {
             Written::Failed(why) => return Err(why),
         };
         let listed = self.list(&folder).await.map_err(|e| e.to_string());
-        let left_behind = remove(self, &key)
+        let left_behind = remove(self, &key, Some(written.clone()))
             .await
             .err()
             .map(|e| format!("{key}: {e}"));
