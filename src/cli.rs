@@ -103,6 +103,14 @@ enum Command {
         #[arg(long, short = 'n')]
         dry_run: bool,
     },
+    /// Check what the lake's store honours, now: the conditional writes a push relies on (each
+    /// check and its answer), what its listings give, and a round trip. Exits 1 if pushes
+    /// would be refused there.
+    Doctor {
+        /// The lake's address, or the name of an fdl remote of this repository
+        #[arg(value_name = "lake | remote")]
+        lake: String,
+    },
     /// Write the verified catalog of the version a commit stands for (inside a clone), and print
     /// the DuckDB statements that attach it read-only with the lake's data.
     Catalog {
@@ -141,6 +149,9 @@ Configuration (git config, for a remote named <remote>):
   remote.<remote>.fdlAllowedSignersFile <file> the keys you trust (else gpg.ssh.allowedSignersFile)
   remote.<remote>.fdlSignatureNamespace <ns>   the signature namespace (default fdl)
   remote.<remote>.fdlTrustPacks true           over plain HTTP, clone from the lake's packs
+  remote.<remote>.fdlUnsafeIgnoreConditionalWrites true
+                                               push to a store that failed the store check
+                                               (git-remote-fdl doctor), at your own risk
 
 Environment:
   AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_PROFILE (~/.aws/config,
@@ -157,7 +168,9 @@ Submodules with fdl:: URLs need Git's permission, once, by you:
 
 The manual: git help remote-fdl (or man git-remote-fdl), installed by make install.";
 
-const SUBCOMMANDS: [&str; 7] = ["ls", "verify", "fsck", "catalog", "pack", "help", "--help"];
+const SUBCOMMANDS: [&str; 8] = [
+    "ls", "verify", "fsck", "catalog", "pack", "doctor", "help", "--help",
+];
 
 /// Git runs `git-remote-fdl <remote> [<url>]` with its pipes on stdin and stdout; humans run
 /// subcommands or flags. A terminal on stdin is a human (`git-remote-fdl lss <lake>`, a typo,
@@ -226,6 +239,7 @@ pub fn main(args: &[String]) -> i32 {
                 quiet,
             } => fsck(&lake, catalogs, quiet).await,
             Command::Pack { lake, dry_run } => pack(&lake, dry_run).await,
+            Command::Doctor { lake } => doctor(&lake).await,
             Command::Catalog {
                 commit,
                 output,
@@ -282,7 +296,10 @@ async fn fsck(lake: &str, catalogs: bool, quiet: bool) -> Result<i32, Fatal> {
 }
 
 async fn pack(lake: &str, dry_run: bool) -> Result<i32, Fatal> {
-    let done = commands::pack(lake, dry_run).await?;
+    let (done, warnings) = commands::pack(lake, dry_run).await?;
+    for w in &warnings {
+        say!("warning: {}", shown(w));
+    }
     let would = if done.dry_run { "would be" } else { "were" };
     let versions = |n: usize| format!("{n} version{}", plural(n));
     say!(
@@ -304,6 +321,14 @@ async fn pack(lake: &str, dry_run: bool) -> Result<i32, Fatal> {
         (None, true) => {}
     }
     Ok(0)
+}
+
+async fn doctor(lake: &str) -> Result<i32, Fatal> {
+    let report = git_remote_fdl::doctor::doctor(lake).await?;
+    for line in &report.lines {
+        out!("{}", shown(line))?;
+    }
+    Ok(if report.safe { 0 } else { 1 })
 }
 
 async fn catalog(request: &commands::CatalogRequest) -> Result<i32, Fatal> {

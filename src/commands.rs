@@ -213,8 +213,12 @@ async fn verify_tips(lake: &Lake, wanted: &[String]) -> Result<Vec<(VersionId, S
 
 /// `git-remote-fdl pack <lake | remote>`: the lake's history written as packs in the lake,
 /// read through Git with the remote's configuration.
-pub async fn pack(lake: &str, dry_run: bool) -> Result<crate::packs::make::PackSummary, Fatal> {
+pub async fn pack(
+    lake: &str,
+    dry_run: bool,
+) -> Result<(crate::packs::make::PackSummary, Vec<String>), Fatal> {
     let named = open_named(lake).await?;
+    let mut pack_warnings = Vec::new();
     let remote_config = match (&named.repo, &named.remote) {
         (Some(repo), Some(remote)) => config::remote_fdl_config(repo, remote),
         _ => Vec::new(),
@@ -223,13 +227,29 @@ pub async fn pack(lake: &str, dry_run: bool) -> Result<crate::packs::make::PackS
         (Some(repo), Some(remote)) => crate::open::remote_store_url(repo, remote)?,
         _ => crate::open::store_url(lake)?,
     };
+    if !dry_run {
+        // Warnings (the unsafe setting, a scratch key left behind) go with the summary's.
+        let warnings = crate::safety::before_first_write(
+            &named.lake,
+            named.repo.as_ref(),
+            named.remote.as_deref(),
+        )
+        .await?;
+        pack_warnings = warnings;
+    }
     let job = crate::packs::make::PackJob {
         lake: &named.lake,
         address: format!("fdl::{}", url.as_address()),
         remote_config,
         dry_run,
     };
-    crate::packs::make::pack(&job)
+    let summary = crate::packs::make::pack(&job)
         .await
-        .map_err(|e| Fatal::new(e.to_string()))
+        .map_err(|e| Fatal::new(e.to_string()))?;
+    Ok((summary, pack_warnings))
+}
+
+/// The lake `doctor` looks at: an address or a remote, opened with the remote's configuration.
+pub async fn open_for_doctor(lake: &str) -> Result<Lake, Fatal> {
+    Ok(open_named(lake).await?.lake)
 }

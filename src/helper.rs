@@ -347,6 +347,15 @@ impl<W: Write> Session<W> {
                 dst: i.dst.clone(),
             })
             .collect();
+        self.remote().await?;
+        if !opts.dry_run {
+            let remote_name = Some(self.remote_name.as_str());
+            let remote = self.remote.as_ref().expect("just opened");
+            let warnings =
+                crate::safety::before_first_write(remote.lake(), remote.repo(), remote_name)
+                    .await?;
+            self.show_warnings(&warnings);
+        }
         let remote = self.remote().await?;
         let report = push::push(remote, &listing, &updates, &opts).await;
         self.show_warnings(&report.warnings);

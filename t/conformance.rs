@@ -40,6 +40,23 @@ fn s3_on_moto_meets_put_opts() {
 }
 
 #[test]
+fn s3_on_seaweedfs_meets_put_opts() {
+    let bucket = fresh_bucket(Where::SeaweedFs);
+    let store: Arc<dyn ObjectStore> = cloud(Where::SeaweedFs).unwrap().store(&bucket);
+    block_on(put_opts(store.as_ref(), true));
+}
+
+/// object_store's own client sends quoted ETags, which RGW 16 refuses: `make test-ceph` runs
+/// this on RGW 20 only (the helper sends RGW 16 unquoted ones once its store check found it).
+#[test]
+#[ignore = "needs Ceph RGW: make test-ceph"]
+fn s3_on_rgw_meets_put_opts() {
+    let bucket = fresh_bucket(Where::Rgw);
+    let store: Arc<dyn ObjectStore> = cloud(Where::Rgw).unwrap().store(&bucket);
+    block_on(put_opts(store.as_ref(), true));
+}
+
+#[test]
 fn gcs_on_fake_gcs_server_meets_put_opts() {
     let bucket = fresh_bucket(Where::Gcs);
     let store: Arc<dyn ObjectStore> = cloud(Where::Gcs).unwrap().store(&bucket);
@@ -227,6 +244,11 @@ mod helper_store {
     #[test]
     fn s3_on_moto() {
         conformance(Where::S3);
+    }
+
+    #[test]
+    fn s3_on_seaweedfs() {
+        conformance(Where::SeaweedFs);
     }
 
     #[test]

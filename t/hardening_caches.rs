@@ -293,7 +293,7 @@ fn etags_that_name_nothing_do_not_hide_a_moved_branch() {
 
 /// Rewrites each line of a cache file (`<body> <crc32>`) that `edit` changes, with a checksum
 /// that holds: an edit, not damage.
-fn edit_cache_file(path: &std::path::Path, edit: impl Fn(&str) -> String) {
+pub(crate) fn edit_cache_file(path: &std::path::Path, edit: impl Fn(&str) -> String) {
     let text = std::fs::read_to_string(path).unwrap();
     let mut out = String::new();
     let mut edited = 0;

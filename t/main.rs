@@ -25,6 +25,7 @@ mod read;
 mod ref_names;
 mod reliability;
 mod signatures;
+mod store_check;
 mod stores;
 mod submodules;
 mod waves;

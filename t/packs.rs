@@ -102,7 +102,13 @@ fn pack_names(list: &str) -> Vec<String> {
 
 #[test]
 fn a_packed_lake_clones_to_the_same_commits_through_its_packs_on_every_store() {
-    for place in [Where::Local, Where::S3, Where::Gcs, Where::Azure] {
+    for place in [
+        Where::Local,
+        Where::S3,
+        Where::Gcs,
+        Where::Azure,
+        Where::SeaweedFs,
+    ] {
         let mut t = TestEnv::new();
         let at = t.lake_at(place, "packed", &lake(40));
         let said = pack(&t, &at.url);
@@ -146,7 +152,7 @@ fn a_packed_lake_clones_to_the_same_commits_through_its_packs_on_every_store() {
 /// warning, and gives the commits reading them gives.
 #[test]
 fn a_version_rewritten_after_packing_a_damaged_pack_or_a_lying_record_is_read_instead() {
-    for place in [Where::S3, Where::Gcs, Where::Azure] {
+    for place in [Where::S3, Where::Gcs, Where::Azure, Where::SeaweedFs] {
         pack_failures_fall_back(place);
     }
 }

@@ -51,6 +51,12 @@ macro_rules! on_both {
         mod azure {
             $( #[test] fn $name() { super::$name(crate::support::Where::Azure) } )*
         }
+        mod seaweedfs {
+            $( #[test] fn $name() { super::$name(crate::support::Where::SeaweedFs) } )*
+        }
+        mod rgw {
+            $( #[test] #[ignore = "needs Ceph RGW: make test-ceph"] fn $name() { super::$name(crate::support::Where::Rgw) } )*
+        }
     };
 }
 

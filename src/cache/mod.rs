@@ -16,7 +16,8 @@
 //!
 //! One file per concern: the cache of one lake (`lake_cache.rs`), its commits file
 //! (`commits.rs`, read early by `preload.rs`), the file of refs (`refs_file.rs`), the line
-//! format with checksums (`lines.rs`) and the files themselves (`files.rs`).
+//! format with checksums (`lines.rs`), the files themselves (`files.rs`), and, in the user's cache,
+//! which stores passed the store check (`stores.rs`).
 
 mod commits;
 mod files;
@@ -24,9 +25,11 @@ mod lake_cache;
 mod lines;
 mod preload;
 mod refs_file;
+mod stores;
 
 pub use commits::Commits;
 pub use files::{read_cache_file, root_for, user_cache_root};
 pub use lake_cache::Cache;
 pub use preload::Preload;
 pub use refs_file::{remembered, remembered_names, Remembered};
+pub use stores::{forget_store_checked, remember_store_checked, store_checked, StoreChecked};

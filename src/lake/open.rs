@@ -139,6 +139,12 @@ impl Lake {
         self.store.paths_are_folders()
     }
 
+    /// The store itself, for what concerns the store and no lake path: the store check before
+    /// a first write (`safety`), and `doctor`.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
     /// The requests made so far, counted by kind (for the trace).
     pub fn requests_summary(&self) -> String {
         self.store.stats().summary()

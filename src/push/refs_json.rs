@@ -15,6 +15,10 @@ use crate::store::{Token, WriteError, WriteMode};
 /// How many times `refs.json` is re-read and rewritten when other writers keep changing it.
 const ATTEMPTS: u32 = 100;
 
+/// After this many refusals in a row of a compare-and-swap on one unchanged token, the store
+/// does not honour `If-Match` (a racing writer would have changed the token).
+const SAME_TOKEN_REFUSALS: u32 = 10;
+
 /// `refs.json` as read before the refs are listed again (`None`: there is none).
 pub(super) type Current = Option<(Bytes, Token)>;
 
@@ -110,6 +114,7 @@ pub(super) async fn update(
         .with_jitter(Duration::from_millis(5));
     // Made only if refs.json must be read again: most pushes write it at the first attempt.
     let mut seen = None;
+    let mut refused = Refusals::default();
     for attempt in 1..=ATTEMPTS {
         let (current, wanted) = match first.take() {
             Some(f) => f,
@@ -140,6 +145,15 @@ pub(super) async fn update(
         };
         match lake.write_refs_json(wanted, &mode).await {
             Ok(_) => return (attempt, None),
+            Err(WriteError::Conflict) if refused.again(&mode) >= SAME_TOKEN_REFUSALS => {
+                let warning = format!(
+                    "refs.json of lake '{}' was refused {SAME_TOKEN_REFUSALS} times on its current \
+                     ETag, which never changed: the store does not honour If-Match (git-remote-fdl \
+                     doctor shows its checks); the refs are written, refs.json is not",
+                    lake.name()
+                );
+                return (attempt, Some(warning));
+            }
             Err(WriteError::Conflict) => backoff.wait().await,
             Err(WriteError::Refused(e) | WriteError::Store(e)) => {
                 return (attempt, Some(not_updated(lake, &e)))
@@ -152,6 +166,30 @@ pub(super) async fn update(
         lake.name()
     );
     (ATTEMPTS, Some(warning))
+}
+
+/// Compare-and-swaps refused one after the other on the same token.
+#[derive(Default)]
+struct Refusals {
+    token: Option<Token>,
+    in_a_row: u32,
+}
+
+impl Refusals {
+    /// Counts a refusal of `mode`; how many in a row were on its token.
+    fn again(&mut self, mode: &WriteMode) -> u32 {
+        let WriteMode::Update(t) = mode else {
+            self.in_a_row = 0;
+            return 0;
+        };
+        if self.token.as_ref() == Some(t) {
+            self.in_a_row += 1;
+        } else {
+            self.token = Some(t.clone());
+            self.in_a_row = 1;
+        }
+        self.in_a_row
+    }
 }
 
 /// The first attempt: refs.json as listed and what to write in its place, unless refs.json

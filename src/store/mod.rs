@@ -9,6 +9,7 @@ mod azure;
 mod backend;
 mod budget;
 mod build;
+pub mod check;
 mod cloud;
 mod condition;
 mod delete;
@@ -31,6 +32,7 @@ pub mod throttle;
 mod traced;
 pub mod url;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -57,6 +59,9 @@ pub struct Store {
     stats: Arc<Stats>,
     budget: Budget,
     concurrency: usize,
+    /// `If-Match` sent with the ETag without its quotes (Ceph RGW 16 compares it so), once
+    /// the store check found that the store takes no other form.
+    unquoted_if_match: Arc<AtomicBool>,
 }
 
 impl Store {
@@ -99,6 +104,7 @@ impl Store {
             stats,
             budget: Budget::new(MEMORY_BUDGET),
             concurrency,
+            unquoted_if_match: Arc::default(),
         })
     }
 
@@ -216,7 +222,69 @@ impl Store {
         mode: &WriteMode,
     ) -> Result<Token, WriteError> {
         check_rel(rel).map_err(WriteError::Refused)?;
-        self.backend.put(rel, bytes, mode).await
+        match mode {
+            WriteMode::Update(t) if self.sends_unquoted_if_match() => {
+                let mode = WriteMode::Update(unquoted(t));
+                self.backend.put(rel, bytes, &mode).await
+            }
+            _ => self.backend.put(rel, bytes, mode).await,
+        }
+    }
+
+    /// From now on, `If-Match` carries ETags without their quotes (see [`check::Checks`]):
+    /// the only form a store that compares them so takes.
+    pub fn send_unquoted_if_match(&self) {
+        self.unquoted_if_match.store(true, Ordering::Relaxed);
+    }
+
+    fn sends_unquoted_if_match(&self) -> bool {
+        self.unquoted_if_match.load(Ordering::Relaxed)
+    }
+
+    /// Whether writes on this store need the store check first: every store but a folder
+    /// (which writes on condition under a lock file of its own) and plain HTTP (read-only).
+    pub fn needs_condition_check(&self) -> bool {
+        !self.is_local() && !self.url.is_read_only()
+    }
+
+    /// What names this store for the store check: its kind, endpoint (or account) and bucket
+    /// (or container); every lake in one bucket shares its answer.
+    pub fn check_key(&self) -> String {
+        let url = match &self.url {
+            StoreUrl::S3(u) | StoreUrl::Gcs(u) | StoreUrl::Azure(u) | StoreUrl::Http(u) => u,
+            StoreUrl::Local(p) => return format!("folder {}", p.display()),
+        };
+        let container = match url.username() {
+            "" => url.host_str().unwrap_or_default().to_string(),
+            user => format!("{user}@{}", url.host_str().unwrap_or_default()),
+        };
+        let place = match self.data_access() {
+            access::DataAccess::S3(s3) => s3.endpoint.unwrap_or_else(|| "aws".into()),
+            access::DataAccess::Gcs { endpoint } => endpoint.unwrap_or_else(|| "google".into()),
+            access::DataAccess::Azure { account, .. } => account.unwrap_or_default(),
+            _ => String::new(),
+        };
+        format!("{} {place} {container}", url.scheme())
+    }
+
+    /// The store in words for a message: `bucket 'lakes' at 127.0.0.1:9000 (S3)`.
+    pub fn describe(&self) -> String {
+        let key = self.check_key();
+        let mut parts = key.splitn(3, ' ');
+        let (kind, place, container) = (
+            parts.next().unwrap_or_default(),
+            parts.next().unwrap_or_default(),
+            parts.next().unwrap_or_default(),
+        );
+        let (noun, kind) = match kind {
+            "gs" => ("bucket", "GCS"),
+            "az" | "azure" | "abfs" | "abfss" | "adl" => ("container", "Azure"),
+            _ => ("bucket", "S3"),
+        };
+        match place {
+            "" | "aws" | "google" => format!("{kind} {noun} '{container}'"),
+            p => format!("{kind} {noun} '{container}' at {p}"),
+        }
     }
 
     /// Lists `prefix` in ranges split at `splits` (sorted paths, each the last of its range;
@@ -239,12 +307,21 @@ impl Store {
     /// (docs/git-remote-fdl.md says which).
     pub async fn delete(&self, rel: &str, expected: &Token) -> Result<(), WriteError> {
         check_rel(rel).map_err(WriteError::Refused)?;
+        let unquoted_token;
+        let expected = if self.sends_unquoted_if_match() {
+            unquoted_token = unquoted(expected);
+            &unquoted_token
+        } else {
+            expected
+        };
         if !self.backend.checks_before_delete() {
             match self.backend.head(rel).await {
                 Ok(None) => return Err(WriteError::Conflict),
                 // Nothing was deleted yet.
                 Err(e) => return Err(WriteError::Refused(e)),
-                Ok(Some(t)) if t.e_tag != expected.e_tag => return Err(WriteError::Conflict),
+                Ok(Some(t)) if unquoted(&t).e_tag != unquoted(expected).e_tag => {
+                    return Err(WriteError::Conflict)
+                }
                 Ok(Some(_)) => {}
             }
         }
@@ -283,6 +360,18 @@ impl Store {
             sink(chunk).map_err(|e| error::failed(rel, e))
         };
         self.backend.download(rel, &mut take).await
+    }
+}
+
+/// `t` with its ETag's quotes taken off.
+fn unquoted(t: &Token) -> Token {
+    let e_tag = t.e_tag.as_deref().map(|e| {
+        let bare = e.strip_prefix('"').and_then(|e| e.strip_suffix('"'));
+        bare.unwrap_or(e).to_string()
+    });
+    Token {
+        e_tag,
+        version: t.version.clone(),
     }
 }
 

@@ -1,5 +1,5 @@
-//! The cloud stores the lake-level tests run on (S3 on moto, GCS on fake-gcs-server, Azure Blob
-//! on Azurite), behind one interface: the environment the helper needs to reach each, a fresh
+//! The cloud stores the lake-level tests run on (S3 on moto and on SeaweedFS, GCS on
+//! fake-gcs-server, Azure Blob on Azurite), behind one interface: the environment the helper needs to reach each, a fresh
 //! bucket, and direct access to its objects as another writer would have.
 
 use std::collections::BTreeMap;
@@ -28,6 +28,8 @@ pub fn cloud(place: Where) -> Option<&'static dyn Cloud> {
         Where::S3 => Some(super::moto::moto()),
         Where::Gcs => Some(super::gcs::gcs()),
         Where::Azure => Some(super::azurite::azurite()),
+        Where::SeaweedFs => Some(super::seaweedfs::seaweedfs()),
+        Where::Rgw => Some(super::rgw::rgw()),
     }
 }
 

@@ -11,7 +11,9 @@ pub mod http;
 pub mod lake;
 pub mod moto;
 pub mod recorder;
+pub mod rgw;
 pub mod s3lite;
+pub mod seaweedfs;
 pub mod wire;
 
 use std::path::{Path, PathBuf};
@@ -167,6 +169,10 @@ pub enum Where {
     S3,
     Gcs,
     Azure,
+    /// S3 on SeaweedFS, the second S3-compatible server (`seaweedfs.rs`).
+    SeaweedFs,
+    /// S3 on Ceph RGW, started by `make test-ceph` only (`rgw.rs`).
+    Rgw,
 }
 
 /// A lake written for a test, with a way to look at its files directly.

@@ -1,5 +1,6 @@
 //! A small S3-compatible server on 127.0.0.1 for measuring requests: objects in memory, path
-//! style, GET/HEAD/PUT (with `If-None-Match: *` and `If-Match`)/DELETE and ListObjectsV2
+//! style, GET/HEAD/PUT (with `If-None-Match: *` and `If-Match`, decided as S3 does, ignored,
+//! or compared as Ceph RGW 16 does: [`Conditions`])/DELETE and ListObjectsV2
 //! (prefix, delimiter, start-after, continuation, max-keys), no authentication. It answers
 //! thousands of requests a second, so what it measures is the client, not the server.
 //!
@@ -72,6 +73,23 @@ struct State {
     fixed_etag: Mutex<Option<String>>,
     /// ETags that change with the content but are no MD5 (as Azure's, or S3's with SSE-KMS).
     opaque_etags: std::sync::atomic::AtomicBool,
+    /// How conditional PUTs are decided (see [`Conditions`]).
+    conditions: Mutex<Conditions>,
+}
+
+/// How the server decides `If-None-Match: *` and `If-Match` on PUT.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Conditions {
+    /// As S3 does: atomically, under the objects' lock.
+    #[default]
+    Honoured,
+    /// Not at all: every PUT is answered 200 and written (s3rver, rclone, JuiceFS, RGW's
+    /// dbstore), so two racing creates both "win".
+    Ignored,
+    /// `If-Match` matches the ETag only without its quotes, as Ceph RGW 16 compares it.
+    UnquotedIfMatch,
+    /// Every PUT with `If-Match` is answered 412, whatever its ETag.
+    RefusesIfMatch,
 }
 
 /// Connections served at once (each by its own thread).
@@ -179,6 +197,22 @@ impl S3Lite {
     /// listing proves what a file holds.
     pub fn set_opaque_etags(&self, opaque: bool) {
         self.state.opaque_etags.store(opaque, Ordering::Relaxed);
+    }
+
+    /// Decides conditional PUTs as `c` says from now on.
+    pub fn set_conditions(&self, c: Conditions) {
+        *self.state.conditions.lock().unwrap() = c;
+    }
+
+    /// The keys of `bucket` that start with `prefix`.
+    pub fn keys(&self, bucket: &str, prefix: &str) -> Vec<String> {
+        let start = format!("{bucket}/{prefix}");
+        let objects = self.state.objects.lock().unwrap();
+        objects
+            .keys()
+            .filter(|k| k.starts_with(&start))
+            .map(|k| k[bucket.len() + 1..].to_string())
+            .collect()
     }
 
     pub fn reset(&self) {
@@ -290,6 +324,7 @@ fn serve(stream: TcpStream, state: &State) -> std::io::Result<()> {
                 "PUT" => c.puts += 1,
                 "HEAD" => c.heads += 1,
                 "DELETE" => c.deletes += 1,
+                "POST" if req.param("delete").is_some() => c.deletes += 1,
                 _ => {}
             }
         }
@@ -314,8 +349,15 @@ fn answer(state: &State, req: &Request) -> Answer {
         },
         "PUT" => {
             let current_tag = current.as_ref().map(|d| etag(state, d));
+            let conditions = *state.conditions.lock().unwrap();
+            let unquoted = |t: &str| t.trim_matches('"').to_string();
             let refused = match (req.header("if-none-match"), req.header("if-match")) {
+                _ if conditions == Conditions::Ignored => false,
                 (Some("*"), _) => current.is_some(),
+                (_, Some(_)) if conditions == Conditions::RefusesIfMatch => true,
+                (_, Some(want)) if conditions == Conditions::UnquotedIfMatch => {
+                    current_tag.as_deref().map(unquoted).as_deref() != Some(want)
+                }
                 (_, Some(want)) => current_tag.as_deref() != Some(want),
                 _ => false,
             };
@@ -334,6 +376,29 @@ fn answer(state: &State, req: &Request) -> Answer {
         "DELETE" => {
             objects.remove(&req.path);
             ("204 No Content", vec![], vec![])
+        }
+        // DeleteObjects (object_store deletes through it): `<Key>` after `<Key>` of the body.
+        "POST" if req.param("delete").is_some() => {
+            let body = String::from_utf8_lossy(&req.body).into_owned();
+            let mut deleted = String::new();
+            for part in body.split("<Key>").skip(1) {
+                let Some((key, _)) = part.split_once("</Key>") else {
+                    continue;
+                };
+                let key = key
+                    .replace("&lt;", "<")
+                    .replace("&gt;", ">")
+                    .replace("&amp;", "&");
+                objects.remove(&format!("{}/{key}", req.path.trim_end_matches('/')));
+                deleted.push_str(&format!(
+                    "<Deleted><Key>{}</Key></Deleted>",
+                    xml_escape(&key)
+                ));
+            }
+            let xml = format!(
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?><DeleteResult>{deleted}</DeleteResult>"
+            );
+            ("200 OK", vec![], xml.into_bytes())
         }
         _ => ("405 Method Not Allowed", vec![], vec![]),
     }

@@ -1,0 +1,375 @@
+//! Whether a store honours the conditional writes every push relies on, proven on a scratch
+//! key under the lake's root (the layout lets other files sit there) and removed afterwards:
+//! a create-only PUT over an existing key must be refused, a compare-and-swap with a stale
+//! token refused and one with the current token taken; a conditional DELETE with a stale
+//! token should be refused. Each PUT writes bytes of its own, so a request whose answer was
+//! lost is settled by reading the key back, as a push settles its own writes.
+
+use bytes::Bytes;
+
+use super::condition::{Token, WriteError, WriteMode};
+use super::error::StoreError;
+use super::Store;
+
+/// What one check found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The store did what the condition says.
+    Honoured,
+    /// The store took a write it should have refused: the condition is ignored.
+    Ignored,
+    /// The store refused a write it should have taken (a compare-and-swap with the current
+    /// token).
+    Refused,
+    /// The store takes `If-Match` only with the ETag without its quotes (Ceph RGW 16): the
+    /// helper sends that form to it.
+    UnquotedOnly,
+    /// The request failed, and reading back could not settle what happened.
+    Failed(String),
+}
+
+/// One check, as `doctor` prints it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Check {
+    /// What was sent, in the store's terms (`PUT If-None-Match: * over an existing key`).
+    pub what: &'static str,
+    /// What a safe store answers.
+    pub want: &'static str,
+    pub outcome: Outcome,
+}
+
+/// What the store honours, check by check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checks {
+    pub create_only: Check,
+    pub current_cas: Check,
+    pub stale_cas: Check,
+    pub stale_delete: Check,
+    /// The scratch key could not be removed (it may be left under the root).
+    pub left_behind: Option<String>,
+}
+
+impl Checks {
+    /// The checks in the order they ran.
+    pub fn all(&self) -> [&Check; 4] {
+        [
+            &self.create_only,
+            &self.current_cas,
+            &self.stale_cas,
+            &self.stale_delete,
+        ]
+    }
+
+    /// Whether pushes are safe: the three PUT checks hold (the DELETE one only narrows a
+    /// window of one request, `Store::delete`).
+    pub fn puts_are_safe(&self) -> bool {
+        let ok = |c: &Check| matches!(c.outcome, Outcome::Honoured | Outcome::UnquotedOnly);
+        ok(&self.create_only) && ok(&self.current_cas) && ok(&self.stale_cas)
+    }
+
+    /// Whether the store compares `If-Match` with unquoted ETags only.
+    pub fn unquoted_if_match(&self) -> bool {
+        self.current_cas.outcome == Outcome::UnquotedOnly
+    }
+
+    /// What the store does not honour, in a few words, for a `fatal:` line.
+    pub fn not_honoured(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        if self.create_only.outcome != Outcome::Honoured {
+            out.push("create-only writes (PUT If-None-Match: *)");
+        }
+        if !matches!(
+            self.current_cas.outcome,
+            Outcome::Honoured | Outcome::UnquotedOnly
+        ) || self.stale_cas.outcome != Outcome::Honoured
+        {
+            out.push("compare-and-swap writes (PUT If-Match)");
+        }
+        out
+    }
+
+    /// The first PUT check whose request failed, if any (the DELETE one decides nothing).
+    pub fn failure(&self) -> Option<&str> {
+        let puts = [&self.create_only, &self.current_cas, &self.stale_cas];
+        puts.into_iter().find_map(|c| match &c.outcome {
+            Outcome::Failed(why) => Some(why.as_str()),
+            _ => None,
+        })
+    }
+}
+
+/// The scratch key's name: no lake path starts with it.
+pub const SCRATCH_PREFIX: &str = "fdl-store-check.";
+
+/// How many times a failed request is tried again (object_store already retried it).
+const TRIES: usize = 3;
+
+impl Store {
+    /// Runs the checks on a scratch key under the root. A folder needs none (it writes on
+    /// condition under a lock file); callers do not ask it.
+    pub async fn check_conditions(&self) -> Checks {
+        let key = scratch_key();
+        let mut left_behind = None;
+        let create = put_checked(self, &key, b"fdl store check 1", &WriteMode::Create, true).await;
+        let first = match create {
+            Written::Taken(t) => t,
+            Written::Refused => {
+                // A scratch key of that name was there already: not this store's fault.
+                let why = format!("{key} exists already");
+                return failed_all(why);
+            }
+            Written::Failed(why) => return failed_all(why),
+        };
+        let (create_only, current) =
+            match put_checked(self, &key, b"fdl store check 2", &WriteMode::Create, false).await {
+                Written::Refused => (Outcome::Honoured, first.clone()),
+                Written::Taken(t) => (Outcome::Ignored, t),
+                Written::Failed(why) => (Outcome::Failed(why), first.clone()),
+            };
+        let (current_cas, now) = current_cas(self, &key, &current).await;
+        // A token the key no longer has; `first`'s bytes differ from every later write.
+        let mut stale = if first != now { first } else { made_up() };
+        if current_cas == Outcome::UnquotedOnly {
+            stale = super::unquoted(&stale);
+        }
+        // What the key holds now, to remove it without asking first.
+        let (stale_cas, latest) = match put_checked(
+            self,
+            &key,
+            b"fdl store check 4",
+            &WriteMode::Update(stale.clone()),
+            false,
+        )
+        .await
+        {
+            Written::Refused => (Outcome::Honoured, Some(now)),
+            Written::Taken(t) => (Outcome::Ignored, Some(t)),
+            Written::Failed(why) => (Outcome::Failed(why), None),
+        };
+        let stale_delete = stale_delete(self, &key, &stale).await;
+        if stale_delete != Outcome::Ignored {
+            if let Err(why) = remove(self, &key, latest).await {
+                left_behind = Some(format!("{key}: {why}"));
+            }
+        }
+        let check = |what, want, outcome| Check {
+            what,
+            want,
+            outcome,
+        };
+        Checks {
+            create_only: check(
+                "PUT If-None-Match: * over an existing key",
+                "refused",
+                create_only,
+            ),
+            current_cas: check("PUT If-Match: <the current ETag>", "taken", current_cas),
+            stale_cas: check("PUT If-Match: <a stale ETag>", "refused", stale_cas),
+            stale_delete: check("DELETE If-Match: <a stale ETag>", "refused", stale_delete),
+            left_behind,
+        }
+    }
+}
+
+/// A compare-and-swap with the current token: taken, or taken only unquoted (Ceph RGW 16).
+async fn current_cas(store: &Store, key: &str, current: &Token) -> (Outcome, Token) {
+    let mode = WriteMode::Update(current.clone());
+    match put_checked(store, key, b"fdl store check 3", &mode, true).await {
+        Written::Taken(t) => return (Outcome::Honoured, t),
+        Written::Failed(why) => return (Outcome::Failed(why), current.clone()),
+        Written::Refused => {}
+    }
+    let Some(unquoted) = current.e_tag.as_deref().and_then(unquote) else {
+        return (Outcome::Refused, current.clone());
+    };
+    let token = Token {
+        e_tag: Some(unquoted.to_string()),
+        version: current.version.clone(),
+    };
+    let mode = WriteMode::Update(token);
+    match put_checked(store, key, b"fdl store check 3u", &mode, true).await {
+        Written::Taken(t) => (Outcome::UnquotedOnly, t),
+        Written::Refused => (Outcome::Refused, current.clone()),
+        Written::Failed(why) => (Outcome::Failed(why), current.clone()),
+    }
+}
+
+/// A conditional DELETE with a stale token: refused if honoured; the key gone if ignored.
+async fn stale_delete(store: &Store, key: &str, stale: &Token) -> Outcome {
+    let mut last = String::new();
+    for _ in 0..TRIES {
+        match store.delete_on_condition_only(key, stale).await {
+            Err(WriteError::Conflict) => return Outcome::Honoured,
+            Ok(()) => return Outcome::Ignored,
+            Err(e) => last = e.to_string(),
+        }
+        // Settled by whether the key is still there.
+        match store.backend.head(key).await {
+            Ok(Some(_)) => continue,
+            Ok(None) => return Outcome::Ignored,
+            Err(e) => last = e.to_string(),
+        }
+    }
+    Outcome::Failed(last)
+}
+
+/// Removes the scratch key, at version `known` if given (no HEAD first), else whatever its
+/// version.
+async fn remove(store: &Store, key: &str, known: Option<Token>) -> Result<(), String> {
+    let mut last = String::new();
+    if let Some(token) = known {
+        match store.backend.delete(key, &token).await {
+            Ok(()) => return Ok(()),
+            Err(e) => last = e.to_string(),
+        }
+    }
+    for _ in 0..TRIES {
+        let token = match store.backend.head(key).await {
+            Ok(None) => return Ok(()),
+            Ok(Some(t)) => t,
+            Err(e) => {
+                last = e.to_string();
+                continue;
+            }
+        };
+        match store.backend.delete(key, &token).await {
+            Ok(()) => return Ok(()),
+            Err(e) => last = e.to_string(),
+        }
+    }
+    Err(last)
+}
+
+/// What a PUT did, settled.
+enum Written {
+    Taken(Token),
+    Refused,
+    Failed(String),
+}
+
+/// A PUT on condition; one whose answer did not come is settled by reading the key back: its
+/// own bytes there mean it was taken. So is a refusal of a write that should be taken (the
+/// first create, the compare-and-swap on the current token): the client may have sent it
+/// again after its answer was lost, and the second attempt found the first.
+async fn put_checked(
+    store: &Store,
+    key: &str,
+    bytes: &'static [u8],
+    mode: &WriteMode,
+    should_take: bool,
+) -> Written {
+    let mut last = String::new();
+    for _ in 0..TRIES {
+        match store.put(key, Bytes::from_static(bytes), mode).await {
+            Ok(t) => return Written::Taken(t),
+            Err(WriteError::Conflict) if should_take => {
+                return match read_back(store, key).await {
+                    Ok(Some(v)) if v.bytes[..] == *bytes => Written::Taken(v.token),
+                    Ok(_) => Written::Refused,
+                    Err(e) => Written::Failed(e.to_string()),
+                }
+            }
+            Err(WriteError::Conflict) => return Written::Refused,
+            Err(WriteError::Refused(e)) => return Written::Failed(e.to_string()),
+            Err(WriteError::Store(e)) => last = e.to_string(),
+        }
+        match read_back(store, key).await {
+            Ok(Some(v)) if v.bytes[..] == *bytes => return Written::Taken(v.token),
+            // Not written: the same request again.
+            Ok(_) => {}
+            Err(e) => last = e.to_string(),
+        }
+    }
+    Written::Failed(last)
+}
+
+async fn read_back(store: &Store, key: &str) -> Result<Option<super::Versioned>, StoreError> {
+    store.get_versioned(key, 1024).await
+}
+
+/// An ETag without quotes, whichever way it came (Azure lists them bare).
+fn bare(e_tag: &str) -> &str {
+    unquote(e_tag).unwrap_or(e_tag)
+}
+
+fn unquote(e_tag: &str) -> Option<&str> {
+    e_tag.strip_prefix('"')?.strip_suffix('"')
+}
+
+/// A token no object has.
+fn made_up() -> Token {
+    Token {
+        e_tag: Some("\"00000000000000000000000000000000\"".into()),
+        version: Some("1".into()),
+    }
+}
+
+/// A key of this process alone.
+fn scratch_key() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    format!("{SCRATCH_PREFIX}{}-{nanos:x}", std::process::id())
+}
+
+/// Every check failed with `why`: nothing could be proven.
+fn failed_all(why: String) -> Checks {
+    let check = |what, want| Check {
+        what,
+        want,
+        outcome: Outcome::Failed(why.clone()),
+    };
+    Checks {
+        create_only: check("PUT If-None-Match: * over an existing key", "refused"),
+        current_cas: check("PUT If-Match: <the current ETag>", "taken"),
+        stale_cas: check("PUT If-Match: <a stale ETag>", "refused"),
+        stale_delete: check("DELETE If-Match: <a stale ETag>", "refused"),
+        left_behind: None,
+    }
+}
+
+/// What a listing gives for a file just written: its ETag, and whether that is the MD5 of the
+/// content (then packs' blobs can be checked against the listing, `packs/verify.rs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListingCheck {
+    /// The ETag the listing gave (`None`: none).
+    pub listed: Option<String>,
+    /// The listing's ETag is the one the PUT answered.
+    pub same_as_written: bool,
+    /// The ETag is the content's MD5 in hex, quoted.
+    pub is_md5: bool,
+    pub left_behind: Option<String>,
+}
+
+impl Store {
+    /// Writes a scratch file in a scratch folder, lists the folder and removes the file.
+    pub async fn check_listing(&self) -> Result<ListingCheck, String> {
+        use md5::{Digest, Md5};
+        let folder = format!("{}/", scratch_key());
+        let key = format!("{folder}listed");
+        let bytes: &'static [u8] = b"fdl store listing check";
+        let written = match put_checked(self, &key, bytes, &WriteMode::Create, true).await {
+            Written::Taken(t) => t,
+            Written::Refused => return Err(format!("{key} exists already")),
+            Written::Failed(why) => return Err(why),
+        };
+        let listed = self.list(&folder).await.map_err(|e| e.to_string());
+        let left_behind = remove(self, &key, Some(written.clone()))
+            .await
+            .err()
+            .map(|e| format!("{key}: {e}"));
+        let listed = listed?.e_tags.get(&key).cloned();
+        let md5: String = Md5::digest(bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        Ok(ListingCheck {
+            same_as_written: listed.is_some()
+                && listed.as_deref().map(bare) == written.e_tag.as_deref().map(bare),
+            is_md5: listed.as_deref() == Some(format!("\"{md5}\"").as_str()),
+            listed,
+            left_behind,
+        })
+    }
+}
