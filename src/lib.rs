@@ -15,6 +15,8 @@ pub mod doctor;
 pub mod duckdb;
 pub mod fatal;
 pub mod fsck;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod graph;
 pub mod helper;
 pub mod history;

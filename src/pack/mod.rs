@@ -15,7 +15,7 @@ use crate::mapping::{Kind, ObjectId};
 mod check;
 mod deflate;
 pub use check::check_kept;
-use deflate::SmallDeflate;
+pub use deflate::SmallDeflate;
 
 /// A pack's checksum (a SHA-1, as gix names one) in lower-case hex: the pack's name.
 pub fn hex(checksum: &[u8]) -> String {
