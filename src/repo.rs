@@ -303,6 +303,15 @@ impl Repo {
         remove_stale_temporaries(&self.pack_dir())
     }
 
+    /// Removes pack `name` (its index and reverse index first, so that Git never sees an
+    /// index without its pack); a part already gone is no error.
+    pub fn remove_pack(&self, name: &str) {
+        let dir = self.pack_dir();
+        for ext in ["idx", "rev", "pack"] {
+            let _ = std::fs::remove_file(dir.join(format!("{name}.{ext}")));
+        }
+    }
+
     /// Whether the repository holds pack `name` (pack and index).
     pub fn has_pack(&self, name: &str) -> bool {
         let dir = self.pack_dir();
@@ -327,6 +336,10 @@ impl Repo {
     /// into place as `pack-<checksum>`, whose name it returns. The temporary files go either way.
     pub fn install_downloaded(&self, tmp: &Path) -> Result<String, String> {
         let idx = tmp.with_extension("idx");
+        // Git 2.41 and later write a reverse index beside `-o` (pack.writeReverseIndex): it is
+        // named with the pack, as Git's own fetch keeps it, or removed.
+        let rev = tmp.with_extension("rev");
+        crate::cleanup::remove_on_signal(&rev);
         let out = std::process::Command::new("git")
             .arg("index-pack")
             .arg("-o")
@@ -345,13 +358,18 @@ impl Repo {
                 let hex = String::from_utf8_lossy(&out.stdout).trim().to_string();
                 let name = format!("pack-{hex}");
                 let pack_dir = self.pack_dir();
-                std::fs::rename(tmp, pack_dir.join(format!("{name}.pack")))
+                let rev_kept = match rev.is_file() {
+                    true => std::fs::rename(&rev, pack_dir.join(format!("{name}.rev"))),
+                    false => Ok(()),
+                };
+                rev_kept
+                    .and_then(|()| std::fs::rename(tmp, pack_dir.join(format!("{name}.pack"))))
                     .and_then(|()| std::fs::rename(&idx, pack_dir.join(format!("{name}.idx"))))
                     .map(|()| name)
                     .map_err(|e| format!("cannot install it in {}: {e}", pack_dir.display()))
             }
         };
-        for left in [tmp, idx.as_path()] {
+        for left in [tmp, idx.as_path(), rev.as_path()] {
             let _ = std::fs::remove_file(left);
             crate::cleanup::forget(left);
         }

@@ -428,3 +428,83 @@ fn a_run_that_would_leave_more_than_30_packs_merges_them_into_one() {
         "{installed:?}"
     );
 }
+
+/// The files of `objects/pack` in `dir`, sorted.
+fn pack_dir_files(t: &TestEnv, dir: &str) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(t.path(dir).join("objects/pack"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// A clone through packs leaves only whole packs in `objects/pack` (Git 2.41 and later write
+/// a reverse index beside `index-pack -o`: it is named with its pack, as Git's own fetch keeps
+/// it), `git count-objects` shows no garbage, and a pack nothing was taken from is removed
+/// (issue 30, items 4 and 5); a pack the list names a thousand times is fetched once (item 3).
+#[test]
+fn a_clone_through_packs_leaves_nothing_behind_and_fetches_each_pack_once() {
+    let mut t = TestEnv::new();
+    let at = t.lake_at(Where::S3, "tidy", &lake(20));
+    pack(&t, &at.url);
+    let name = listed_packs(&at).remove(0);
+    let garbage = |dir: &str| -> String {
+        let counted = t.ok(dir, &["count-objects", "-v"]);
+        let line = counted.lines().find(|l| l.starts_with("garbage:")).unwrap();
+        line.to_string()
+    };
+
+    let (_, installed, stderr) = clone(&t, &at.url, "used.git");
+    assert!(installed.contains(&format!("{name}.pack")), "{installed:?}");
+    assert!(!stderr.contains("warning"), "{stderr}");
+    let files = pack_dir_files(&t, "used.git");
+    assert!(files.iter().all(|f| f.starts_with("pack-")), "{files:?}");
+    let rev = format!("{name}.rev");
+    let git_writes_rev = t.path("used.git").join("objects/pack").join(&rev).exists();
+    assert!(
+        git_writes_rev,
+        "git 2.41+ writes a .rev beside the index: {files:?}"
+    );
+    assert_eq!(garbage("used.git"), "garbage: 0");
+    // The next fetch has nothing to say about temporary files a killed fetch left.
+    let out = t.git("used.git", &["fetch", "origin"]);
+    assert!(out.status.success());
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("killed"));
+
+    // Another lake's pack: nothing is taken from it, and it goes.
+    let record = at.read(&format!("git-packs/{name}.json")).unwrap();
+    let id = "5f0c8a52-6d3e-4f8e-9b1a-2c7d4e9f0a13";
+    let other = record.replace(id, "00000000-0000-4000-8000-000000000000");
+    at.write(&format!("git-packs/{name}.json"), &other);
+    let (_, installed, stderr) = clone(&t, &at.url, "other.git");
+    assert!(stderr.contains("it was made from another lake"), "{stderr}");
+    assert!(
+        !installed.contains(&format!("{name}.pack")),
+        "{installed:?}"
+    );
+    let files = pack_dir_files(&t, "other.git");
+    assert!(!files.iter().any(|f| f.starts_with(&name)), "{files:?}");
+    assert_eq!(garbage("other.git"), "garbage: 0");
+    at.write(&format!("git-packs/{name}.json"), &record);
+
+    // One pack named a thousand times: downloaded and checked once.
+    let names = vec![serde_json::Value::from(name.clone()); 1_000];
+    let list = serde_json::json!({"format": 1, "packs": names});
+    at.write("git-packs/list.json", &list.to_string());
+    let out = t
+        .command("git", ".", &["clone", "-q", "--bare", &at.url, "once.git"])
+        .env("GIT_REMOTE_FDL_DEBUG", "1")
+        .output()
+        .unwrap();
+    let trace = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{trace}");
+    let record_reads = trace
+        .lines()
+        .filter(|l| l.contains(&format!("GET git-packs/{name}.json")))
+        .count();
+    assert_eq!(record_reads, 1, "the record is read once");
+    assert!(pack_dir_files(&t, "once.git").contains(&format!("{name}.pack")));
+    assert!(!trace.contains("warning"), "{trace}");
+}

@@ -58,7 +58,12 @@ pub async fn import(
     let mut out = Imported::default();
     let names = match parse_list(list) {
         Ok(names) if names.is_empty() => return out,
-        Ok(names) => names,
+        // A pack named twice is fetched and checked once.
+        Ok(mut names) => {
+            let mut seen = HashSet::new();
+            names.retain(|n| seen.insert(n.clone()));
+            names
+        }
         Err(e) => {
             out.warnings
                 .push(format!("lake '{name}': {e}: its packs are not used"));
@@ -95,10 +100,14 @@ pub async fn import(
         true => Err("it was made from another lake".to_string()),
         false => Ok(r),
     };
+    let mut installed_now = Vec::with_capacity(names.len());
     let records: Vec<(&String, Result<Record, String>)> = names
         .iter()
         .zip(fetched)
-        .map(|(n, r)| (n, r.and_then(of_this_lake)))
+        .map(|(n, f)| {
+            installed_now.push(f.installed);
+            (n, f.record.and_then(of_this_lake))
+        })
         .collect();
     // The commits the records claim: each version is checked with its parents' claimed
     // commits, and taken only once its parents were taken before it.
@@ -111,19 +120,32 @@ pub async fn import(
         check_all(repo.git_dir(), &records, &against, &claimed, progress)
     });
     let mut taken: HashSet<VersionId> = HashSet::new();
-    for ((pack, record), results) in records.iter().zip(checked) {
+    let rows = records.iter().zip(checked).zip(installed_now);
+    for (((pack, record), results), installed) in rows {
+        let before = out.verified.len();
         let why = match record {
-            Err(why) => why.clone(),
-            Ok(record) => match take(record, results, &claimed, &mut taken, &mut out.verified) {
-                Some(why) => why,
-                None => continue,
-            },
+            Err(why) => Some(why.clone()),
+            Ok(record) => take(record, results, &claimed, &mut taken, &mut out.verified),
         };
-        out.warnings.push(format!(
-            "lake '{name}': git-packs/{pack}: {why}; its versions are read one by one"
-        ));
+        // A pack this import installed that gave nothing goes again: it would only be
+        // garbage in objects/pack (another lake's, misnamed, unrecorded, every version failed).
+        if let Some(installed) = installed.filter(|_| out.verified.len() == before) {
+            repo.remove_pack(&installed);
+        }
+        if let Some(why) = why {
+            out.warnings.push(format!(
+                "lake '{name}': git-packs/{pack}: {why}; its versions are read one by one"
+            ));
+        }
     }
     out
+}
+
+/// A pack's record, and the name of the pack this import installed for it (if it did: one
+/// already in the repository is left to it, whatever happens).
+struct Fetched {
+    record: Result<Record, String>,
+    installed: Option<String>,
 }
 
 /// Each recorded version checked on its own (`verify`), its parents' commits taken from the
@@ -235,7 +257,7 @@ fn take(
 }
 
 /// A pack's record, and the pack itself installed in the repository (unless already there).
-async fn fetch_pack(lake: &Lake, repo: &Repo, pack: &str) -> Result<Record, String> {
+async fn fetch_pack(lake: &Lake, repo: &Repo, pack: &str) -> Fetched {
     let record = async {
         let raw = lake.pack_record(pack).await.map_err(|e| e.to_string())?;
         let raw = raw.ok_or("it has no record")?;
@@ -243,31 +265,42 @@ async fn fetch_pack(lake: &Lake, repo: &Repo, pack: &str) -> Result<Record, Stri
     };
     let installed = async {
         if repo.has_pack(pack) {
-            return Ok(());
+            return (Ok(()), None);
         }
-        let tmp = repo.downloaded_pack_path().map_err(|e| e.to_string())?;
-        let mut file = std::fs::File::create(&tmp).map_err(|e| e.to_string())?;
-        let mut sink = |chunk: &[u8]| std::io::Write::write_all(&mut file, chunk);
-        let found = lake.download_pack(pack, &mut sink).await;
-        drop(file);
-        match found {
-            Ok(true) => {}
-            Ok(false) => {
-                let _ = std::fs::remove_file(&tmp);
-                return Err("the pack is missing".to_string());
+        let got = download_and_install(lake, repo, pack).await;
+        match got {
+            Ok(got) if got == pack => (Ok(()), Some(got)),
+            Ok(got) => {
+                let why = format!("the pack's checksum names {got}, not {pack}");
+                (Err(why), Some(got))
             }
-            Err(e) => {
-                let _ = std::fs::remove_file(&tmp);
-                return Err(e.to_string());
-            }
-        }
-        let got = tokio::task::block_in_place(|| repo.install_downloaded(&tmp))?;
-        match got == pack {
-            true => Ok(()),
-            false => Err(format!("the pack's checksum names {got}, not {pack}")),
+            Err(why) => (Err(why), None),
         }
     };
-    let (record, installed) = futures::join!(record, installed);
-    installed?;
-    record
+    let (record, (installed, name)) = futures::join!(record, installed);
+    Fetched {
+        record: installed.and(record),
+        installed: name,
+    }
+}
+
+/// Downloads pack `pack` and installs it under the name its checksum gives (returned).
+async fn download_and_install(lake: &Lake, repo: &Repo, pack: &str) -> Result<String, String> {
+    let tmp = repo.downloaded_pack_path().map_err(|e| e.to_string())?;
+    let mut file = std::fs::File::create(&tmp).map_err(|e| e.to_string())?;
+    let mut sink = |chunk: &[u8]| std::io::Write::write_all(&mut file, chunk);
+    let found = lake.download_pack(pack, &mut sink).await;
+    drop(file);
+    match found {
+        Ok(true) => {}
+        Ok(false) => {
+            let _ = std::fs::remove_file(&tmp);
+            return Err("the pack is missing".to_string());
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e.to_string());
+        }
+    }
+    tokio::task::block_in_place(|| repo.install_downloaded(&tmp))
 }
