@@ -21,6 +21,7 @@ use super::wire::{read_request, Request};
 pub struct S3Lite {
     pub endpoint: String,
     state: Arc<State>,
+    acceptors: usize,
 }
 
 /// What the server counted since the last [`S3Lite::reset`].
@@ -75,6 +76,8 @@ struct State {
     opaque_etags: std::sync::atomic::AtomicBool,
     /// How conditional PUTs are decided (see [`Conditions`]).
     conditions: Mutex<Conditions>,
+    /// Set when the server is dropped: its threads end.
+    stopped: std::sync::atomic::AtomicBool,
 }
 
 /// How the server decides `If-None-Match: *` and `If-Match` on PUT.
@@ -100,9 +103,10 @@ pub fn start() -> S3Lite {
     start_with(ACCEPTORS)
 }
 
-/// Starts a server that serves `acceptors` connections at once. Its threads live as long as
-/// the test process, and each costs memory maps (stack, guard pages, signal stack): a process
-/// holds about six servers of [`ACCEPTORS`]; a test that makes a few requests takes a small one.
+/// Starts a server that serves `acceptors` connections at once. Each thread costs memory maps
+/// (stack, guard pages, signal stack), and a process has 65,530 at most: the threads end when
+/// the server is dropped ([`S3Lite`]'s `Drop`), and a test that makes a few requests takes a
+/// small one.
 pub fn start_with(acceptors: usize) -> S3Lite {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     // Thousands of connections may come at once: a short queue would drop some for a second.
@@ -118,6 +122,9 @@ pub fn start_with(acceptors: usize) -> S3Lite {
             .stack_size(256 << 10)
             .spawn(move || {
                 while let Ok((stream, _)) = l.accept() {
+                    if s.stopped.load(Ordering::SeqCst) {
+                        return;
+                    }
                     let _ = serve(stream, &s);
                 }
             })
@@ -128,6 +135,20 @@ pub fn start_with(acceptors: usize) -> S3Lite {
     S3Lite {
         endpoint: format!("http://127.0.0.1:{port}"),
         state,
+        acceptors,
+    }
+}
+
+impl Drop for S3Lite {
+    /// Ends the server's threads: each acceptor is woken by a connection of its own, and sees
+    /// that the server is stopped.
+    fn drop(&mut self) {
+        self.state.stopped.store(true, Ordering::SeqCst);
+        let addr = self.endpoint.trim_start_matches("http://").to_string();
+        let wakers: Vec<_> = (0..self.acceptors)
+            .filter_map(|_| std::net::TcpStream::connect(&addr).ok())
+            .collect();
+        drop(wakers);
     }
 }
 
@@ -229,7 +250,7 @@ impl S3Lite {
 
 /// In waves mode, answers everything waiting once the server has been quiet long enough.
 fn release_waves(state: &State) {
-    loop {
+    while !state.stopped.load(Ordering::SeqCst) {
         std::thread::sleep(Duration::from_millis(2));
         let mut w = state.waves.lock().unwrap();
         let (Some(quiet), Some(last)) = (w.quiet, w.last_arrival) else {
