@@ -183,8 +183,9 @@ fn replace_secrets(text: &str) -> String {
 /// The scheme that ends where `before` ends (`s3` in `... 's3`).
 fn scheme_before(before: &str) -> String {
     let start = before
-        .rfind(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
-        .map_or(0, |i| i + 1);
+        .char_indices()
+        .rfind(|(_, c)| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
+        .map_or(0, |(i, c)| i + c.len_utf8());
     before[start..].to_ascii_lowercase()
 }
 
@@ -222,6 +223,15 @@ fn is_azure_container(scheme: &str, info: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by `cargo fuzz run redact`: a scheme after a character of more than one byte.
+    #[test]
+    fn a_scheme_after_a_wide_character_is_no_panic() {
+        let text = String::from_utf8_lossy(b"//:\xa2\xa2://///// \x8f\n").into_owned();
+        let _ = redact(&text);
+        assert_eq!(scheme_before("\u{a2}s3"), "s3");
+        assert_eq!(scheme_before("\u{fffd}"), "");
+    }
 
     #[test]
     fn secrets_are_redacted() {

@@ -56,14 +56,9 @@ pub async fn import(
 ) -> Imported {
     let name = lake.name();
     let mut out = Imported::default();
-    let names = match parse_list(list) {
+    let names = match pack_names(list) {
         Ok(names) if names.is_empty() => return out,
-        // A pack named twice is fetched and checked once.
-        Ok(mut names) => {
-            let mut seen = HashSet::new();
-            names.retain(|n| seen.insert(n.clone()));
-            names
-        }
+        Ok(names) => names,
         Err(e) => {
             out.warnings
                 .push(format!("lake '{name}': {e}: its packs are not used"));
@@ -119,13 +114,47 @@ pub async fn import(
     let checked = tokio::task::block_in_place(|| {
         check_all(repo.git_dir(), &records, &against, &claimed, progress)
     });
-    let mut taken: HashSet<VersionId> = HashSet::new();
     let rows = records.iter().zip(checked).zip(installed_now);
-    for (((pack, record), results), installed) in rows {
+    settle(
+        lake,
+        repo,
+        rows.map(|(((n, r), c), i)| (*n, r, c, i)),
+        &claimed,
+        &mut out,
+    );
+    out
+}
+
+/// The names `list` gives, each once: a pack named twice is fetched and checked once.
+fn pack_names(list: &[u8]) -> Result<Vec<String>, super::FormatError> {
+    let mut names = parse_list(list)?;
+    let mut seen = HashSet::new();
+    names.retain(|n| seen.insert(n.clone()));
+    Ok(names)
+}
+
+/// Takes each pack's checked versions into `out`, parents first, and says why a pack gave
+/// nothing.
+fn settle<'r>(
+    lake: &Lake,
+    repo: &Repo,
+    rows: impl Iterator<
+        Item = (
+            &'r String,
+            &'r Result<Record, String>,
+            Checked,
+            Option<String>,
+        ),
+    >,
+    claimed: &HashMap<VersionId, ObjectId>,
+    out: &mut Imported,
+) {
+    let mut taken: HashSet<VersionId> = HashSet::new();
+    for (pack, record, results, installed) in rows {
         let before = out.verified.len();
         let why = match record {
             Err(why) => Some(why.clone()),
-            Ok(record) => take(record, results, &claimed, &mut taken, &mut out.verified),
+            Ok(record) => take(record, results, claimed, &mut taken, &mut out.verified),
         };
         // A pack this import installed that gave nothing goes again: it would only be
         // garbage in objects/pack (another lake's, misnamed, unrecorded, every version failed).
@@ -134,12 +163,15 @@ pub async fn import(
         }
         if let Some(why) = why {
             out.warnings.push(format!(
-                "lake '{name}': git-packs/{pack}: {why}; its versions are read one by one"
+                "lake '{}': git-packs/{pack}: {why}; its versions are read one by one",
+                lake.name()
             ));
         }
     }
-    out
 }
+
+/// Each version of one record checked: its parents, or why it failed.
+type Checked = Vec<Result<Parents, String>>;
 
 /// A pack's record, and the name of the pack this import installed for it (if it did: one
 /// already in the repository is left to it, whatever happens).
@@ -157,7 +189,7 @@ fn check_all(
     against: &Against,
     claimed: &HashMap<VersionId, ObjectId>,
     progress: &dyn Progress,
-) -> Vec<Vec<Result<Parents, String>>> {
+) -> Vec<Checked> {
     let all: Vec<&PackedVersion> = records
         .iter()
         .filter_map(|(_, r)| r.as_ref().ok())
