@@ -67,6 +67,16 @@ $(MANPAGE): docs/git-remote-fdl.md docs/md2man.py
 	@mkdir -p $(dir $@)
 	python3 docs/md2man.py $< > $@
 
+# cargo fuzz (nightly) on each parser of hostile input and the DEFLATE encoder, FUZZ_SECONDS
+# each (corpora and crashes under fuzz/, not committed; a crash found becomes a regression test).
+FUZZ_SECONDS ?= 600
+FUZZ_TARGETS := protocol record refs_json pack_formats redact deflate_round_trip
+fuzz:
+	@command -v cargo-fuzz >/dev/null || cargo install --locked cargo-fuzz
+	cd fuzz && for t in $(FUZZ_TARGETS); do \
+		cargo +nightly fuzz run $$t -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 || exit 1; \
+	done
+
 lint:
 	cargo fmt --check
 	cargo clippy --locked --all-targets -- -D warnings
