@@ -8,6 +8,7 @@ mod error;
 mod etags;
 pub mod files;
 pub mod git_packs;
+pub mod json;
 pub mod names;
 mod open;
 pub mod record;
