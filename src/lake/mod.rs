@@ -15,6 +15,7 @@ pub mod record;
 mod ref_writes;
 mod refs;
 pub mod refs_json;
+mod refs_render;
 mod versions;
 
 pub use error::LakeError;

@@ -4,10 +4,10 @@
 use std::fmt;
 
 use serde::de::{Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde_json::{Map, Value};
 
 use super::json::{self, Skip, Text};
-use super::names::{printable, VersionId};
+use super::names::printable;
+pub use super::refs_render::render_refs_json;
 
 /// Every `(ref name, version)` of a `refs.json`, each name once. Accepted shapes, all with
 /// unknown keys ignored: `{"refs/heads/main": "<id>", ...}`, the same map under a `"refs"` key,
@@ -281,154 +281,11 @@ impl<'de> Visitor<'de> for ItemVisitor {
     }
 }
 
-/// The `refs.json` this helper writes, in the shape the lake's file has (a flat map when
-/// there is none): the branches and tags are `refs`, sorted; everything else the file holds
-/// (a host's own entries such as `refs/requests/7`, `HEAD`, unknown keys) is kept as it is,
-/// in every shape. Pretty-printed, ending in a newline.
-pub fn render_refs_json(existing: Option<&[u8]>, refs: &[(String, VersionId)]) -> Vec<u8> {
-    let old = match existing.map(serde_json::from_slice::<Value>) {
-        Some(Ok(Value::Object(old))) => old,
-        _ => Map::new(),
-    };
-    let new = match old.get("refs") {
-        Some(Value::Object(_)) => nested_map(old, refs),
-        Some(Value::Array(_)) => nested_list(old, refs),
-        _ if ["heads", "tags"]
-            .iter()
-            .any(|k| old.get(*k).is_some_and(Value::is_object)) =>
-        {
-            short_names(old, refs)
-        }
-        _ => Value::Object(flat_map(old, refs)),
-    };
-    let mut out = serde_json::to_vec_pretty(&new).expect("JSON values serialise");
-    out.push(b'\n');
-    out
-}
-
-fn is_managed(name: &str) -> bool {
-    name.starts_with("refs/heads/") || name.starts_with("refs/tags/")
-}
-
-/// A ref's entry: the file's own while it still holds `id` (fields a host keeps beside the
-/// version, `{"version": ..., "approved_by": ...}`, describe that version and are kept with it),
-/// else a new one in the shape of the old (`{"version": ...}` or `{"id": ...}`) or a string.
-fn entry_for(old: Option<&Value>, id: &VersionId) -> Value {
-    let id = id.to_string();
-    let holds = |v: Option<&Value>| {
-        v.and_then(Value::as_str)
-            .is_some_and(|v| v.trim().eq_ignore_ascii_case(&id))
-    };
-    match old {
-        Some(Value::String(_)) if holds(old) => Value::String(id),
-        Some(Value::Object(o)) => {
-            let key = match (o.contains_key("version"), o.contains_key("id")) {
-                (false, true) => "id",
-                _ => "version",
-            };
-            if holds(o.get(key)) {
-                return Value::Object(o.clone());
-            }
-            let mut fresh = Map::new();
-            fresh.insert(key.to_string(), Value::String(id));
-            Value::Object(fresh)
-        }
-        _ => Value::String(id),
-    }
-}
-
-/// `{"refs/heads/main": "<id>", ...}`: the host's entries and ours, sorted by name.
-fn flat_map(old: Map<String, Value>, refs: &[(String, VersionId)]) -> Map<String, Value> {
-    let (managed, mut entries): (Map<String, Value>, Vec<(String, Value)>) = {
-        let (m, h): (Vec<_>, Vec<_>) = old.into_iter().partition(|(k, _)| is_managed(k));
-        (m.into_iter().collect(), h)
-    };
-    entries.extend(
-        refs.iter()
-            .map(|(n, id)| (n.clone(), entry_for(managed.get(n), id))),
-    );
-    entries.sort_by(|a, b| a.0.cmp(&b.0));
-    entries.into_iter().collect()
-}
-
-/// `{"refs": {...}, ...}`: the map under `refs` rewritten, other keys kept.
-fn nested_map(mut old: Map<String, Value>, refs: &[(String, VersionId)]) -> Value {
-    if let Some(Value::Object(inner)) = old.get_mut("refs") {
-        *inner = flat_map(std::mem::take(inner), refs);
-    }
-    Value::Object(old)
-}
-
-/// `{"refs": [{"name": ..., "version": ...}, ...]}`: the host's items kept in their order,
-/// then ours, named with the keys the file's items use.
-fn nested_list(mut old: Map<String, Value>, refs: &[(String, VersionId)]) -> Value {
-    let Some(Value::Array(items)) = old.get_mut("refs") else {
-        return Value::Object(old);
-    };
-    let name_of = |item: &Value| {
-        item.get("name")
-            .or_else(|| item.get("ref"))
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    };
-    let ours = items
-        .iter()
-        .find(|i| name_of(i).is_some_and(|n| is_managed(&n)));
-    let key = |a: &str, b: &str| match ours.map(|i| (i.get(a).is_some(), i.get(b).is_some())) {
-        Some((false, true)) => b.to_string(),
-        _ => a.to_string(),
-    };
-    let (name_key, version_key) = (key("name", "ref"), key("version", "id"));
-    let mut managed: std::collections::HashMap<String, Value> = Default::default();
-    items.retain(|i| match name_of(i).filter(|n| is_managed(n)) {
-        Some(n) => {
-            managed.entry(n).or_insert_with(|| i.clone());
-            false
-        }
-        None => true,
-    });
-    items.extend(refs.iter().map(|(n, id)| {
-        // The file's own item while the ref still holds its version, with a host's fields.
-        let kept = managed.get(n).filter(|i| {
-            let v = i.get(&version_key).and_then(Value::as_str);
-            v.is_some_and(|v| v.trim().eq_ignore_ascii_case(&id.to_string()))
-        });
-        if let Some(kept) = kept {
-            return kept.clone();
-        }
-        let mut item = Map::new();
-        item.insert(name_key.clone(), Value::String(n.clone()));
-        item.insert(version_key.clone(), Value::String(id.to_string()));
-        Value::Object(item)
-    }));
-    Value::Object(old)
-}
-
-/// `{"heads": {"main": ...}, "tags": {...}, ...}`: both maps rewritten with short names, other
-/// keys kept (full names of branches and tags at the top are folded into the maps).
-fn short_names(old: Map<String, Value>, refs: &[(String, VersionId)]) -> Value {
-    let mut out: Map<String, Value> = old.into_iter().filter(|(k, _)| !is_managed(k)).collect();
-    for (key, prefix) in [("heads", "refs/heads/"), ("tags", "refs/tags/")] {
-        let before = match out.get(key) {
-            Some(Value::Object(m)) => m.clone(),
-            _ => Map::new(),
-        };
-        let map: Map<String, Value> = refs
-            .iter()
-            .filter_map(|(n, id)| Some((n.strip_prefix(prefix)?.to_string(), id)))
-            .map(|(n, id)| {
-                let entry = entry_for(before.get(&n), id);
-                (n, entry)
-            })
-            .collect();
-        out.insert(key.to_string(), Value::Object(map));
-    }
-    Value::Object(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lake::VersionId;
+    use serde_json::Value;
 
     #[test]
     fn refs_json_shapes() {
