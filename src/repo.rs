@@ -127,8 +127,15 @@ impl Repo {
     /// An object's kind and content.
     pub fn object(&self, id: &ObjectId) -> Option<(gix::object::Kind, Vec<u8>)> {
         let oid = gix::ObjectId::try_from(&id.0[..]).ok()?;
-        let obj = self.repo.try_find_object(oid).ok()??;
-        Some((obj.kind, obj.data.clone()))
+        let obj = self.repo.try_find_object(oid).ok()??.detach();
+        Some((obj.kind, obj.data))
+    }
+
+    /// An object's kind and size from its header, without inflating it.
+    pub fn object_header(&self, id: &ObjectId) -> Option<(gix::object::Kind, u64)> {
+        let oid = gix::ObjectId::try_from(&id.0[..]).ok()?;
+        let header = self.repo.try_find_header(oid).ok()??;
+        Some((header.kind(), header.size()))
     }
 
     /// The parents of a local commit (empty if it is not a commit or not here).

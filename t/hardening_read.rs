@@ -169,11 +169,21 @@ fn refs_dropped_from_a_folder_listing_are_named() {
 /// Runs `git` and returns whether it succeeded, the helper's peak resident memory (KiB, as
 /// the helper reads it from /proc at exit: a process forked from this large test binary would
 /// count the binary's pages), and git's stderr.
-fn helper_peak_rss(t: &TestEnv, cwd: &str, args: &[&str]) -> (bool, u64, String) {
+pub(crate) fn helper_peak_rss(t: &TestEnv, cwd: &str, args: &[&str]) -> (bool, u64, String) {
+    peak_rss_of(t, "git", cwd, args)
+}
+
+/// As [`helper_peak_rss`], for any program that runs the helper (the helper itself included).
+pub(crate) fn peak_rss_of(
+    t: &TestEnv,
+    program: &str,
+    cwd: &str,
+    args: &[&str],
+) -> (bool, u64, String) {
     let file = t.path(&format!("peak-{}", args[0]));
     let _ = std::fs::remove_file(&file);
     let out = t
-        .command("git", cwd, args)
+        .command(program, cwd, args)
         .env("GIT_REMOTE_FDL_TEST_PEAK_FILE", &file)
         .output()
         .unwrap();
@@ -278,4 +288,82 @@ fn a_clone_of_twenty_thousand_versions_stays_under_a_fixed_peak() {
     // Before: 86 MiB (release build), growing by 4 KiB a version.
     assert!(peak < 80 << 10, "clone peaked at {peak} KiB");
     assert_eq!(t.ok("c.git", &["rev-list", "--count", "main"]), "20000\n");
+}
+
+/// A JSON array of zeros about `bytes` long: what a writer's unknown field may hold, and, with
+/// serde_json's `arbitrary_precision`, about 130 bytes a `0` once parsed into a tree.
+pub(crate) fn zeros(bytes: usize) -> String {
+    let mut out = String::with_capacity(bytes + 2);
+    out.push('[');
+    while out.len() + 2 < bytes {
+        out.push_str("0,");
+    }
+    out.push_str("0]");
+    out
+}
+
+/// What the manual promises: file contents in flight under 128 MiB, whatever the lake holds.
+pub(crate) const BUDGET_KIB: u64 = 128 << 10;
+
+#[test]
+fn a_version_json_with_a_huge_unknown_field_costs_a_skip_not_a_tree() {
+    // Issue 30: a 15 MiB version.json (under its 16 MiB limit) whose unknown field is an array
+    // of zeros made a folder clone peak at 804 MiB: the record was parsed whole into a tree.
+    const MIB: usize = 1 << 20;
+    let t = TestEnv::new();
+    let mut l = LakeBuilder::new();
+    l.chain(1, 3);
+    l.branch("main", 3);
+    let path = format!("versions/{}/version.json", vid(3));
+    let record = format!(
+        "{{\"parents\": [\"{}\"], \"author\": \"A <a@x>\", \"message\": \"big\", \
+         \"created_at\": \"2026-01-01T00:00:03Z\", \"writer_stats\": {}}}",
+        vid(2),
+        zeros(15 * MIB)
+    );
+    l.put(&path, record.clone());
+    let url = t.local_lake("lake", &l);
+    let (ok, peak, err) = helper_peak_rss(&t, ".", &["clone", "--bare", "-q", &url, "c.git"]);
+    assert!(ok, "{err}");
+    eprintln!("peak RSS, clone with a 15 MiB unknown field in version.json: {peak} KiB");
+    assert!(peak < BUDGET_KIB, "clone peaked at {peak} KiB");
+    // The record is the commit's version.json, byte for byte.
+    let blob = t.ok("c.git", &["cat-file", "blob", "main:version.json"]);
+    assert_eq!(blob.len(), record.len());
+    assert_eq!(
+        t.ok("c.git", &["log", "-1", "--format=%s", "main"]),
+        "big\n"
+    );
+}
+
+#[test]
+fn a_push_onto_a_refs_json_with_a_huge_unknown_field_keeps_it_within_the_budget() {
+    // Issue 30: a push to a lake whose refs.json carries a 16 MiB unknown field peaked at
+    // 918 MiB; the field must survive the push, as a host's entries do.
+    const MIB: usize = 1 << 20;
+    let t = TestEnv::new();
+    let mut l = LakeBuilder::new();
+    l.chain(1, 3);
+    l.branch("main", 3);
+    let field = zeros(16 * MIB);
+    let refs = format!(
+        "{{\"refs/heads/main\": \"{}\", \"host_stats\": {field}}}\n",
+        vid(3)
+    );
+    l.put("refs.json", refs);
+    let url = t.local_lake("lake", &l);
+    t.ok(".", &["clone", "-q", &url, "w"]);
+    let (ok, peak, err) =
+        helper_peak_rss(&t, "w", &["push", "-q", "origin", "main:refs/heads/side"]);
+    assert!(ok, "{err}");
+    eprintln!("peak RSS, push onto a refs.json with a 16 MiB unknown field: {peak} KiB");
+    assert!(peak < BUDGET_KIB, "push peaked at {peak} KiB");
+    let after = std::fs::read_to_string(t.path("lake/refs.json")).unwrap();
+    let after: serde_json::Value = serde_json::from_str(&after).unwrap();
+    assert_eq!(after["refs/heads/side"], vid(3).as_str());
+    assert_eq!(after["refs/heads/main"], vid(3).as_str());
+    let kept = after["host_stats"]
+        .as_array()
+        .expect("the host's field kept");
+    assert_eq!(kept.len(), field.len() / 2);
 }

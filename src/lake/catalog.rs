@@ -1,7 +1,11 @@
 //! A version's catalog (`ducklake.duckdb`, or `catalogs/<format>.duckdb`) and the digest its
 //! record gives for it: the one file a reader needs to open the version's data.
 
-use serde_json::Value;
+use std::fmt;
+
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+
+use super::json::{self, At, Skip, Text};
 
 use super::{Lake, LakeError, VersionId, VersionRecord};
 
@@ -53,15 +57,64 @@ pub fn expected_sha256(record: &VersionRecord, format: &CatalogFormat) -> Option
     let digest = match format {
         CatalogFormat::Default => record.sha256.clone()?,
         CatalogFormat::Other(f) => {
-            let value: Value = serde_json::from_slice(&record.raw).ok()?;
-            match value.get("catalogs")?.get(f)? {
-                Value::String(s) => s.clone(),
-                Value::Object(o) => o.get("sha256")?.as_str()?.to_string(),
-                _ => return None,
-            }
+            // Read typed: the record's other fields are skipped, not made a tree.
+            let seed = At {
+                key: "catalogs",
+                seed: At {
+                    key: f,
+                    seed: Digest,
+                },
+            };
+            json::from_slice_seed(&record.raw, seed).ok()????
         }
     };
     parse_digest(&digest)
+}
+
+/// A format's digest in `catalogs`: a string, or an object's `sha256` string.
+#[derive(Clone, Copy)]
+struct Digest;
+
+impl<'de> DeserializeSeed<'de> for Digest {
+    type Value = Option<String>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Digest {
+    type Value = Option<String>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any valid JSON value")
+    }
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Self::Value, E> {
+        Ok(Some(s.to_string()))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        Skip::<true>.visit_seq(seq).map(|_| None)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        let sha256 = At {
+            key: "sha256",
+            seed: std::marker::PhantomData::<Text<true>>,
+        };
+        Ok(sha256.visit_map(map)?.and_then(Text::into_string))
+    }
 }
 
 /// A sha256 as a record gives it, in lower case: 64 hex digits, either case, blanks around
@@ -103,5 +156,41 @@ impl Lake {
     /// What a query engine needs to read the data files where the helper reads the lake.
     pub fn data_access(&self) -> crate::store::access::DataAccess {
         self.store.data_access()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_formats_digest_is_read_typed_the_rest_skipped() {
+        let d = "ab".repeat(32);
+        let other = CatalogFormat::Other("1.0".into());
+        let digest = |raw: String| {
+            let record = VersionRecord::parse(raw.into_bytes()).unwrap();
+            expected_sha256(&record, &other)
+        };
+        let big = format!("[{}0]", "0,".repeat(1000));
+        assert_eq!(
+            digest(format!(
+                r#"{{"x": {big}, "catalogs": {{"0.9": 1, "1.0": "{d}"}}}}"#
+            )),
+            Some(d.clone())
+        );
+        assert_eq!(
+            digest(format!(
+                r#"{{"catalogs": {{"1.0": {{"sha256": 5, "sha256": "{d}"}}}}}}"#
+            )),
+            Some(d.clone())
+        );
+        // The last of a repeated key, as a tree keeps it.
+        assert_eq!(
+            digest(format!(
+                r#"{{"catalogs": {{"1.0": "{d}"}}, "catalogs": 7}}"#
+            )),
+            None
+        );
+        assert_eq!(digest(r#"{"catalogs": {"1.0": [1]}}"#.into()), None);
     }
 }

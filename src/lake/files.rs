@@ -1,7 +1,11 @@
 //! The small files at a lake's root: `fdl.json` and `HEAD`, and a ref file's value, parsed
 //! tolerantly (`refs.json` is `refs_json.rs`).
 
-use serde_json::Value;
+use std::fmt;
+
+use serde::de::{Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+
+use super::json::{self, FirstKey, Skip, Text, TextOrExcerpt};
 
 use super::names::{check_ref_name, printable, VersionId};
 
@@ -31,14 +35,17 @@ pub struct FdlConfig {
 impl FdlConfig {
     pub fn parse(raw: &[u8]) -> Result<FdlConfig, ConfigError> {
         let unreadable = |why: String| ConfigError::Unreadable(why);
-        let value: Value = serde_json::from_slice(raw)
-            .map_err(|e| unreadable(format!("fdl.json is not valid JSON: {e}")))?;
-        let obj = value
-            .as_object()
+        // Read typed: a field the helper does not read is skipped, not made a tree.
+        let fields = json::from_slice_seed(raw, FdlSeed)
+            .map_err(|e| unreadable(format!("fdl.json is not valid JSON: {e}")))?
             .ok_or_else(|| unreadable("fdl.json is not a JSON object".to_string()))?;
-        let fdl = match obj.get("fdl") {
-            Some(Value::String(s)) => s.trim().to_string(),
-            Some(Value::Number(n)) => n.to_string(),
+        let fdl = match fields.fdl {
+            Some(TextOrExcerpt::Str(s)) => s.trim().to_string(),
+            Some(TextOrExcerpt::Other(n))
+                if n.starts_with(|c: char| c == '-' || c.is_ascii_digit()) =>
+            {
+                n
+            }
             _ => return Err(unreadable("fdl.json has no \"fdl\" version".to_string())),
         };
         let major: u64 = fdl
@@ -57,18 +64,9 @@ impl FdlConfig {
                 major,
             });
         }
-        let id = obj.get("id").and_then(Value::as_str).map(str::to_string);
-        let signers = obj
-            .get("signers")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default();
-        let data_dir = match obj.get("data_dir").and_then(Value::as_str) {
+        let id = fields.id.and_then(Text::into_string);
+        let signers = fields.signers.flatten().unwrap_or_default();
+        let data_dir = match fields.data_dir.and_then(Text::into_string) {
             Some(d) if !d.is_empty() => format!("{}/", d.trim_end_matches('/')),
             _ => "data/".to_string(),
         };
@@ -78,6 +76,102 @@ impl FdlConfig {
             signers,
             data_dir,
         })
+    }
+}
+
+/// What `fdl.json` says of the fields the helper reads (each key's last value, as a
+/// `serde_json::Value` keeps it); everything else is skipped. `None`: not an object.
+#[derive(Default)]
+struct FdlFields {
+    fdl: Option<TextOrExcerpt>,
+    id: Option<Text<true>>,
+    signers: Option<Option<Vec<String>>>,
+    data_dir: Option<Text<true>>,
+}
+
+struct FdlSeed;
+
+impl<'de> DeserializeSeed<'de> for FdlSeed {
+    type Value = Option<FdlFields>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for FdlSeed {
+    type Value = Option<FdlFields>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any valid JSON value")
+    }
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        Skip::<true>.visit_seq(seq).map(|_| None)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut key = match json::first_key(&mut map)? {
+            FirstKey::Number(_) => return Ok(None),
+            FirstKey::Empty => None,
+            FirstKey::Key(k) => Some(k),
+        };
+        let mut f = FdlFields::default();
+        while let Some(k) = key {
+            match k.as_str() {
+                "fdl" => f.fdl = Some(map.next_value()?),
+                "id" => f.id = Some(map.next_value()?),
+                "data_dir" => f.data_dir = Some(map.next_value()?),
+                "signers" => f.signers = Some(map.next_value::<Signers>()?.0),
+                _ => {
+                    map.next_value::<Skip<true>>()?;
+                }
+            }
+            key = map.next_key_seed(json::Key)?;
+        }
+        Ok(Some(f))
+    }
+}
+
+/// `signers`: its strings, if it is a list.
+struct Signers(Option<Vec<String>>);
+
+impl<'de> Deserialize<'de> for Signers {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(SignersVisitor).map(Signers)
+    }
+}
+
+struct SignersVisitor;
+
+impl<'de> Visitor<'de> for SignersVisitor {
+    type Value = Option<Vec<String>>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any valid JSON value")
+    }
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        Skip::<true>.visit_map(map).map(|_| None)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(t) = seq.next_element::<Text<true>>()? {
+            out.extend(t.into_string());
+        }
+        Ok(Some(out))
     }
 }
 
@@ -135,6 +229,13 @@ mod tests {
             .contains("major version 1"));
         assert!(FdlConfig::parse(br#"{"id":"x"}"#).is_err());
         assert!(FdlConfig::parse(b"nope").is_err());
+        // Read typed: unknown fields skipped but checked, a repeated key's last value counts.
+        let c = FdlConfig::parse(br#"{"x": [[0, {"y": 1e400}]], "fdl": 0, "fdl": 0.2, "signers": ["a", 1, "b"], "data_dir": "d//"}"#).unwrap();
+        assert_eq!((c.fdl.as_str(), c.data_dir.as_str()), ("0.2", "d/"));
+        assert_eq!(c.signers, ["a", "b"]);
+        assert!(FdlConfig::parse(br#"{"fdl": "0.1", "x": "\ud800"}"#).is_err());
+        assert!(FdlConfig::parse(br#"{"fdl": true}"#).is_err());
+        assert!(FdlConfig::parse(br#"[{"fdl": "0.1"}]"#).is_err());
     }
 
     #[test]

@@ -13,8 +13,11 @@ use crate::store::{Listed, StoreError, Token, Versioned, WriteError, WriteMode};
 pub const PACKS_DIR: &str = "git-packs/";
 /// The list of packs, written last, on condition.
 const LIST: &str = "git-packs/list.json";
-/// A pack's record or list larger than this is not read (about 300 bytes a version).
+/// A pack's record larger than this is not read (about 300 bytes a version).
 pub const RECORD_LIMIT: u64 = 256 << 20;
+/// A `list.json` larger than this is not read: it names at most about 30 packs (more are
+/// merged), some 50 bytes each.
+pub const LIST_LIMIT: u64 = 64 << 10;
 /// A pack larger than this is not downloaded.
 pub const PACK_LIMIT: u64 = 16 << 30;
 
@@ -70,7 +73,7 @@ fn checked(name: &str) -> Result<(), StoreError> {
 impl Lake {
     /// `git-packs/list.json` with its token; `None` if there is none.
     pub async fn pack_list(&self) -> Result<Option<Versioned>, StoreError> {
-        self.store.get_versioned(LIST, RECORD_LIMIT).await
+        self.store.get_versioned(LIST, LIST_LIMIT).await
     }
 
     /// Writes `git-packs/list.json` on condition.

@@ -8,12 +8,14 @@ mod error;
 mod etags;
 pub mod files;
 pub mod git_packs;
+pub mod json;
 pub mod names;
 mod open;
 pub mod record;
 mod ref_writes;
 mod refs;
 pub mod refs_json;
+mod refs_render;
 mod versions;
 
 pub use error::LakeError;

@@ -1,8 +1,11 @@
 //! Reading `version.json` tolerantly: the fields the mapping needs, whatever else a writer put.
 
-use bytes::Bytes;
-use serde_json::Value;
+use std::fmt;
 
+use bytes::Bytes;
+use serde::de::{Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+
+use super::json::{self, FirstKey, Skip, Text, TextOrExcerpt};
 use super::names::{printable, VersionId};
 
 /// Keys accepted for the version's time, in order of preference (RFC 3339 strings).
@@ -48,53 +51,36 @@ impl VersionRecord {
     pub fn parse(raw: impl Into<Bytes>) -> Result<VersionRecord, RecordError> {
         let raw: Bytes = raw.into();
         // serde_json's rules are mapping v1's (docs/mapping.md): among them, at most 127 levels
-        // of nesting, and an object whose first key is its number token read as a number.
-        let value: Value =
-            serde_json::from_slice(&raw).map_err(|e| RecordError::NotJson(e.to_string()))?;
-        let obj = value.as_object().ok_or(RecordError::NotAnObject)?;
-        let parents = match obj.get("parents").or_else(|| obj.get("parent")) {
-            None | Some(Value::Null) => Vec::new(),
-            Some(Value::String(s)) => vec![parse_parent(s)?],
-            Some(Value::Array(items)) => {
-                let mut out = Vec::with_capacity(items.len());
-                for item in items {
-                    let s = item.as_str().ok_or(RecordError::ParentNotAString)?;
-                    out.push(parse_parent(s)?);
-                }
-                out
-            }
-            Some(_) => return Err(RecordError::ParentsOfAnotherType),
+        // of nesting, and an object whose first key is its number token read as a number. The
+        // record is read typed (`Fields`), checked as a `serde_json::Value` would be: what the
+        // mapping does not read is skipped, not kept.
+        let fields = json::from_slice_seed(&raw, FieldsSeed)
+            .map_err(|e| RecordError::NotJson(e.to_string()))?
+            .ok_or(RecordError::NotAnObject)?;
+        let parents = match fields.parents.or(fields.parent) {
+            None => Vec::new(),
+            Some(parents) => parents?,
         };
-        let author = match obj.get("author") {
-            Some(Value::String(s)) => parse_author_string(s),
-            Some(Value::Object(a)) => Author {
-                name: a
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string(),
-                email: a
-                    .get("email")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string(),
+        let author = match fields.author {
+            Some(AuthorField::Str(s)) => parse_author_string(&s),
+            Some(AuthorField::Object { name, email }) => Author {
+                name: name.and_then(Text::into_string).unwrap_or_default(),
+                email: email.and_then(Text::into_string).unwrap_or_default(),
             },
             _ => Author::default(),
         };
-        let message = obj
-            .get("message")
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        let time = TIME_KEYS
+        let message = fields.message.and_then(Text::into_string);
+        let time = fields
+            .times
             .iter()
-            .filter_map(|k| obj.get(*k).and_then(Value::as_str))
+            .filter_map(|t| t.as_ref().and_then(Text::as_str))
             .find_map(parse_rfc3339_seconds);
         // Any value is kept (a short excerpt of its JSON when it is not a string), so that a
         // check can tell a digest that is not one from no digest.
-        let sha256 = obj.get("sha256").and_then(|v| match v {
-            Value::Null => None,
-            Value::String(s) => Some(s.clone()),
-            other => Some(crate::redact::excerpt(&other.to_string(), 80)),
+        let sha256 = fields.sha256.and_then(|v| match v {
+            TextOrExcerpt::Null => None,
+            TextOrExcerpt::Str(s) => Some(s),
+            TextOrExcerpt::Other(json) => Some(crate::redact::excerpt(&json, 80)),
         });
         Ok(VersionRecord {
             raw,
@@ -104,6 +90,210 @@ impl VersionRecord {
             time,
             sha256,
         })
+    }
+}
+
+/// The fields of a record the mapping reads, each as its last occurrence gave it (a repeated
+/// key's last value is the one a `Value` keeps); a field's own error waits until the whole
+/// record is known to be JSON, as it did when the record was a tree.
+#[derive(Default)]
+struct Fields {
+    parents: Option<Result<Vec<VersionId>, RecordError>>,
+    parent: Option<Result<Vec<VersionId>, RecordError>>,
+    author: Option<AuthorField>,
+    message: Option<Text<true>>,
+    times: [Option<Text<true>>; TIME_KEYS.len()],
+    sha256: Option<TextOrExcerpt>,
+}
+
+/// The top level: `None` when it is not an object (a number's token object included).
+struct FieldsSeed;
+
+impl<'de> DeserializeSeed<'de> for FieldsSeed {
+    type Value = Option<Fields>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for FieldsSeed {
+    type Value = Option<Fields>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any valid JSON value")
+    }
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        Skip::<true>.visit_seq(seq).map(|_| None)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut key = match json::first_key(&mut map)? {
+            FirstKey::Number(_) => return Ok(None),
+            FirstKey::Empty => None,
+            FirstKey::Key(k) => Some(k),
+        };
+        let mut f = Fields::default();
+        while let Some(k) = key {
+            match k.as_str() {
+                "parents" => f.parents = Some(map.next_value::<ParentsField>()?.0),
+                "parent" => f.parent = Some(map.next_value::<ParentsField>()?.0),
+                "author" => f.author = Some(map.next_value()?),
+                "message" => f.message = Some(map.next_value()?),
+                "sha256" => f.sha256 = Some(map.next_value()?),
+                other => match TIME_KEYS.iter().position(|t| *t == other) {
+                    Some(i) => f.times[i] = Some(map.next_value()?),
+                    None => {
+                        map.next_value::<Skip<true>>()?;
+                    }
+                },
+            }
+            key = map.next_key_seed(json::Key)?;
+        }
+        Ok(Some(f))
+    }
+}
+
+/// `parents` (or `parent`): null, one ID, or a list of IDs; what it gives, or why not.
+struct ParentsField(Result<Vec<VersionId>, RecordError>);
+
+impl<'de> Deserialize<'de> for ParentsField {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ParentsVisitor)
+    }
+}
+
+struct ParentsVisitor;
+
+impl ParentsVisitor {
+    fn other<E>() -> Result<ParentsField, E> {
+        Ok(ParentsField(Err(RecordError::ParentsOfAnotherType)))
+    }
+}
+
+impl<'de> Visitor<'de> for ParentsVisitor {
+    type Value = ParentsField;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any valid JSON value")
+    }
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<ParentsField, E> {
+        Self::other()
+    }
+    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<ParentsField, E> {
+        Self::other()
+    }
+    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<ParentsField, E> {
+        Self::other()
+    }
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<ParentsField, E> {
+        Self::other()
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<ParentsField, E> {
+        Ok(ParentsField(Ok(Vec::new())))
+    }
+    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<ParentsField, E> {
+        Ok(ParentsField(parse_parent(s).map(|p| vec![p])))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ParentsField, A::Error> {
+        Skip::<true>.visit_map(map)?;
+        Self::other()
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ParentsField, A::Error> {
+        // The first item that is not a parent decides, as when the list was walked in order.
+        let mut out = Ok(Vec::new());
+        while let Some(item) = seq.next_element::<Text<true>>()? {
+            if let Ok(list) = &mut out {
+                match item {
+                    Text::Str(s) => match parse_parent(&s) {
+                        Ok(p) => list.push(p),
+                        Err(e) => out = Err(e),
+                    },
+                    _ => out = Err(RecordError::ParentNotAString),
+                }
+            }
+        }
+        Ok(ParentsField(out))
+    }
+}
+
+/// `author`: a string, an object whose `name` and `email` are read, or anything else.
+enum AuthorField {
+    Str(String),
+    Object {
+        name: Option<Text<true>>,
+        email: Option<Text<true>>,
+    },
+    Other,
+}
+
+impl<'de> Deserialize<'de> for AuthorField {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(AuthorVisitor)
+    }
+}
+
+struct AuthorVisitor;
+
+impl<'de> Visitor<'de> for AuthorVisitor {
+    type Value = AuthorField;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any valid JSON value")
+    }
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<AuthorField, E> {
+        Ok(AuthorField::Other)
+    }
+    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<AuthorField, E> {
+        Ok(AuthorField::Other)
+    }
+    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<AuthorField, E> {
+        Ok(AuthorField::Other)
+    }
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<AuthorField, E> {
+        Ok(AuthorField::Other)
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<AuthorField, E> {
+        Ok(AuthorField::Other)
+    }
+    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<AuthorField, E> {
+        Ok(AuthorField::Str(s.to_string()))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<AuthorField, A::Error> {
+        Skip::<true>.visit_seq(seq)?;
+        Ok(AuthorField::Other)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<AuthorField, A::Error> {
+        let mut key = match json::first_key(&mut map)? {
+            FirstKey::Number(_) => return Ok(AuthorField::Other),
+            FirstKey::Empty => None,
+            FirstKey::Key(k) => Some(k),
+        };
+        let (mut name, mut email) = (None, None);
+        while let Some(k) = key {
+            match k.as_str() {
+                "name" => name = Some(map.next_value()?),
+                "email" => email = Some(map.next_value()?),
+                _ => {
+                    map.next_value::<Skip<true>>()?;
+                }
+            }
+            key = map.next_key_seed(json::Key)?;
+        }
+        Ok(AuthorField::Object { name, email })
     }
 }
 
@@ -207,6 +397,175 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
+
+    /// The reader as it was, a tree of the whole record: the typed reader must give what it
+    /// gave, refusals and their words included, on every input.
+    fn parse_as_tree(raw: Vec<u8>) -> Result<VersionRecord, RecordError> {
+        let value: Value =
+            serde_json::from_slice(&raw).map_err(|e| RecordError::NotJson(e.to_string()))?;
+        let obj = value.as_object().ok_or(RecordError::NotAnObject)?;
+        let parents = match obj.get("parents").or_else(|| obj.get("parent")) {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::String(s)) => vec![parse_parent(s)?],
+            Some(Value::Array(items)) => {
+                let mut out = Vec::with_capacity(items.len());
+                for item in items {
+                    let s = item.as_str().ok_or(RecordError::ParentNotAString)?;
+                    out.push(parse_parent(s)?);
+                }
+                out
+            }
+            Some(_) => return Err(RecordError::ParentsOfAnotherType),
+        };
+        let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_string();
+        let author = match obj.get("author") {
+            Some(Value::String(s)) => parse_author_string(s),
+            Some(Value::Object(a)) => Author {
+                name: text(a.get("name")),
+                email: text(a.get("email")),
+            },
+            _ => Author::default(),
+        };
+        let message = obj
+            .get("message")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let time = TIME_KEYS
+            .iter()
+            .filter_map(|k| obj.get(*k).and_then(Value::as_str))
+            .find_map(parse_rfc3339_seconds);
+        let sha256 = obj.get("sha256").and_then(|v| match v {
+            Value::Null => None,
+            Value::String(s) => Some(s.clone()),
+            other => Some(crate::redact::excerpt(&other.to_string(), 80)),
+        });
+        Ok(VersionRecord {
+            raw: raw.into(),
+            parents,
+            author,
+            message,
+            time,
+            sha256,
+        })
+    }
+
+    fn same_as_tree(raw: &[u8]) {
+        let typed = format!("{:?}", VersionRecord::parse(raw.to_vec()));
+        let tree = format!("{:?}", parse_as_tree(raw.to_vec()));
+        assert_eq!(typed, tree, "{}", String::from_utf8_lossy(raw));
+    }
+
+    fn base64(text: &str) -> Vec<u8> {
+        let digit = |c: u8| match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            _ => 63,
+        };
+        let digits: Vec<u8> = text.bytes().filter(|c| *c != b'=').map(digit).collect();
+        let mut out = Vec::new();
+        for chunk in digits.chunks(4) {
+            let n = chunk
+                .iter()
+                .enumerate()
+                .fold(0u32, |n, (i, d)| n | (u32::from(*d) << (18 - 6 * i)));
+            out.extend_from_slice(&n.to_be_bytes()[1..chunk.len()]);
+        }
+        out
+    }
+
+    /// Every record of mapping v1's vectors, and the edges of the JSON library, read the same.
+    #[test]
+    fn the_typed_reader_reads_what_the_tree_read() {
+        let vectors: Value =
+            serde_json::from_str(include_str!("../../docs/mapping-vectors.json")).unwrap();
+        let mut seen = 0;
+        for case in vectors["cases"].as_array().unwrap() {
+            for (path, file) in case["files"].as_object().unwrap() {
+                if !path.ends_with("version.json") {
+                    continue;
+                }
+                let raw = match file {
+                    Value::String(s) => s.clone().into_bytes(),
+                    f if f.get("base64").is_some() => base64(f["base64"].as_str().unwrap()),
+                    f => f["text"].as_str().unwrap().as_bytes().to_vec(),
+                };
+                same_as_tree(&raw);
+                seen += 1;
+            }
+        }
+        assert!(seen > 40, "{seen} records");
+        let id = "0190f3a2-7b4c-7d2e-8f10-123456789abc";
+        let deep = |levels: usize| format!("{}{}", "[".repeat(levels), "]".repeat(levels));
+        let cases = [
+            format!(r#"{{"parents": null, "parent": "{id}"}}"#),
+            format!(r#"{{"parent": "{id}"}}"#),
+            format!(r#"{{"parents": ["{id}", 1, "x"]}}"#),
+            format!(r#"{{"parents": ["{id}", "x", 1]}}"#),
+            format!(r#"{{"parents": 1, "parents": ["{id}"]}}"#),
+            format!(r#"{{"parents": ["{id}"], "parents": {{}}}}"#),
+            r#"{"parents": true}"#.to_string(),
+            r#"{"parents": [{"$serde_json::private::Number": "x"}]}"#.to_string(),
+            format!(r#"{{"parents": ["{id}", {{"$serde_json::private::Number": "1"}}]}}"#),
+            r#"{"parents": ["\ud800"]}"#.to_string(),
+            format!(r#"{{"x": {}, "message": "m"}}"#, deep(127)),
+            format!(r#"{{"x": {}, "message": "m"}}"#, deep(126)),
+            format!(r#"{{"message": {}, "message": "m"}}"#, deep(127)),
+            format!(r#"{{"parents": [{}], "parents": []}}"#, deep(126)),
+            r#"{"x": "\ud800", "message": "m"}"#.to_string(),
+            r#"{"x": {"y": ["\udc00"]}, "message": "m"}"#.to_string(),
+            r#"{"message": "\udfff", "message": "m"}"#.to_string(),
+            r#"{"author": {"$serde_json::private::Number": "5"}}"#.to_string(),
+            r#"{"author": {"$serde_json::private::Number": "z"}}"#.to_string(),
+            r#"{"author": {"name": 1, "name": "N", "email": "e", "email": null}}"#.to_string(),
+            r#"{"author": ["A <a@x>"], "message": 5}"#.to_string(),
+            r#"{"author": " A <a@x> ", "author": 7}"#.to_string(),
+            r#"{"created": "2026-01-02T03:04:05Z", "created_at": 5, "time": "1970-01-01T00:00:09Z"}"#
+                .to_string(),
+            r#"{"time": "2026-01-02T03:04:05Z", "created_at": "no", "created_at": "1999-01-01T00:00:00Z"}"#
+                .to_string(),
+            r#"{"sha256": null}"#.to_string(),
+            r#"{"sha256": "ab"}"#.to_string(),
+            r#"{"sha256": 12}"#.to_string(),
+            r#"{"sha256": 1e400}"#.to_string(),
+            r#"{"sha256": [1, "two", {"three": [null, true]}], "sha256": {"k": "v"}}"#.to_string(),
+            format!(r#"{{"sha256": ["{}"]}}"#, "é".repeat(200)),
+            format!(r#"{{"sha256": {{"{}": 1}}}}"#, "k".repeat(300)),
+            format!(r#"{{"sha256": "{}"}}"#, "k".repeat(300)),
+            r#"{"sha256": {"$serde_json::private::Number": "3.5"}}"#.to_string(),
+            r#"{"$serde_json::private::Number": "1"}"#.to_string(),
+            r#"{"$serde_json::private::Number": "1", "message": "m"}"#.to_string(),
+            r#"{"$serde_json::private::Number": "one"}"#.to_string(),
+            r#"{"$serde_json::private::Number": 1}"#.to_string(),
+            r#"{"message": "m", "$serde_json::private::Number": "one"}"#.to_string(),
+            r#"{"$serde_json::private::RawValue": "1"}"#.to_string(),
+            r#"{"x": {"$serde_json::private::RawValue": "1"}}"#.to_string(),
+            r#"[1, "\ud800"]"#.to_string(),
+            "[1]".to_string(),
+            "\"s\"".to_string(),
+            "5".to_string(),
+            "null".to_string(),
+            "{}".to_string(),
+            "{} ".to_string(),
+            "{}x".to_string(),
+            "".to_string(),
+            r#"{"message": "m",}"#.to_string(),
+            r#"{"x": [1 2]}"#.to_string(),
+        ];
+        for raw in cases {
+            same_as_tree(raw.as_bytes());
+        }
+        for raw in [
+            &b"{\"x\": \"\xff\", \"message\": \"m\"}"[..],
+            b"{\"message\": \"\xc3\", \"message\": \"m\"}",
+            b"{\"\xff\": 1}",
+            b"\xef\xbb\xbf{}",
+        ] {
+            same_as_tree(raw);
+        }
+    }
 
     #[test]
     fn tolerant_fields() {

@@ -1,9 +1,13 @@
 //! `refs.json`: the refs read from its accepted shapes, each name once, and rendered in the
 //! shape a lake already has, its host's own entries kept.
 
-use serde_json::{Map, Value};
+use std::fmt;
 
-use super::names::{printable, VersionId};
+use serde::de::{Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+
+use super::json::{self, Skip, Text};
+use super::names::printable;
+pub use super::refs_render::render_refs_json;
 
 /// Every `(ref name, version)` of a `refs.json`, each name once. Accepted shapes, all with
 /// unknown keys ignored: `{"refs/heads/main": "<id>", ...}`, the same map under a `"refs"` key,
@@ -12,28 +16,27 @@ use super::names::{printable, VersionId};
 /// `"version"` or `"id"` key. A name given twice with different versions (a repeated JSON key
 /// included) is an error: a reader cannot tell which one the writers meant.
 pub fn parse_refs_json(raw: &[u8]) -> Result<Vec<(String, String)>, String> {
-    let value: Json =
-        serde_json::from_slice(raw).map_err(|e| format!("refs.json is not valid JSON: {e}"))?;
-    let Json::Object(obj) = &value else {
+    let top = json::from_slice_seed(raw, TopSeed)
+        .map_err(|e| format!("refs.json is not valid JSON: {e}"))?;
+    let Some(top) = top else {
         return Err("refs.json is not a JSON object".to_string());
     };
     let mut out = Vec::new();
-    match value.get("refs") {
-        Some(Json::Object(map)) => collect_map(map, "", &mut out)?,
-        Some(Json::Array(list)) => {
+    match top.refs {
+        Some(Refs::Map(map)) => collect_map(map, "", &mut out)?,
+        Some(Refs::List(list)) => {
             for item in list {
                 let name = item
-                    .get("name")
-                    .or_else(|| item.get("ref"))
-                    .and_then(Json::as_str)
+                    .name
                     .ok_or_else(|| "refs.json lists a ref without a name".to_string())?;
-                out.push((name.to_string(), value_version(item, name)?));
+                let version = version_of(item.version, &name)?;
+                out.push((name, version));
             }
         }
         _ => {
-            collect_map(obj, "", &mut out)?;
-            for (key, prefix) in [("heads", "refs/heads/"), ("tags", "refs/tags/")] {
-                if let Some(Json::Object(map)) = value.get(key) {
+            collect_map(top.flat, "", &mut out)?;
+            for (map, prefix) in [(top.heads, "refs/heads/"), (top.tags, "refs/tags/")] {
+                if let Some(Refs::Map(map)) = map {
                     collect_map(map, prefix, &mut out)?;
                 }
             }
@@ -68,7 +71,7 @@ fn once_each(pairs: Vec<(String, String)>) -> Result<Vec<(String, String)>, Stri
 }
 
 fn collect_map(
-    map: &[(String, Json)],
+    map: Vec<(String, Option<String>)>,
     prefix: &str,
     out: &mut Vec<(String, String)>,
 ) -> Result<(), String> {
@@ -77,251 +80,212 @@ fn collect_map(
         if !full.starts_with("refs/") {
             continue;
         }
-        out.push((full.clone(), value_version(v, &full)?));
+        let version = version_of(v, &full)?;
+        out.push((full, version));
     }
     Ok(())
 }
 
-fn value_version(v: &Json, name: &str) -> Result<String, String> {
-    let s = match v {
-        Json::String(s) => Some(s.as_str()),
-        Json::Object(_) => v
-            .get("version")
-            .or_else(|| v.get("id"))
-            .and_then(Json::as_str),
-        _ => None,
-    };
-    s.map(str::to_string)
-        .ok_or_else(|| format!("refs.json gives {} no version", printable(name)))
+fn version_of(v: Option<String>, name: &str) -> Result<String, String> {
+    v.ok_or_else(|| format!("refs.json gives {} no version", printable(name)))
 }
 
-/// JSON as written, repeated keys kept (`serde_json::Value` keeps only the last of them).
-/// Numbers and booleans are not needed here and are not kept.
-enum Json {
-    Object(Vec<(String, Json)>),
-    Array(Vec<Json>),
-    String(String),
+/// What a reader keeps of `refs.json`, read typed: every other value is skipped (checked as
+/// JSON, kept nowhere), so that a host's large field costs a pass, not a tree. Each key's
+/// first value counts (`refs`, `heads`, `tags`), and every full ref name at the top, repeats
+/// included, so that a name given twice with two versions is refused.
+#[derive(Default)]
+struct Top {
+    refs: Option<Refs>,
+    heads: Option<Refs>,
+    tags: Option<Refs>,
+    flat: Vec<(String, Option<String>)>,
+}
+
+/// A map of names to their versions (`None`: the entry gives none), a list of items, or
+/// something else.
+enum Refs {
+    Map(Vec<(String, Option<String>)>),
+    List(Vec<Item>),
     Other,
 }
 
-impl Json {
-    /// The first value under `key` of an object.
-    fn get(&self, key: &str) -> Option<&Json> {
-        match self {
-            Json::Object(entries) => entries.iter().find(|(k, _)| k == key).map(|(_, v)| v),
-            _ => None,
-        }
-    }
+/// An item of a `refs` list: its name (`name`, else `ref`) and version.
+struct Item {
+    name: Option<String>,
+    version: Option<String>,
+}
 
-    fn as_str(&self) -> Option<&str> {
-        match self {
-            Json::String(s) => Some(s),
-            _ => None,
-        }
+struct TopSeed;
+
+impl<'de> DeserializeSeed<'de> for TopSeed {
+    type Value = Option<Top>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
     }
 }
 
-impl<'de> serde::Deserialize<'de> for Json {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Json, D::Error> {
-        d.deserialize_any(JsonVisitor)
+/// The answer of a visitor of ours to what it does not read (checked, skipped).
+macro_rules! skip_scalars {
+    ($value:expr) => {
+        fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+        fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+        fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+        fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("JSON")
+        }
+    };
+}
+
+impl<'de> Visitor<'de> for TopSeed {
+    type Value = Option<Top>;
+    skip_scalars!(None);
+    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        Skip::<false>.visit_seq(seq).map(|_| None)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut top = Top::default();
+        while let Some(k) = map.next_key_seed(json::Key)? {
+            match k.as_str() {
+                "refs" if top.refs.is_none() => top.refs = Some(map.next_value()?),
+                "heads" if top.heads.is_none() => top.heads = Some(map.next_value()?),
+                "tags" if top.tags.is_none() => top.tags = Some(map.next_value()?),
+                name if name.starts_with("refs/") => {
+                    let version = map.next_value::<Version>()?.0;
+                    top.flat.push((k, version));
+                }
+                _ => {
+                    map.next_value::<Skip<false>>()?;
+                }
+            }
+        }
+        Ok(Some(top))
     }
 }
 
-struct JsonVisitor;
+impl<'de> Deserialize<'de> for Refs {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(RefsVisitor)
+    }
+}
 
-impl<'de> serde::de::Visitor<'de> for JsonVisitor {
-    type Value = Json;
+struct RefsVisitor;
 
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("JSON")
+impl<'de> Visitor<'de> for RefsVisitor {
+    type Value = Refs;
+    skip_scalars!(Refs::Other);
+    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Refs, E> {
+        Ok(Refs::Other)
     }
-    fn visit_bool<E>(self, _: bool) -> Result<Json, E> {
-        Ok(Json::Other)
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<Json, E> {
-        Ok(Json::Other)
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<Json, E> {
-        Ok(Json::Other)
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<Json, E> {
-        Ok(Json::Other)
-    }
-    fn visit_unit<E>(self) -> Result<Json, E> {
-        Ok(Json::Other)
-    }
-    fn visit_str<E>(self, s: &str) -> Result<Json, E> {
-        Ok(Json::String(s.to_string()))
-    }
-    fn visit_string<E>(self, s: String) -> Result<Json, E> {
-        Ok(Json::String(s))
-    }
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Json, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Refs, A::Error> {
         let mut out = Vec::new();
         while let Some(item) = seq.next_element()? {
             out.push(item);
         }
-        Ok(Json::Array(out))
+        Ok(Refs::List(out))
     }
-    // With serde_json's arbitrary_precision, a number arrives as a one-entry map; it is kept
-    // as an object no ref name can match, which reads as "no version", as a number should.
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Json, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Refs, A::Error> {
         let mut out = Vec::new();
-        while let Some(entry) = map.next_entry::<String, Json>()? {
-            out.push(entry);
+        while let Some(k) = map.next_key_seed(json::Key)? {
+            out.push((k, map.next_value::<Version>()?.0));
         }
-        Ok(Json::Object(out))
+        Ok(Refs::Map(out))
     }
 }
 
-/// The `refs.json` this helper writes, in the shape the lake's file has (a flat map when
-/// there is none): the branches and tags are `refs`, sorted; everything else the file holds
-/// (a host's own entries such as `refs/requests/7`, `HEAD`, unknown keys) is kept as it is,
-/// in every shape. Pretty-printed, ending in a newline.
-pub fn render_refs_json(existing: Option<&[u8]>, refs: &[(String, VersionId)]) -> Vec<u8> {
-    let old = match existing.map(serde_json::from_slice::<Value>) {
-        Some(Ok(Value::Object(old))) => old,
-        _ => Map::new(),
-    };
-    let new = match old.get("refs") {
-        Some(Value::Object(_)) => nested_map(old, refs),
-        Some(Value::Array(_)) => nested_list(old, refs),
-        _ if ["heads", "tags"]
-            .iter()
-            .any(|k| old.get(*k).is_some_and(Value::is_object)) =>
-        {
-            short_names(old, refs)
-        }
-        _ => Value::Object(flat_map(old, refs)),
-    };
-    let mut out = serde_json::to_vec_pretty(&new).expect("JSON values serialise");
-    out.push(b'\n');
-    out
+/// A ref's value: a version as a string, or an object's first `version` (else first `id`)
+/// when it is a string.
+struct Version(Option<String>);
+
+impl<'de> Deserialize<'de> for Version {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(VersionVisitor).map(Version)
+    }
 }
 
-fn is_managed(name: &str) -> bool {
-    name.starts_with("refs/heads/") || name.starts_with("refs/tags/")
+struct VersionVisitor;
+
+impl<'de> Visitor<'de> for VersionVisitor {
+    type Value = Option<String>;
+    skip_scalars!(None);
+    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Self::Value, E> {
+        Ok(Some(s.to_string()))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        Skip::<false>.visit_seq(seq).map(|_| None)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        let item = ItemVisitor.visit_map(map)?;
+        Ok(item.version)
+    }
 }
 
-/// A ref's entry: the file's own while it still holds `id` (fields a host keeps beside the
-/// version, `{"version": ..., "approved_by": ...}`, describe that version and are kept with it),
-/// else a new one in the shape of the old (`{"version": ...}` or `{"id": ...}`) or a string.
-fn entry_for(old: Option<&Value>, id: &VersionId) -> Value {
-    let id = id.to_string();
-    let holds = |v: Option<&Value>| {
-        v.and_then(Value::as_str)
-            .is_some_and(|v| v.trim().eq_ignore_ascii_case(&id))
-    };
-    match old {
-        Some(Value::String(_)) if holds(old) => Value::String(id),
-        Some(Value::Object(o)) => {
-            let key = match (o.contains_key("version"), o.contains_key("id")) {
-                (false, true) => "id",
-                _ => "version",
+impl<'de> Deserialize<'de> for Item {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ItemVisitor)
+    }
+}
+
+struct ItemVisitor;
+
+const NO_ITEM: Item = Item {
+    name: None,
+    version: None,
+};
+
+impl<'de> Visitor<'de> for ItemVisitor {
+    type Value = Item;
+    skip_scalars!(NO_ITEM);
+    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Item, E> {
+        Ok(NO_ITEM)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Item, A::Error> {
+        Skip::<false>.visit_seq(seq).map(|_| NO_ITEM)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Item, A::Error> {
+        // Each key's first value, as the first of repeated keys counts.
+        let [mut name, mut reference, mut version, mut id] = [None, None, None, None];
+        while let Some(k) = map.next_key_seed(json::Key)? {
+            let slot = match k.as_str() {
+                "name" => &mut name,
+                "ref" => &mut reference,
+                "version" => &mut version,
+                "id" => &mut id,
+                _ => {
+                    map.next_value::<Skip<false>>()?;
+                    continue;
+                }
             };
-            if holds(o.get(key)) {
-                return Value::Object(o.clone());
-            }
-            let mut fresh = Map::new();
-            fresh.insert(key.to_string(), Value::String(id));
-            Value::Object(fresh)
+            let value = map.next_value::<Text<false>>()?;
+            slot.get_or_insert(value.into_string());
         }
-        _ => Value::String(id),
+        Ok(Item {
+            name: name.or(reference).flatten(),
+            version: version.or(id).flatten(),
+        })
     }
-}
-
-/// `{"refs/heads/main": "<id>", ...}`: the host's entries and ours, sorted by name.
-fn flat_map(old: Map<String, Value>, refs: &[(String, VersionId)]) -> Map<String, Value> {
-    let (managed, mut entries): (Map<String, Value>, Vec<(String, Value)>) = {
-        let (m, h): (Vec<_>, Vec<_>) = old.into_iter().partition(|(k, _)| is_managed(k));
-        (m.into_iter().collect(), h)
-    };
-    entries.extend(
-        refs.iter()
-            .map(|(n, id)| (n.clone(), entry_for(managed.get(n), id))),
-    );
-    entries.sort_by(|a, b| a.0.cmp(&b.0));
-    entries.into_iter().collect()
-}
-
-/// `{"refs": {...}, ...}`: the map under `refs` rewritten, other keys kept.
-fn nested_map(mut old: Map<String, Value>, refs: &[(String, VersionId)]) -> Value {
-    if let Some(Value::Object(inner)) = old.get_mut("refs") {
-        *inner = flat_map(std::mem::take(inner), refs);
-    }
-    Value::Object(old)
-}
-
-/// `{"refs": [{"name": ..., "version": ...}, ...]}`: the host's items kept in their order,
-/// then ours, named with the keys the file's items use.
-fn nested_list(mut old: Map<String, Value>, refs: &[(String, VersionId)]) -> Value {
-    let Some(Value::Array(items)) = old.get_mut("refs") else {
-        return Value::Object(old);
-    };
-    let name_of = |item: &Value| {
-        item.get("name")
-            .or_else(|| item.get("ref"))
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    };
-    let ours = items
-        .iter()
-        .find(|i| name_of(i).is_some_and(|n| is_managed(&n)));
-    let key = |a: &str, b: &str| match ours.map(|i| (i.get(a).is_some(), i.get(b).is_some())) {
-        Some((false, true)) => b.to_string(),
-        _ => a.to_string(),
-    };
-    let (name_key, version_key) = (key("name", "ref"), key("version", "id"));
-    let mut managed: std::collections::HashMap<String, Value> = Default::default();
-    items.retain(|i| match name_of(i).filter(|n| is_managed(n)) {
-        Some(n) => {
-            managed.entry(n).or_insert_with(|| i.clone());
-            false
-        }
-        None => true,
-    });
-    items.extend(refs.iter().map(|(n, id)| {
-        // The file's own item while the ref still holds its version, with a host's fields.
-        let kept = managed.get(n).filter(|i| {
-            let v = i.get(&version_key).and_then(Value::as_str);
-            v.is_some_and(|v| v.trim().eq_ignore_ascii_case(&id.to_string()))
-        });
-        if let Some(kept) = kept {
-            return kept.clone();
-        }
-        let mut item = Map::new();
-        item.insert(name_key.clone(), Value::String(n.clone()));
-        item.insert(version_key.clone(), Value::String(id.to_string()));
-        Value::Object(item)
-    }));
-    Value::Object(old)
-}
-
-/// `{"heads": {"main": ...}, "tags": {...}, ...}`: both maps rewritten with short names, other
-/// keys kept (full names of branches and tags at the top are folded into the maps).
-fn short_names(old: Map<String, Value>, refs: &[(String, VersionId)]) -> Value {
-    let mut out: Map<String, Value> = old.into_iter().filter(|(k, _)| !is_managed(k)).collect();
-    for (key, prefix) in [("heads", "refs/heads/"), ("tags", "refs/tags/")] {
-        let before = match out.get(key) {
-            Some(Value::Object(m)) => m.clone(),
-            _ => Map::new(),
-        };
-        let map: Map<String, Value> = refs
-            .iter()
-            .filter_map(|(n, id)| Some((n.strip_prefix(prefix)?.to_string(), id)))
-            .map(|(n, id)| {
-                let entry = entry_for(before.get(&n), id);
-                (n, entry)
-            })
-            .collect();
-        out.insert(key.to_string(), Value::Object(map));
-    }
-    Value::Object(out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lake::VersionId;
+    use serde_json::Value;
 
     #[test]
     fn refs_json_shapes() {
@@ -461,5 +425,28 @@ mod tests {
         assert!(parse_refs_json(br#"{"refs/heads/main": 1}"#)
             .unwrap_err()
             .contains("no version"));
+        // What is not read is skipped, still checked as JSON.
+        let skipped = format!(r#"{{"x": [[{{"y": 0}}], 1e400], "refs/heads/main": "{a}"}}"#);
+        assert_eq!(parse_refs_json(skipped.as_bytes()).unwrap().len(), 1);
+        for bad in [r#"{"x": "\ud800"}"#, r#"{"x": [1,]}"#] {
+            let err = parse_refs_json(bad.as_bytes()).unwrap_err();
+            assert!(err.contains("not valid JSON"), "{err}");
+        }
+        let deep = format!(r#"{{"x": {}{}}}"#, "[".repeat(200), "]".repeat(200));
+        assert!(parse_refs_json(deep.as_bytes()).is_err());
+        // The first of a repeated "refs" counts; a string item has no name.
+        let twice = format!(r#"{{"refs": {{"refs/heads/a": "{a}"}}, "refs": 5}}"#);
+        assert_eq!(
+            parse_refs_json(twice.as_bytes()).unwrap()[0].0,
+            "refs/heads/a"
+        );
+        assert!(parse_refs_json(br#"{"refs": ["refs/heads/a"]}"#)
+            .unwrap_err()
+            .contains("without a name"));
+        let first_version = format!(r#"{{"refs/heads/a": {{"version": 1, "id": "{a}"}}}}"#);
+        assert!(parse_refs_json(first_version.as_bytes()).is_err());
+        assert!(parse_refs_json(b"[]")
+            .unwrap_err()
+            .contains("not a JSON object"));
     }
 }

@@ -56,7 +56,8 @@ pub async fn import(
 ) -> Imported {
     let name = lake.name();
     let mut out = Imported::default();
-    let names = match pack_names(list) {
+    // `parse_list` gives each name once: a pack named twice is fetched and checked once.
+    let names = match parse_list(list) {
         Ok(names) if names.is_empty() => return out,
         Ok(names) => names,
         Err(e) => {
@@ -123,14 +124,6 @@ pub async fn import(
         &mut out,
     );
     out
-}
-
-/// The names `list` gives, each once: a pack named twice is fetched and checked once.
-fn pack_names(list: &[u8]) -> Result<Vec<String>, super::FormatError> {
-    let mut names = parse_list(list)?;
-    let mut seen = HashSet::new();
-    names.retain(|n| seen.insert(n.clone()));
-    Ok(names)
 }
 
 /// Takes each pack's checked versions into `out`, parents first, and says why a pack gave

@@ -9,6 +9,12 @@ pub mod import;
 pub mod make;
 pub mod verify;
 
+use std::fmt;
+
+use serde::de::{Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+
+use crate::lake::git_packs::is_pack_name;
+use crate::lake::json::{self, Skip, Text, TextOrExcerpt};
 use crate::lake::VersionId;
 use crate::mapping::ObjectId;
 
@@ -49,21 +55,193 @@ pub enum FormatError {
     Bad { file: String, why: String },
 }
 
-/// The packs `list.json` names, in order.
+/// The packs `list.json` names, in order, each once (a name repeated would be fetched and
+/// checked again for nothing).
 pub fn parse_list(raw: &[u8]) -> Result<Vec<String>, FormatError> {
     let file = "git-packs/list.json";
-    let v = parse_json(file, raw)?;
-    let packs = v
-        .get("packs")
-        .and_then(|p| p.as_array())
-        .ok_or(bad(file, "no \"packs\" list"))?;
-    packs
-        .iter()
-        .map(|p| match p.as_str() {
-            Some(n) if crate::lake::git_packs::is_pack_name(n) => Ok(n.to_string()),
-            _ => Err(bad(file, "a pack's name is not pack-<40 hex digits>")),
-        })
-        .collect()
+    let top = parse_top(file, raw, ListSeed)?;
+    let names = top.fields.ok_or(bad(file, "no \"packs\" list"))?;
+    let names = names.ok_or(bad(file, "a pack's name is not pack-<40 hex digits>"))?;
+    let mut seen = std::collections::HashSet::new();
+    Ok(names
+        .into_iter()
+        .filter(|n| seen.insert(n.clone()))
+        .collect())
+}
+
+/// A file of `git-packs/` read typed: its `format`, and what `seed` reads of its other keys;
+/// whatever else it holds is skipped, not kept.
+struct Top<T> {
+    format: Option<TextOrExcerpt>,
+    fields: T,
+}
+
+fn parse_top<S: Fields>(file: &str, raw: &[u8], seed: S) -> Result<Top<S::Value>, FormatError> {
+    let top = json::from_slice_seed(raw, TopSeed(seed)).map_err(|e| FormatError::NotJson {
+        file: file.to_string(),
+        why: e.to_string(),
+    })?;
+    let Some(top) = top else {
+        return Err(FormatError::UnknownFormat {
+            file: file.to_string(),
+            found: "none".to_string(),
+        });
+    };
+    match &top.format {
+        Some(TextOrExcerpt::Other(n)) if *n == FORMAT.to_string() => Ok(top),
+        found => Err(FormatError::UnknownFormat {
+            file: file.to_string(),
+            found: match found {
+                None => "none".to_string(),
+                Some(TextOrExcerpt::Null) => "null".to_string(),
+                Some(TextOrExcerpt::Str(s)) => serde_json::to_string(s).unwrap_or_default(),
+                Some(TextOrExcerpt::Other(json)) => crate::redact::excerpt(json, 80),
+            },
+        }),
+    }
+}
+
+/// What a file reads of its keys other than `format`.
+trait Fields {
+    type Value: Default;
+    /// Reads the value of `key` into `into` if it is one this file reads; else skips it.
+    fn field<'de, A: MapAccess<'de>>(
+        &self,
+        key: &str,
+        into: &mut Self::Value,
+        map: &mut A,
+    ) -> Result<(), A::Error>;
+}
+
+struct TopSeed<S>(S);
+
+impl<'de, S: Fields> DeserializeSeed<'de> for TopSeed<S> {
+    type Value = Option<Top<S::Value>>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de, S: Fields> Visitor<'de> for TopSeed<S> {
+    type Value = Option<Top<S::Value>>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        Skip::<true>.visit_seq(seq).map(|_| None)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut top = Top {
+            format: None,
+            fields: S::Value::default(),
+        };
+        while let Some(k) = map.next_key_seed(json::Key)? {
+            match k.as_str() {
+                "format" => top.format = Some(map.next_value()?),
+                _ => self.0.field(&k, &mut top.fields, &mut map)?,
+            }
+        }
+        Ok(Some(top))
+    }
+}
+
+/// `list.json`'s `packs`: `None` if not a list, a list with `None` if a name is not a pack's.
+struct ListSeed;
+
+impl Fields for ListSeed {
+    type Value = Option<Option<Vec<String>>>;
+    fn field<'de, A: MapAccess<'de>>(
+        &self,
+        key: &str,
+        into: &mut Self::Value,
+        map: &mut A,
+    ) -> Result<(), A::Error> {
+        match key {
+            "packs" => *into = map.next_value::<Names>()?.0,
+            _ => {
+                map.next_value::<Skip<true>>()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A list of pack names, as [`ListSeed`] keeps it.
+struct Names(Option<Option<Vec<String>>>);
+
+impl<'de> Deserialize<'de> for Names {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(Items::new(|t: Text<true>| {
+            t.into_string().filter(|n| is_pack_name(n))
+        }))
+        .map(Names)
+    }
+}
+
+/// A list each item of which `take` reads (`None`: a bad item, and the list is bad); `None`
+/// for anything that is not a list.
+struct Items<T, U, F>(F, std::marker::PhantomData<fn(T) -> U>);
+
+impl<T, U, F> Items<T, U, F> {
+    fn new(take: F) -> Self {
+        Items(take, std::marker::PhantomData)
+    }
+}
+
+impl<'de, T: Deserialize<'de>, U, F: Fn(T) -> Option<U>> Visitor<'de> for Items<T, U, F> {
+    type Value = Option<Option<Vec<U>>>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any valid JSON value")
+    }
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        Skip::<true>.visit_map(map).map(|_| None)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut out = Some(Vec::new());
+        while let Some(item) = seq.next_element::<T>()? {
+            match (&mut out, (self.0)(item)) {
+                (Some(list), Some(u)) => list.push(u),
+                _ => out = None,
+            }
+        }
+        Ok(Some(out))
+    }
 }
 
 /// `list.json` naming `packs`.
@@ -72,42 +250,6 @@ pub fn render_list(packs: &[String]) -> Vec<u8> {
     let mut out = serde_json::to_vec_pretty(&v).expect("a list renders");
     out.push(b'\n');
     out
-}
-
-/// A pack's record; `name` is the pack's, which the record must name too.
-pub fn parse_record(name: &str, raw: &[u8]) -> Result<Record, FormatError> {
-    let file = format!("git-packs/{name}.json");
-    let v = parse_json(&file, raw)?;
-    if v.get("pack").and_then(|p| p.as_str()) != Some(name) {
-        return Err(bad(&file, "it is the record of another pack"));
-    }
-    let lake = v.get("lake").and_then(|l| l.as_str()).map(str::to_string);
-    let list = v.get("versions").and_then(|p| p.as_array());
-    let list = list.ok_or(bad(&file, "no \"versions\" list"))?;
-    let mut versions = Vec::with_capacity(list.len());
-    for entry in list {
-        let text = |key: &str| entry.get(key).and_then(|t| t.as_str());
-        let id = text("id").and_then(|t| VersionId::parse(t).ok());
-        let commit = text("commit").and_then(ObjectId::from_hex);
-        let (Some(id), Some(commit), Some(version_json)) = (id, commit, text("version.json"))
-        else {
-            return Err(bad(
-                &file,
-                "a version lacks its id, commit or version.json ETag",
-            ));
-        };
-        versions.push(PackedVersion {
-            id,
-            commit,
-            version_json: version_json.to_string(),
-            dataset_json: text("dataset.json").map(str::to_string),
-        });
-    }
-    Ok(Record {
-        lake: lake.clone(),
-        pack: name.to_string(),
-        versions,
-    })
 }
 
 /// A pack's record as written.
@@ -137,17 +279,128 @@ pub fn render_record(record: &Record) -> Vec<u8> {
     out
 }
 
-fn parse_json(file: &str, raw: &[u8]) -> Result<serde_json::Value, FormatError> {
-    let v: serde_json::Value = serde_json::from_slice(raw).map_err(|e| FormatError::NotJson {
-        file: file.to_string(),
-        why: e.to_string(),
-    })?;
-    match v.get("format") {
-        Some(f) if f.as_u64() == Some(FORMAT) => Ok(v),
-        found => Err(FormatError::UnknownFormat {
-            file: file.to_string(),
-            found: found.map_or("none".to_string(), |f| f.to_string()),
-        }),
+/// A pack's record; `name` is the pack's, which the record must name too.
+pub fn parse_record(name: &str, raw: &[u8]) -> Result<Record, FormatError> {
+    let file = format!("git-packs/{name}.json");
+    let top = parse_top(&file, raw, RecordSeed)?.fields;
+    if top.pack.as_ref().and_then(Text::as_str) != Some(name) {
+        return Err(bad(&file, "it is the record of another pack"));
+    }
+    let versions = top.versions.ok_or(bad(&file, "no \"versions\" list"))?;
+    let versions = versions.ok_or(bad(
+        &file,
+        "a version lacks its id, commit or version.json ETag",
+    ))?;
+    Ok(Record {
+        lake: top.lake.and_then(Text::into_string),
+        pack: name.to_string(),
+        versions,
+    })
+}
+
+/// What a record's reader keeps of it.
+#[derive(Default)]
+struct RecordFields {
+    pack: Option<Text<true>>,
+    lake: Option<Text<true>>,
+    versions: Option<Option<Vec<PackedVersion>>>,
+}
+
+struct RecordSeed;
+
+impl Fields for RecordSeed {
+    type Value = RecordFields;
+    fn field<'de, A: MapAccess<'de>>(
+        &self,
+        key: &str,
+        into: &mut RecordFields,
+        map: &mut A,
+    ) -> Result<(), A::Error> {
+        match key {
+            "pack" => into.pack = Some(map.next_value()?),
+            "lake" => into.lake = Some(map.next_value()?),
+            "versions" => into.versions = map.next_value::<Versions>()?.0,
+            _ => {
+                map.next_value::<Skip<true>>()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A record's list of versions, as [`RecordFields`] keeps it.
+struct Versions(Option<Option<Vec<PackedVersion>>>);
+
+impl<'de> Deserialize<'de> for Versions {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(Items::new(|e: Entry| e.0)).map(Versions)
+    }
+}
+
+/// One version of a record; `None` if it lacks its id, commit or `version.json` ETag.
+struct Entry(Option<PackedVersion>);
+
+impl<'de> Deserialize<'de> for Entry {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(EntryVisitor).map(Entry)
+    }
+}
+
+/// An entry's keys; anything that is not an object is skipped.
+struct EntryVisitor;
+
+impl<'de> Visitor<'de> for EntryVisitor {
+    type Value = Option<PackedVersion>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any valid JSON value")
+    }
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        Skip::<true>.visit_seq(seq).map(|_| None)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let (mut id, mut commit, mut version_json, mut dataset_json) = (None, None, None, None);
+        while let Some(k) = map.next_key_seed(json::Key)? {
+            let slot = match k.as_str() {
+                "id" => &mut id,
+                "commit" => &mut commit,
+                "version.json" => &mut version_json,
+                "dataset.json" => &mut dataset_json,
+                _ => {
+                    map.next_value::<Skip<true>>()?;
+                    continue;
+                }
+            };
+            *slot = map.next_value::<Text<true>>()?.into_string();
+        }
+        let id = id.and_then(|t| VersionId::parse(&t).ok());
+        let commit = commit.and_then(|c| ObjectId::from_hex(&c));
+        Ok(match (id, commit, version_json) {
+            (Some(id), Some(commit), Some(version_json)) => Some(PackedVersion {
+                id,
+                commit,
+                version_json,
+                dataset_json,
+            }),
+            _ => None,
+        })
     }
 }
 
@@ -180,6 +433,42 @@ mod tests {
         assert!(parse_record(&other, &raw).is_err(), "another pack's record");
         let list = render_list(std::slice::from_ref(&record.pack));
         assert_eq!(parse_list(&list), Ok(vec![record.pack.clone()]));
+        // Unknown fields are skipped; a name repeated is one pack.
+        let (a, b) = (record.pack.clone(), format!("pack-{}", "c".repeat(40)));
+        let list =
+            format!(r#"{{"x": [[0, {{"y": "z"}}]], "format": 1, "packs": ["{a}", "{b}", "{a}"]}}"#);
+        assert_eq!(parse_list(list.as_bytes()), Ok(vec![a.clone(), b.clone()]));
+        let named =
+            |packs: &str| parse_list(format!(r#"{{"format": 1, "packs": {packs}}}"#).as_bytes());
+        assert!(matches!(named("[1]"), Err(FormatError::Bad { .. })));
+        assert!(matches!(named("\"x\""), Err(FormatError::Bad { .. })));
+        assert!(matches!(
+            named("[\"pack-1\"]"),
+            Err(FormatError::Bad { .. })
+        ));
+        assert!(matches!(
+            named("[\"\\ud800\"]"),
+            Err(FormatError::NotJson { .. })
+        ));
+        let found = |raw: &str| match parse_list(raw.as_bytes()) {
+            Err(FormatError::UnknownFormat { found, .. }) => found,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(found(r#"{"format": "1", "packs": []}"#), r#""1""#);
+        assert_eq!(found(r#"{"format": 1.0, "packs": []}"#), "1.0");
+        assert_eq!(found(r#"{"packs": []}"#), "none");
+        assert_eq!(found(r#"[]"#), "none");
+        let mut padded = String::from_utf8(raw.clone()).unwrap();
+        padded.insert_str(1, r#""writer": {"stats": [1, 2, 3]}, "#);
+        assert_eq!(
+            parse_record(&record.pack, padded.as_bytes()),
+            Ok(record.clone())
+        );
+        let entry_without_id = padded.replace("\"id\"", "\"ID\"");
+        assert!(matches!(
+            parse_record(&record.pack, entry_without_id.as_bytes()),
+            Err(FormatError::Bad { .. })
+        ));
         let future = br#"{"format": 2, "packs": []}"#;
         assert!(matches!(
             parse_list(future),

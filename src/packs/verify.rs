@@ -15,11 +15,45 @@ use crate::mapping::{self, ObjectId};
 /// Where a pack's objects are read (the repository, once the pack is installed).
 pub trait Objects {
     fn get(&self, id: &ObjectId) -> Option<(gix::object::Kind, Vec<u8>)>;
+    /// An object's kind and size, from its header: a pack's object is inflated only once its
+    /// size is known to fit.
+    fn header(&self, id: &ObjectId) -> Option<(gix::object::Kind, u64)>;
 }
 
 impl Objects for crate::repo::Repo {
     fn get(&self, id: &ObjectId) -> Option<(gix::object::Kind, Vec<u8>)> {
         self.object(id)
+    }
+    fn header(&self, id: &ObjectId) -> Option<(gix::object::Kind, u64)> {
+        self.object_header(id)
+    }
+}
+
+/// A version's commit: its message is at most a `version.json`, the rest a few lines.
+const COMMIT_LIMIT: u64 = VERSION_JSON_LIMIT + (64 << 10);
+/// A version's tree: two entries.
+const TREE_LIMIT: u64 = 1 << 10;
+
+/// Object `id` of `kind`, read only if its header says it is at most `limit` bytes (the limit
+/// the lake's reader applies to the same file); the error says why not, naming it `what`.
+fn read(
+    objects: &dyn Objects,
+    id: &ObjectId,
+    kind: gix::object::Kind,
+    limit: u64,
+    what: &str,
+) -> Result<Vec<u8>, String> {
+    match objects.header(id) {
+        Some((k, size)) if k == kind && size > limit => {
+            return Err(format!("its {what} is over the limit ({size} bytes)"))
+        }
+        Some((k, _)) if k == kind => {}
+        _ => return Err(format!("the pack lacks its {what}")),
+    }
+    match objects.get(id) {
+        Some((k, data)) if k == kind && data.len() as u64 <= limit => Ok(data),
+        Some((k, _)) if k == kind => Err(format!("its {what} is over the limit")),
+        _ => Err(format!("the pack lacks its {what}")),
     }
 }
 
@@ -47,28 +81,13 @@ pub fn verify(
         Some(listing) => Some(listed_as_packed(packed, listing)?),
         None => None,
     };
-    let commit = match objects.get(&packed.commit) {
-        Some((gix::object::Kind::Commit, data)) => data,
-        _ => {
-            return Err(format!(
-                "the pack lacks its commit {}",
-                packed.commit.to_hex()
-            ))
-        }
-    };
+    use gix::object::Kind;
+    let what = format!("commit {}", packed.commit.to_hex());
+    let commit = read(objects, &packed.commit, Kind::Commit, COMMIT_LIMIT, &what)?;
     let tree_id = tree_of(&commit).ok_or("its commit names no tree")?;
-    let tree = match objects.get(&tree_id) {
-        Some((gix::object::Kind::Tree, data)) => data,
-        _ => return Err("the pack lacks its tree".into()),
-    };
+    let tree = read(objects, &tree_id, Kind::Tree, TREE_LIMIT, "tree")?;
     let (version_blob, dataset_blob) = blobs_of(&tree).ok_or("its tree is not a version's")?;
-    let blob = |id: ObjectId, limit: u64, name: &str| -> Result<Vec<u8>, String> {
-        match objects.get(&id) {
-            Some((gix::object::Kind::Blob, data)) if data.len() as u64 <= limit => Ok(data),
-            Some((gix::object::Kind::Blob, _)) => Err(format!("its {name} is over the limit")),
-            _ => Err(format!("the pack lacks its {name}")),
-        }
-    };
+    let blob = |id: ObjectId, limit: u64, name: &str| read(objects, &id, Kind::Blob, limit, name);
     let record_bytes = blob(version_blob, VERSION_JSON_LIMIT, "version.json")?;
     let dataset = match dataset_blob {
         Some(id) => Some(blob(id, DATASET_JSON_LIMIT, "dataset.json")?),

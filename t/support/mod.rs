@@ -241,6 +241,11 @@ impl LakeAt {
 
     /// Writes a file directly, as another writer would.
     pub fn write(&self, rel: &str, content: &str) {
+        self.write_bytes(rel, content.as_bytes())
+    }
+
+    /// Writes a file of any bytes (a pack) directly, as another writer would.
+    pub fn write_bytes(&self, rel: &str, content: &[u8]) {
         match self.place {
             Where::Local => {
                 let p = self.dir.join(rel);
@@ -249,7 +254,7 @@ impl LakeAt {
             }
             cloud => {
                 let mut files = std::collections::BTreeMap::new();
-                files.insert(rel.to_string(), content.as_bytes().to_vec());
+                files.insert(rel.to_string(), content.to_vec());
                 let store = clouds::cloud(cloud).unwrap().store(&self.bucket);
                 clouds::put_files(&*store, &self.prefix, &files);
             }
