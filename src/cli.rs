@@ -283,6 +283,9 @@ async fn fsck(lake: &str, catalogs: bool, quiet: bool) -> Result<i32, Fatal> {
 
 async fn pack(lake: &str, dry_run: bool) -> Result<i32, Fatal> {
     let done = commands::pack(lake, dry_run).await?;
+    for w in &done.warnings {
+        say!("warning: {w}");
+    }
     let would = if done.dry_run { "would be" } else { "were" };
     let versions = |n: usize| format!("{n} version{}", plural(n));
     say!(

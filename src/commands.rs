@@ -215,13 +215,16 @@ async fn verify_tips(lake: &Lake, wanted: &[String]) -> Result<Vec<(VersionId, S
 /// read through Git with the remote's configuration.
 pub async fn pack(lake: &str, dry_run: bool) -> Result<crate::packs::make::PackSummary, Fatal> {
     let named = open_named(lake).await?;
-    let remote_config = match (&named.repo, &named.remote) {
-        (Some(repo), Some(remote)) => config::remote_fdl_config(repo, remote),
-        _ => Vec::new(),
-    };
     let url = match (&named.repo, &named.remote) {
         (Some(repo), Some(remote)) => crate::open::remote_store_url(repo, remote)?,
         _ => crate::open::store_url(lake)?,
+    };
+    if url.is_read_only() {
+        return Err(Fatal::read_only(&url, "packed", "pack"));
+    }
+    let remote_config = match (&named.repo, &named.remote) {
+        (Some(repo), Some(remote)) => config::remote_fdl_config(repo, remote)?,
+        _ => Vec::new(),
     };
     let job = crate::packs::make::PackJob {
         lake: &named.lake,

@@ -304,6 +304,14 @@ impl Repo {
         remove_stale_temporaries(&self.pack_dir())
     }
 
+    /// Removes pack `name` (index first, so that Git stops seeing it before the pack goes).
+    pub fn remove_pack(&self, name: &str) {
+        let dir = self.pack_dir();
+        for ext in ["idx", "rev", "pack"] {
+            let _ = std::fs::remove_file(dir.join(format!("{name}.{ext}")));
+        }
+    }
+
     /// Whether the repository holds pack `name` (pack and index).
     pub fn has_pack(&self, name: &str) -> bool {
         let dir = self.pack_dir();
@@ -320,6 +328,7 @@ impl Repo {
         let tmp = pack_dir.join(temporary_name(&format!("lake{n}.pack")));
         crate::cleanup::remove_on_signal(&tmp);
         crate::cleanup::remove_on_signal(&tmp.with_extension("idx"));
+        crate::cleanup::remove_on_signal(&tmp.with_extension("rev"));
         Ok(tmp)
     }
 
@@ -328,6 +337,7 @@ impl Repo {
     /// into place as `pack-<checksum>`, whose name it returns. The temporary files go either way.
     pub fn install_downloaded(&self, tmp: &Path) -> Result<String, String> {
         let idx = tmp.with_extension("idx");
+        let rev = tmp.with_extension("rev");
         let out = std::process::Command::new("git")
             .arg("index-pack")
             .arg("-o")
@@ -346,13 +356,20 @@ impl Repo {
                 let hex = String::from_utf8_lossy(&out.stdout).trim().to_string();
                 let name = format!("pack-{hex}");
                 let pack_dir = self.pack_dir();
+                // Git >= 2.41 writes a reverse index beside the index; kept, as `git fetch`
+                // keeps its own, and renamed before the index makes the pack visible.
+                let has_rev = rev.is_file();
                 std::fs::rename(tmp, pack_dir.join(format!("{name}.pack")))
+                    .and_then(|()| match has_rev {
+                        true => std::fs::rename(&rev, pack_dir.join(format!("{name}.rev"))),
+                        false => Ok(()),
+                    })
                     .and_then(|()| std::fs::rename(&idx, pack_dir.join(format!("{name}.idx"))))
                     .map(|()| name)
                     .map_err(|e| format!("cannot install it in {}: {e}", pack_dir.display()))
             }
         };
-        for left in [tmp, idx.as_path()] {
+        for left in [tmp, idx.as_path(), rev.as_path()] {
             let _ = std::fs::remove_file(left);
             crate::cleanup::forget(left);
         }

@@ -95,11 +95,12 @@ pub async fn import(
         true => Err("it was made from another lake".to_string()),
         false => Ok(r),
     };
-    let records: Vec<(&String, Result<Record, String>)> = names
+    let (records, installed): (Vec<_>, Vec<_>) = names
         .iter()
         .zip(fetched)
-        .map(|(n, r)| (n, r.and_then(of_this_lake)))
-        .collect();
+        .map(|(n, (r, installed))| ((n, r.and_then(of_this_lake)), installed))
+        .unzip();
+    let records: Vec<(&String, Result<Record, String>)> = records;
     // The commits the records claim: each version is checked with its parents' claimed
     // commits, and taken only once its parents were taken before it.
     let claimed: HashMap<VersionId, ObjectId> = records
@@ -111,17 +112,33 @@ pub async fn import(
         check_all(repo.git_dir(), &records, &against, &claimed, progress)
     });
     let mut taken: HashSet<VersionId> = HashSet::new();
-    for ((pack, record), results) in records.iter().zip(checked) {
+    let (mut unused, mut used) = (Vec::new(), HashSet::new());
+    for (((pack, record), results), installed) in records.iter().zip(checked).zip(installed) {
+        let before = out.verified.len();
         let why = match record {
             Err(why) => why.clone(),
             Ok(record) => match take(record, results, &claimed, &mut taken, &mut out.verified) {
                 Some(why) => why,
-                None => continue,
+                None => {
+                    used.insert(pack.as_str());
+                    continue;
+                }
             },
         };
+        if out.verified.len() > before {
+            used.insert(pack.as_str());
+        }
+        if let Some(installed) = installed.filter(|_| out.verified.len() == before) {
+            unused.push(installed);
+        }
         out.warnings.push(format!(
             "lake '{name}': git-packs/{pack}: {why}; its versions are read one by one"
         ));
+    }
+    // A pack this fetch installed and took nothing from is not left in the repository (unless
+    // a pack taken from has its name: a misnamed copy of it).
+    for pack in unused.iter().filter(|p| !used.contains(p.as_str())) {
+        repo.remove_pack(pack);
     }
     out
 }
@@ -234,8 +251,13 @@ fn take(
     })
 }
 
-/// A pack's record, and the pack itself installed in the repository (unless already there).
-async fn fetch_pack(lake: &Lake, repo: &Repo, pack: &str) -> Result<Record, String> {
+/// A pack's record, and the pack itself installed in the repository (unless already there),
+/// with the name it was installed under by this fetch.
+async fn fetch_pack(
+    lake: &Lake,
+    repo: &Repo,
+    pack: &str,
+) -> (Result<Record, String>, Option<String>) {
     let record = async {
         let raw = lake.pack_record(pack).await.map_err(|e| e.to_string())?;
         let raw = raw.ok_or("it has no record")?;
@@ -243,10 +265,16 @@ async fn fetch_pack(lake: &Lake, repo: &Repo, pack: &str) -> Result<Record, Stri
     };
     let installed = async {
         if repo.has_pack(pack) {
-            return Ok(());
+            return (Ok(()), None);
         }
-        let tmp = repo.downloaded_pack_path().map_err(|e| e.to_string())?;
-        let mut file = std::fs::File::create(&tmp).map_err(|e| e.to_string())?;
+        let tmp = match repo.downloaded_pack_path() {
+            Ok(tmp) => tmp,
+            Err(e) => return (Err(e.to_string()), None),
+        };
+        let mut file = match std::fs::File::create(&tmp) {
+            Ok(file) => file,
+            Err(e) => return (Err(e.to_string()), None),
+        };
         let mut sink = |chunk: &[u8]| std::io::Write::write_all(&mut file, chunk);
         let found = lake.download_pack(pack, &mut sink).await;
         drop(file);
@@ -254,20 +282,22 @@ async fn fetch_pack(lake: &Lake, repo: &Repo, pack: &str) -> Result<Record, Stri
             Ok(true) => {}
             Ok(false) => {
                 let _ = std::fs::remove_file(&tmp);
-                return Err("the pack is missing".to_string());
+                return (Err("the pack is missing".to_string()), None);
             }
             Err(e) => {
                 let _ = std::fs::remove_file(&tmp);
-                return Err(e.to_string());
+                return (Err(e.to_string()), None);
             }
         }
-        let got = tokio::task::block_in_place(|| repo.install_downloaded(&tmp))?;
-        match got == pack {
-            true => Ok(()),
-            false => Err(format!("the pack's checksum names {got}, not {pack}")),
+        match tokio::task::block_in_place(|| repo.install_downloaded(&tmp)) {
+            Err(e) => (Err(e), None),
+            Ok(got) if got == pack => (Ok(()), Some(got)),
+            Ok(got) => (
+                Err(format!("the pack's checksum names {got}, not {pack}")),
+                Some(got),
+            ),
         }
     };
-    let (record, installed) = futures::join!(record, installed);
-    installed?;
-    record
+    let (record, (installed, name)) = futures::join!(record, installed);
+    (installed.and(record), name)
 }
