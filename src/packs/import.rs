@@ -111,13 +111,31 @@ pub async fn import(
     let checked = tokio::task::block_in_place(|| {
         check_all(repo.git_dir(), &records, &against, &claimed, progress)
     });
+    take_all(
+        repo, &name, &records, checked, installed, &claimed, &mut out,
+    );
+    out
+}
+
+/// Takes what each record's checks allow, parents first, and says once per record what it
+/// could not take; then removes the packs this fetch installed and took nothing from (unless
+/// a pack taken from has its name: a misnamed copy of it).
+fn take_all(
+    repo: &Repo,
+    name: &str,
+    records: &[(&String, Result<Record, String>)],
+    checked: Vec<Vec<Result<Parents, String>>>,
+    installed: Vec<Option<String>>,
+    claimed: &HashMap<VersionId, ObjectId>,
+    out: &mut Imported,
+) {
     let mut taken: HashSet<VersionId> = HashSet::new();
     let (mut unused, mut used) = (Vec::new(), HashSet::new());
     for (((pack, record), results), installed) in records.iter().zip(checked).zip(installed) {
         let before = out.verified.len();
         let why = match record {
             Err(why) => why.clone(),
-            Ok(record) => match take(record, results, &claimed, &mut taken, &mut out.verified) {
+            Ok(record) => match take(record, results, claimed, &mut taken, &mut out.verified) {
                 Some(why) => why,
                 None => {
                     used.insert(pack.as_str());
@@ -135,12 +153,9 @@ pub async fn import(
             "lake '{name}': git-packs/{pack}: {why}; its versions are read one by one"
         ));
     }
-    // A pack this fetch installed and took nothing from is not left in the repository (unless
-    // a pack taken from has its name: a misnamed copy of it).
     for pack in unused.iter().filter(|p| !used.contains(p.as_str())) {
         repo.remove_pack(pack);
     }
-    out
 }
 
 /// Each recorded version checked on its own (`verify`), its parents' commits taken from the

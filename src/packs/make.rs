@@ -103,27 +103,8 @@ pub async fn pack(job: &PackJob<'_>) -> Result<PackSummary, PackError> {
         let lake = name.clone();
         move |why: String| PackError::Git { lake, step, why }
     };
-    // A record naming a commit the clone lacks (its version rewritten, the record damaged)
-    // is of no use to readers either: its versions are packed again.
-    let claimed: Vec<ObjectId> = records
-        .iter()
-        .flat_map(|(_, r)| r.iter().map(|v| v.1))
-        .collect();
-    let present = present_commits(&repo, &claimed).map_err(git_err("cat-file"))?;
-    let mut warnings = Vec::new();
-    let (mut packed, mut old_commits) = (HashSet::new(), Vec::new());
-    for (pack, versions) in &records {
-        match versions.iter().find(|(_, c)| !present.contains(c)) {
-            Some((version, commit)) => warnings.push(format!(
-                "lake '{name}': git-packs/{pack}: its record names commit {} for version {version}, which the lake's versions do not make; they are packed again",
-                commit.to_hex()
-            )),
-            None => {
-                packed.extend(versions.iter().map(|(v, _)| v.clone()));
-                old_commits.extend(versions.iter().map(|(_, c)| *c));
-            }
-        }
-    }
+    let (packed, old_commits, warnings) =
+        usable_records(&repo, &name, &records).map_err(git_err("cat-file"))?;
     let excluded: &[ObjectId] = if merge { &[] } else { &old_commits };
     let new = new_versions(&repo, excluded).map_err(git_err("log"))?;
     let mut summary = PackSummary {
@@ -355,6 +336,38 @@ fn new_versions(repo: &Path, excluded: &[ObjectId]) -> Result<Vec<(ObjectId, Ver
         found.push((commit, version));
     }
     Ok(found)
+}
+
+/// The versions and commits of the records whose every commit the clone at `repo` holds, and
+/// a warning for each other one: a record naming a commit the clone lacks (its version
+/// rewritten and its pack gone, the record damaged) is of no use to readers either, and its
+/// versions are packed again.
+#[allow(clippy::type_complexity)]
+fn usable_records(
+    repo: &Path,
+    name: &str,
+    records: &[(String, Vec<(VersionId, ObjectId)>)],
+) -> Result<(HashSet<VersionId>, Vec<ObjectId>, Vec<String>), String> {
+    let claimed: Vec<ObjectId> = records
+        .iter()
+        .flat_map(|(_, r)| r.iter().map(|v| v.1))
+        .collect();
+    let present = present_commits(repo, &claimed)?;
+    let mut warnings = Vec::new();
+    let (mut packed, mut commits) = (HashSet::new(), Vec::new());
+    for (pack, versions) in records {
+        match versions.iter().find(|(_, c)| !present.contains(c)) {
+            Some((version, commit)) => warnings.push(format!(
+                "lake '{name}': git-packs/{pack}: its record names commit {} for version {version}, which the lake's versions do not make; they are packed again",
+                commit.to_hex()
+            )),
+            None => {
+                packed.extend(versions.iter().map(|(v, _)| v.clone()));
+                commits.extend(versions.iter().map(|(_, c)| *c));
+            }
+        }
+    }
+    Ok((packed, commits, warnings))
 }
 
 /// Which of `commits` the clone at `repo` holds as commits (`git cat-file --batch-check`).
