@@ -10,7 +10,8 @@ use std::sync::{Mutex, Once};
 static FILES: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 static LISTENING: Once = Once::new();
 
-/// `path` is removed if a signal ends the process before [`forget`] is called for it.
+/// `path` (a file, or a folder with all it holds) is removed if a signal ends the process
+/// before [`forget`] is called for it.
 pub fn remove_on_signal(path: &Path) {
     LISTENING.call_once(listen);
     if let Ok(mut files) = FILES.lock() {
@@ -86,6 +87,10 @@ fn remove_all() {
         Err(poisoned) => poisoned.into_inner().clone(),
     };
     for f in files {
-        let _ = std::fs::remove_file(f);
+        // A folder (the packer's temporary clone) goes whole; a file alone.
+        match std::fs::symlink_metadata(&f).map(|m| m.is_dir()) {
+            Ok(true) => drop(std::fs::remove_dir_all(f)),
+            _ => drop(std::fs::remove_file(f)),
+        }
     }
 }

@@ -297,7 +297,7 @@ async fn fsck(lake: &str, catalogs: bool, quiet: bool) -> Result<i32, Fatal> {
 
 async fn pack(lake: &str, dry_run: bool) -> Result<i32, Fatal> {
     let (done, warnings) = commands::pack(lake, dry_run).await?;
-    for w in &warnings {
+    for w in warnings.iter().chain(&done.warnings) {
         say!("warning: {}", shown(w));
     }
     let would = if done.dry_run { "would be" } else { "were" };

@@ -218,24 +218,26 @@ pub async fn pack(
     dry_run: bool,
 ) -> Result<(crate::packs::make::PackSummary, Vec<String>), Fatal> {
     let named = open_named(lake).await?;
-    let mut pack_warnings = Vec::new();
-    let remote_config = match (&named.repo, &named.remote) {
-        (Some(repo), Some(remote)) => config::remote_fdl_config(repo, remote),
-        _ => Vec::new(),
-    };
     let url = match (&named.repo, &named.remote) {
         (Some(repo), Some(remote)) => crate::open::remote_store_url(repo, remote)?,
         _ => crate::open::store_url(lake)?,
     };
+    if url.is_read_only() {
+        return Err(Fatal::read_only(&url, "packed", "pack"));
+    }
+    let remote_config = match (&named.repo, &named.remote) {
+        (Some(repo), Some(remote)) => config::remote_fdl_config(repo, remote)?,
+        _ => Vec::new(),
+    };
+    let mut pack_warnings = Vec::new();
     if !dry_run {
         // Warnings (the unsafe setting, a scratch key left behind) go with the summary's.
-        let warnings = crate::safety::before_first_write(
+        pack_warnings = crate::safety::before_first_write(
             &named.lake,
             named.repo.as_ref(),
             named.remote.as_deref(),
         )
         .await?;
-        pack_warnings = warnings;
     }
     let job = crate::packs::make::PackJob {
         lake: &named.lake,

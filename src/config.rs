@@ -243,17 +243,21 @@ pub fn record_absolute_url(
     Ok(true)
 }
 
-/// The `fdl*` configuration of remote `name` as it is written (`pack`'s own clone of the lake
-/// is given it).
-pub fn remote_fdl_config(repo: &Repo, name: &str) -> Vec<(String, String)> {
+/// The `fdl*` configuration of remote `name` (`pack`'s own clone of the lake is given it):
+/// text as it is written, `fdlAllowHttp` as the boolean Git reads (a bare key is true), its
+/// error naming this remote.
+pub fn remote_fdl_config(repo: &Repo, name: &str) -> Result<Vec<(String, String)>, ConfigError> {
     // The keys `store_options` reads, from the same list.
     let text_keys = CONFIG_KEYS.iter().map(|(key, _)| *key);
-    let keys = text_keys.chain(["fdlAllowHttp", "fdlOption"]);
+    let keys = text_keys.chain(["fdlOption"]);
     let mut out = Vec::new();
     for key in keys {
         for v in repo.config_all(&format!("remote.{name}.{key}")) {
             out.push((key.to_string(), v));
         }
     }
-    out
+    if let Some(allow) = remote_bool(repo, name, "fdlAllowHttp")? {
+        out.push(("fdlAllowHttp".into(), allow.to_string()));
+    }
+    Ok(out)
 }

@@ -28,6 +28,17 @@ impl Fatal {
             hint: Some(hint.into()),
         }
     }
+
+    /// A write (`push`, `pack`) to a lake served over plain HTTP, refused before any request:
+    /// nothing was `done`; `instead` says where to write (`push to`, `pack`).
+    pub fn read_only(url: &StoreUrl, done: &str, instead: &str) -> Fatal {
+        Fatal::with_hint(
+            format!(
+                "lake '{url}' is served over plain HTTP, which is read-only: nothing was {done}"
+            ),
+            format!("{instead} the lake's store address instead (s3://, gs://, az:// or a folder)"),
+        )
+    }
 }
 
 /// The lines Git's users expect on stderr: secrets removed, control characters escaped (text

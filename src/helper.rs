@@ -251,12 +251,7 @@ impl<W: Write> Session<W> {
         // Read-only is a property of the address: say so before any request can fail.
         let url = self.store_url()?;
         if for_push && url.is_read_only() {
-            return Err(Fatal::with_hint(
-                format!(
-                    "lake '{url}' is served over plain HTTP, which is read-only: nothing was pushed"
-                ),
-                "push to the lake's store address instead (s3://, gs://, az:// or a folder)",
-            ));
+            return Err(Fatal::read_only(&url, "pushed", "push to"));
         }
         if self.remote.is_none() {
             self.record_absolute_url(&url);

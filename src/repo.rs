@@ -335,6 +335,7 @@ impl Repo {
         let tmp = pack_dir.join(temporary_name(&format!("lake{n}.pack")));
         crate::cleanup::remove_on_signal(&tmp);
         crate::cleanup::remove_on_signal(&tmp.with_extension("idx"));
+        crate::cleanup::remove_on_signal(&tmp.with_extension("rev"));
         Ok(tmp)
     }
 

@@ -16,6 +16,8 @@ pub enum Point {
     /// A push, in a folder lake, with a lock written under its hidden name, not yet linked
     /// into place.
     TakingLock,
+    /// A `pack`, with its temporary clone of the lake made.
+    PackCloned,
 }
 
 /// Stops here if the test asked for this point: writes the pid to the file the variable
@@ -27,6 +29,7 @@ pub fn stop_at(point: Point) {
         Point::WritingRefsJson => "GIT_REMOTE_FDL_TEST_STOP_WRITING_REFS_JSON",
         Point::WritingPack => "GIT_REMOTE_FDL_TEST_STOP_WRITING_PACK",
         Point::TakingLock => "GIT_REMOTE_FDL_TEST_STOP_TAKING_LOCK",
+        Point::PackCloned => "GIT_REMOTE_FDL_TEST_STOP_PACK_CLONED",
     };
     let Some(path) = std::env::var_os(var) else {
         return;

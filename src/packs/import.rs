@@ -143,16 +143,17 @@ fn settle<'r>(
     out: &mut Imported,
 ) {
     let mut taken: HashSet<VersionId> = HashSet::new();
+    let (mut unused, mut used) = (Vec::new(), HashSet::new());
     for (pack, record, results, installed) in rows {
         let before = out.verified.len();
         let why = match record {
             Err(why) => Some(why.clone()),
             Ok(record) => take(record, results, claimed, &mut taken, &mut out.verified),
         };
-        // A pack this import installed that gave nothing goes again: it would only be
-        // garbage in objects/pack (another lake's, misnamed, unrecorded, every version failed).
-        if let Some(installed) = installed.filter(|_| out.verified.len() == before) {
-            repo.remove_pack(&installed);
+        match (out.verified.len() > before, installed) {
+            (true, _) => _ = used.insert(pack.as_str()),
+            (false, Some(installed)) => unused.push(installed),
+            (false, None) => {}
         }
         if let Some(why) = why {
             out.warnings.push(format!(
@@ -160,6 +161,12 @@ fn settle<'r>(
                 lake.name()
             ));
         }
+    }
+    // A pack this import installed that gave nothing goes again: it would only be garbage in
+    // objects/pack (another lake's, misnamed, unrecorded, every version failed), unless a pack
+    // taken from has its name (a misnamed copy of it).
+    for pack in unused.iter().filter(|p| !used.contains(p.as_str())) {
+        repo.remove_pack(pack);
     }
 }
 

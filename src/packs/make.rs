@@ -57,6 +57,8 @@ pub struct PackSummary {
     /// Packs `list.json` names now.
     pub packs_now: usize,
     pub dry_run: bool,
+    /// Records set aside (their versions packed again), each said once.
+    pub warnings: Vec<String>,
 }
 
 /// What the packer is given: the lake, the address Git reaches it at (`fdl::` prefixed) and
@@ -80,11 +82,7 @@ pub async fn pack(job: &PackJob<'_>) -> Result<PackSummary, PackError> {
         .pack_list()
         .await
         .map_err(|e| read_err(e.to_string()))?;
-    let Packed {
-        kept,
-        versions: packed,
-        commits: old_commits,
-    } = read_packed(lake, list.as_ref().map(|l| &l.bytes[..])).await?;
+    let Packed { kept, records } = read_packed(lake, list.as_ref().map(|l| &l.bytes[..])).await?;
     let merge = kept.len() + 1 > MERGE_AT;
     // Listed before any version is read: a file rewritten after this has another ETag.
     let newest = lake.newest_in_refs_json();
@@ -93,18 +91,24 @@ pub async fn pack(job: &PackJob<'_>) -> Result<PackSummary, PackError> {
         .await
         .map_err(|e| read_err(e.to_string()))?;
     let dir = tempfile::tempdir().map_err(|e| read_err(format!("no temporary folder: {e}")))?;
+    // Removed by its drop, or by a signal (Ctrl-C, a CI's timeout) that ends the run.
+    let _on_signal = RemovedOnSignal::new(dir.path());
     let repo = dir.path().join("lake.git");
     clone(&repo, job).map_err(|why| PackError::Clone {
         lake: name.clone(),
         why,
     })?;
+    crate::testhook::stop_at(crate::testhook::Point::PackCloned);
     let git_err = |step: &'static str| {
         let lake = name.clone();
         move |why: String| PackError::Git { lake, step, why }
     };
+    let (packed, old_commits, warnings) =
+        usable_records(&repo, &name, &records).map_err(git_err("cat-file"))?;
     let excluded: &[ObjectId] = if merge { &[] } else { &old_commits };
     let new = new_versions(&repo, excluded).map_err(git_err("log"))?;
     let mut summary = PackSummary {
+        warnings,
         packed_before: packed.len(),
         new_versions: new.len(),
         merged: if merge { kept.len() } else { 0 },
@@ -166,8 +170,8 @@ fn packed_versions(
 struct Packed {
     /// Packs with a readable record (one without is of no use to readers: packed again).
     kept: Vec<String>,
-    versions: HashSet<VersionId>,
-    commits: Vec<ObjectId>,
+    /// Each readable record: its pack, and its versions with their commits.
+    records: Vec<(String, Vec<(VersionId, ObjectId)>)>,
 }
 
 async fn read_packed(lake: &Lake, list: Option<&[u8]>) -> Result<Packed, PackError> {
@@ -181,8 +185,7 @@ async fn read_packed(lake: &Lake, list: Option<&[u8]>) -> Result<Packed, PackErr
     };
     let mut packed = Packed {
         kept: Vec::new(),
-        versions: HashSet::new(),
-        commits: Vec::new(),
+        records: Vec::new(),
     };
     for pack in &names {
         let raw = lake.pack_record(pack).await.map_err(|e| PackError::Read {
@@ -192,10 +195,8 @@ async fn read_packed(lake: &Lake, list: Option<&[u8]>) -> Result<Packed, PackErr
         let Some(record) = raw.and_then(|raw| parse_record(pack, &raw).ok()) else {
             continue;
         };
-        for v in &record.versions {
-            packed.versions.insert(v.id.clone());
-            packed.commits.push(v.commit);
-        }
+        let versions = record.versions.iter().map(|v| (v.id.clone(), v.commit));
+        packed.records.push((pack.clone(), versions.collect()));
         packed.kept.push(pack.clone());
     }
     Ok(packed)
@@ -256,41 +257,62 @@ async fn publish(
 }
 
 /// A bare clone of the lake at `repo`, through Git and this very helper, with the remote's
-/// configuration.
+/// configuration. The remote is given in the environment (`GIT_CONFIG_COUNT`, after any the
+/// caller set), never in a file: its options may hold secrets, and the environment does not
+/// show in `ps` as `git -c` would.
 fn clone(repo: &Path, job: &PackJob) -> Result<(), String> {
     run(
         Command::new("git").args(["init", "--bare", "-q"]).arg(repo),
         None,
     )?;
-    let mut config = std::fs::OpenOptions::new()
-        .append(true)
-        .open(repo.join("config"))
-        .map_err(|e| e.to_string())?;
-    let mut text = format!(
-        "[remote \"origin\"]\n\turl = {}\n\tfetch = +refs/heads/*:refs/heads/*\n\tfetch = +refs/tags/*:refs/tags/*\n",
-        quoted(&job.address)
+    let mut config = vec![
+        ("remote.origin.url".to_string(), job.address.clone()),
+        (
+            "remote.origin.fetch".into(),
+            "+refs/heads/*:refs/heads/*".into(),
+        ),
+        (
+            "remote.origin.fetch".into(),
+            "+refs/tags/*:refs/tags/*".into(),
+        ),
+    ];
+    config.extend(
+        job.remote_config
+            .iter()
+            .map(|(key, value)| (format!("remote.origin.{key}"), value.clone())),
     );
-    for (key, value) in &job.remote_config {
-        text.push_str(&format!("\t{key} = {}\n", quoted(value)));
-    }
-    config
-        .write_all(text.as_bytes())
-        .map_err(|e| e.to_string())?;
     let mut fetch = Command::new("git");
     fetch
         .arg("--git-dir")
         .arg(repo)
         .args(["fetch", "-q", "--no-tags", "origin"]);
+    let given = std::env::var("GIT_CONFIG_COUNT")
+        .ok()
+        .and_then(|n| n.trim().parse::<usize>().ok())
+        .unwrap_or(0);
+    for (i, (key, value)) in config.iter().enumerate() {
+        fetch
+            .env(format!("GIT_CONFIG_KEY_{}", given + i), key)
+            .env(format!("GIT_CONFIG_VALUE_{}", given + i), value);
+    }
+    fetch.env("GIT_CONFIG_COUNT", (given + config.len()).to_string());
     run(&mut fetch, None).map(drop)
 }
 
-/// A value as Git's configuration file holds it: quoted, `\` and `"` escaped.
-fn quoted(value: &str) -> String {
-    let escaped = value
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n");
-    format!("\"{escaped}\"")
+/// The packer's temporary folder, registered for removal on a signal while it lives.
+struct RemovedOnSignal(PathBuf);
+
+impl RemovedOnSignal {
+    fn new(dir: &Path) -> RemovedOnSignal {
+        crate::cleanup::remove_on_signal(dir);
+        RemovedOnSignal(dir.to_path_buf())
+    }
+}
+
+impl Drop for RemovedOnSignal {
+    fn drop(&mut self) {
+        crate::cleanup::forget(&self.0);
+    }
 }
 
 /// The commits the refs reach that `excluded` do not, parents first, with their versions.
@@ -314,6 +336,61 @@ fn new_versions(repo: &Path, excluded: &[ObjectId]) -> Result<Vec<(ObjectId, Ver
         found.push((commit, version));
     }
     Ok(found)
+}
+
+/// The versions and commits of the records whose every commit the clone at `repo` holds, and
+/// a warning for each other one: a record naming a commit the clone lacks (its version
+/// rewritten and its pack gone, the record damaged) is of no use to readers either, and its
+/// versions are packed again.
+#[allow(clippy::type_complexity)]
+fn usable_records(
+    repo: &Path,
+    name: &str,
+    records: &[(String, Vec<(VersionId, ObjectId)>)],
+) -> Result<(HashSet<VersionId>, Vec<ObjectId>, Vec<String>), String> {
+    let claimed: Vec<ObjectId> = records
+        .iter()
+        .flat_map(|(_, r)| r.iter().map(|v| v.1))
+        .collect();
+    let present = present_commits(repo, &claimed)?;
+    let mut warnings = Vec::new();
+    let (mut packed, mut commits) = (HashSet::new(), Vec::new());
+    for (pack, versions) in records {
+        match versions.iter().find(|(_, c)| !present.contains(c)) {
+            Some((version, commit)) => warnings.push(format!(
+                "lake '{name}': git-packs/{pack}: its record names commit {} for version {version}, which the lake's versions do not make; they are packed again",
+                commit.to_hex()
+            )),
+            None => {
+                packed.extend(versions.iter().map(|(v, _)| v.clone()));
+                commits.extend(versions.iter().map(|(_, c)| *c));
+            }
+        }
+    }
+    Ok((packed, commits, warnings))
+}
+
+/// Which of `commits` the clone at `repo` holds as commits (`git cat-file --batch-check`).
+fn present_commits(repo: &Path, commits: &[ObjectId]) -> Result<HashSet<ObjectId>, String> {
+    if commits.is_empty() {
+        return Ok(HashSet::new());
+    }
+    let mut stdin = Vec::with_capacity(41 * commits.len());
+    for c in commits {
+        c.push_hex(&mut stdin);
+        stdin.push(b'\n');
+    }
+    let mut check = Command::new("git");
+    check
+        .arg("--git-dir")
+        .arg(repo)
+        .args(["cat-file", "--batch-check=%(objectname) %(objecttype)"]);
+    let out = run(&mut check, Some(&stdin))?;
+    Ok(out
+        .lines()
+        .filter_map(|l| l.strip_suffix(" commit"))
+        .filter_map(ObjectId::from_hex)
+        .collect())
 }
 
 fn exclusions(excluded: &[ObjectId]) -> Vec<u8> {
