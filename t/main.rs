@@ -23,6 +23,7 @@ mod push;
 mod read;
 mod ref_names;
 mod reliability;
+mod remote_names;
 mod signatures;
 mod stores;
 mod submodules;

@@ -65,6 +65,7 @@ on_both!(
     a_stale_refs_json_is_repaired_by_the_next_push,
     ref_names_with_any_allowed_character_round_trip,
     a_lease_on_a_new_ref_expects_it_absent,
+    a_push_signed_if_asked_warns_and_pushes_as_git_does,
 );
 
 fn ref_names_with_any_allowed_character_round_trip(place: Where) {
@@ -574,4 +575,44 @@ fn a_lock_left_on_refs_json_is_explained_and_the_push_still_succeeds() {
         "{err}"
     );
     assert!(t.path("lake/refs/tags/locked-out").exists());
+}
+
+/// `--signed=if-asked` (or `push.gpgSign=if-asked`, a common global setting): Git against a
+/// bare repository that takes no certificates warns and pushes; so does a lake. `--signed`
+/// (always) is still refused, as transport-helper.c words it.
+fn a_push_signed_if_asked_warns_and_pushes_as_git_does(place: Where) {
+    let (t, lake) = setup(place);
+    let warning = "warning: not sending a push certificate since the receiving end does not support --signed push";
+    let out = t.git(
+        "work",
+        &["push", "--signed=if-asked", "origin", "v1:refs/tags/v9"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains(warning) && err.contains("[new tag]"), "{err}");
+    assert_eq!(lake.read("refs/tags/v9").unwrap(), format!("{}\n", vid(2)));
+    let out = t.git(
+        "work",
+        &[
+            "-c",
+            "push.gpgSign=if-asked",
+            "push",
+            "origin",
+            "v1:refs/tags/v10",
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains(warning), "{err}");
+    assert_eq!(lake.read("refs/tags/v10").unwrap(), format!("{}\n", vid(2)));
+    assert_refs_json_matches(&lake);
+    let before = lake.ref_files();
+    let out = t.git("work", &["push", "--signed", "origin", "v1:refs/tags/v11"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(128), "{err}");
+    assert!(
+        err.contains("fatal: helper fdl does not support --signed"),
+        "{err}"
+    );
+    assert_eq!(lake.ref_files(), before, "nothing was written");
 }

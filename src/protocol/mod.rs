@@ -228,6 +228,9 @@ pub struct Options {
     pub dry_run: bool,
     pub atomic: bool,
     pub push_options: Vec<String>,
+    /// `--signed=if-asked` (or `push.gpgSign=if-asked`): a lake takes no certificates, so the
+    /// push goes on with Git's warning, as send-pack does against a server that asks for none.
+    pub push_cert_if_asked: bool,
     /// `--force-with-lease` expectations: ref name → expected object ID (hex, or empty).
     pub cas: Vec<(String, String)>,
 }
@@ -244,6 +247,7 @@ impl Default for Options {
             dry_run: false,
             atomic: false,
             push_options: Vec::new(),
+            push_cert_if_asked: false,
             cas: Vec::new(),
         }
     }
@@ -291,6 +295,12 @@ impl Options {
             "atomic" if push => set_bool(&mut self.atomic),
             // Push options mean nothing to a lake; saying so lets Git refuse them clearly.
             "push-option" => OptionReply::Unsupported,
+            // `--signed` (true) is refused, so Git says "does not support --signed"; if-asked
+            // must be taken, or Git dies on it (transport-helper.c dies on any answer but ok).
+            "pushcert" if push && value == "if-asked" => {
+                self.push_cert_if_asked = true;
+                OptionReply::Ok
+            }
             "cas" if push => {
                 let v = unquote(value);
                 match v.split_once(':') {
