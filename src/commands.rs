@@ -27,6 +27,21 @@ struct Named {
 
 async fn open_named(lake: &str) -> Result<Named, Fatal> {
     let repo = local_repo()?;
+    // A remote of another kind named where a lake is expected is not a folder of that name.
+    if let Some(repo) = &repo {
+        let urls: Vec<String> = repo
+            .remote_urls()
+            .into_iter()
+            .filter(|(n, _)| n == lake)
+            .map(|(_, u)| u)
+            .collect();
+        if !urls.is_empty() && !urls.iter().any(|u| u.starts_with("fdl::")) {
+            return Err(Fatal::with_hint(
+                format!("'{lake}' is not an fdl remote of this repository (its URL does not start with fdl::)"),
+                "name an fdl remote, or give the lake's address (fdl::<address>)",
+            ));
+        }
+    }
     let remote = repo.as_ref().and_then(|repo| {
         match fdl_remotes(repo).into_iter().any(|(n, _)| n == lake) {
             true => Some(lake.to_string()),

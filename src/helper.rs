@@ -24,8 +24,30 @@ macro_rules! warn {
     }};
 }
 
+/// Git runs the helper with the remote's name as its URL when `remote.<name>.vcs=fdl` is set
+/// and the remote has no URL: the name is then no lake to open as a folder.
+fn refuse_a_remote_without_url(remote_name: &str) -> Result<(), Fatal> {
+    let Ok(Some(repo)) = Repo::from_env() else {
+        return Ok(());
+    };
+    let vcs = repo.config(&format!("remote.{remote_name}.vcs"));
+    let url = repo.config(&format!("remote.{remote_name}.url"));
+    match (vcs, url) {
+        (Some(_), None) => Err(Fatal::with_hint(
+            format!("remote '{remote_name}' has no URL"),
+            format!(
+                "give it the lake's address: git config remote.{remote_name}.url fdl::<address>"
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Runs a protocol session for `git-remote-fdl <remote> [<url>]` on stdin and stdout.
 pub fn run(remote_name: &str, url: Option<&str>) -> Result<(), Fatal> {
+    if url.is_none_or(|u| u == remote_name) {
+        refuse_a_remote_without_url(remote_name)?;
+    }
     let mut session = Session::new(remote_name, url.unwrap_or(remote_name), std::io::stdout());
     // The repository and where the last listing split the refs are read while the runtime
     // starts: the first request waits for all three.

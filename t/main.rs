@@ -24,6 +24,7 @@ mod push;
 mod read;
 mod ref_names;
 mod reliability;
+mod remote_names;
 mod signatures;
 mod store_check;
 mod stores;

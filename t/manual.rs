@@ -135,3 +135,43 @@ fn man_page_renders_without_raw_markdown() {
         "a paragraph merged into the list item above: {push_options}"
     );
 }
+
+/// What a Git user meets that Git's own servers do otherwise is in the man page Git shows
+/// (issue 30): lightweight tags and `git describe --tags`, `--unshallow` on a complete clone,
+/// no `git archive --remote`, SHA-256 refused, removing `catalog`'s files, the unborn HEAD.
+#[test]
+fn the_manual_says_what_git_users_meet() {
+    let mut t = TestEnv::new();
+    let prefix = install(&mut t);
+    let page_file = prefix.join("share/man/man1/git-remote-fdl.1");
+    let out = t
+        .command("man", ".", &["-l"])
+        .arg(&page_file)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    // man fills paragraphs; the words are compared with the lines joined.
+    let page = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .replace("- ", "-");
+    for said in [
+        "git describe finds them only with --tags",
+        "git fetch --unshallow then fails",
+        "git archive --remote is not served",
+        "SHA-256 repositories are refused",
+        "rm -r .git/fdl/catalogs",
+        "advertise it as unborn",
+        "'remote-s3' is not a git command",
+    ] {
+        assert!(page.contains(said), "the manual does not say: {said}");
+    }
+    assert!(
+        !page.contains("as with its own servers"),
+        "the old, wrong claim"
+    );
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    assert!(readme.contains("'remote-s3' is not a git command"));
+}
