@@ -15,7 +15,7 @@ export AZURITE_BLOB := $(abspath $(AZURITE))
 export DUCKDB_PYTHON := $(abspath $(VENV)/bin/python)
 export SEAWEEDFS_WEED := $(abspath $(VENV)/bin/weed)
 
-.PHONY: test test-ceph bench example install lint ssh-keygen
+.PHONY: test test-ceph bench example install lint ssh-keygen fuzz
 
 test: $(MOTO) $(FAKE_GCS) $(SEAWEEDFS) $(DUCKDB) $(AZURITE) ssh-keygen
 	cargo test --locked
