@@ -339,49 +339,13 @@ impl Repo {
         Ok(tmp)
     }
 
-    /// Indexes a downloaded pack with Git's own `index-pack`, which checks the pack's checksum
-    /// and hashes every object (a thin or damaged pack is refused), then renames pack and index
-    /// into place as `pack-<checksum>`, whose name it returns. The temporary files go either way.
-    pub fn install_downloaded(&self, tmp: &Path) -> Result<String, String> {
-        let idx = tmp.with_extension("idx");
-        // Git 2.41 and later write a reverse index beside `-o` (pack.writeReverseIndex): it is
-        // named with the pack, as Git's own fetch keeps it, or removed.
-        let rev = tmp.with_extension("rev");
-        crate::cleanup::remove_on_signal(&rev);
-        let out = std::process::Command::new("git")
-            .arg("index-pack")
-            .arg("-o")
-            .arg(&idx)
-            .arg(tmp)
-            .env("GIT_DIR", self.git_dir())
-            .stdin(std::process::Stdio::null())
-            .output();
-        let installed = match out {
-            Err(e) => Err(format!("cannot run git index-pack: {e}")),
-            Ok(out) if !out.status.success() => Err(format!(
-                "git index-pack refused it: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            )),
-            Ok(out) => {
-                let hex = String::from_utf8_lossy(&out.stdout).trim().to_string();
-                let name = format!("pack-{hex}");
-                let pack_dir = self.pack_dir();
-                let rev_kept = match rev.is_file() {
-                    true => std::fs::rename(&rev, pack_dir.join(format!("{name}.rev"))),
-                    false => Ok(()),
-                };
-                rev_kept
-                    .and_then(|()| std::fs::rename(tmp, pack_dir.join(format!("{name}.pack"))))
-                    .and_then(|()| std::fs::rename(&idx, pack_dir.join(format!("{name}.idx"))))
-                    .map(|()| name)
-                    .map_err(|e| format!("cannot install it in {}: {e}", pack_dir.display()))
-            }
-        };
-        for left in [tmp, idx.as_path(), rev.as_path()] {
-            let _ = std::fs::remove_file(left);
-            crate::cleanup::forget(left);
+    /// What installs downloaded packs into this repository, owned, so that it can run on a
+    /// blocking thread of its own while other downloads go on.
+    pub fn pack_installer(&self) -> PackInstaller {
+        PackInstaller {
+            git_dir: self.git_dir().to_path_buf(),
+            pack_dir: self.pack_dir(),
         }
-        installed
     }
 
     fn pack_dir(&self) -> PathBuf {
@@ -507,6 +471,59 @@ pub fn commit_parents(data: &[u8]) -> Vec<ObjectId> {
 pub fn global_config(key: &str) -> Option<String> {
     let file = gix::config::File::from_globals().ok()?;
     file.string(key).map(|v| v.to_string())
+}
+
+/// Installs downloaded packs into one repository's `objects/pack` (`Repo::pack_installer`).
+pub struct PackInstaller {
+    git_dir: PathBuf,
+    pack_dir: PathBuf,
+}
+
+impl PackInstaller {
+    /// Indexes a downloaded pack with Git's own `index-pack`, which checks the pack's checksum
+    /// and hashes every object (a thin or damaged pack is refused), then renames pack and index
+    /// into place as `pack-<checksum>`, whose name it returns. The temporary files go either way.
+    pub fn install(&self, tmp: &Path) -> Result<String, String> {
+        let idx = tmp.with_extension("idx");
+        // Git 2.41 and later write a reverse index beside `-o` (pack.writeReverseIndex): it is
+        // named with the pack, as Git's own fetch keeps it, or removed.
+        let rev = tmp.with_extension("rev");
+        crate::cleanup::remove_on_signal(&rev);
+        let out = std::process::Command::new("git")
+            .arg("index-pack")
+            .arg("-o")
+            .arg(&idx)
+            .arg(tmp)
+            .env("GIT_DIR", &self.git_dir)
+            .stdin(std::process::Stdio::null())
+            .output();
+        let installed = match out {
+            Err(e) => Err(format!("cannot run git index-pack: {e}")),
+            Ok(out) if !out.status.success() => Err(format!(
+                "git index-pack refused it: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )),
+            Ok(out) => {
+                let hex = String::from_utf8_lossy(&out.stdout).trim().to_string();
+                let name = format!("pack-{hex}");
+                let pack_dir = &self.pack_dir;
+                let rev_kept = match rev.is_file() {
+                    true => std::fs::rename(&rev, pack_dir.join(format!("{name}.rev"))),
+                    false => Ok(()),
+                };
+                rev_kept
+                    .and_then(|()| std::fs::rename(tmp, pack_dir.join(format!("{name}.pack"))))
+                    .and_then(|()| std::fs::rename(&idx, pack_dir.join(format!("{name}.idx"))))
+                    .map(|()| name)
+                    .map_err(|e| format!("cannot install it in {}: {e}", pack_dir.display()))
+            }
+        };
+        for left in [tmp, idx.as_path(), rev.as_path()] {
+            let _ = std::fs::remove_file(left);
+            crate::cleanup::forget(left);
+        }
+        installed
+    }
 }
 
 #[cfg(test)]

@@ -334,5 +334,9 @@ async fn download_and_install(lake: &Lake, repo: &Repo, pack: &str) -> Result<St
             return Err(e.to_string());
         }
     }
-    tokio::task::block_in_place(|| repo.install_downloaded(&tmp))
+    // On a blocking thread of its own: indexing one pack must not stop the other downloads.
+    let installer = repo.pack_installer();
+    tokio::task::spawn_blocking(move || installer.install(&tmp))
+        .await
+        .unwrap_or_else(|e| Err(format!("git index-pack did not finish: {e}")))
 }
