@@ -8,6 +8,9 @@
 //! - store requests for a cold clone, a warm `ls-remote` and a fetch of 10 new versions, beside
 //!   the minimum the layout allows.
 
+// The shared test support is one crate's private modules, `pub` to one another.
+#![allow(unreachable_pub)]
+
 // The tests' support, of which a benchmark uses a part.
 #[allow(dead_code)]
 #[path = "../t/support/mod.rs"]

@@ -13,6 +13,9 @@
 //! made after packing; `FDL_BENCH_PEER_DELAYS=0,30` the same packed clone beside awslabs'
 //! git-remote-s3 (`FDL_BENCH_PEER`: the folder holding it).
 
+// The shared test support is one crate's private modules, `pub` to one another.
+#![allow(unreachable_pub)]
+
 // The tests' support, of which a benchmark uses a part.
 #[allow(dead_code)]
 #[path = "../t/support/mod.rs"]

@@ -176,7 +176,7 @@ const SUBCOMMANDS: [&str; 8] = [
 /// subcommands or flags. A terminal on stdin is a human (`git-remote-fdl lss <lake>`, a typo,
 /// must not wait for protocol input). A remote may be named like a subcommand (`verify`): Git
 /// runs its helpers with `GIT_DIR` set, which a human's shell does not have.
-pub fn is_git_invocation(args: &[String]) -> bool {
+pub(crate) fn is_git_invocation(args: &[String]) -> bool {
     matches!(args.len(), 1 | 2)
         && !args[0].starts_with('-')
         && (!SUBCOMMANDS.contains(&args[0].as_str()) || std::env::var_os("GIT_DIR").is_some())
@@ -206,7 +206,7 @@ fn usage_error(e: &clap::Error) -> i32 {
 }
 
 /// Runs a human's command; returns the process's exit code (129 for usage errors, as Git).
-pub fn main(args: &[String]) -> i32 {
+pub(crate) fn main(args: &[String]) -> i32 {
     let cli = match Cli::try_parse_from(
         std::iter::once("git-remote-fdl".to_string()).chain(args.iter().cloned()),
     ) {

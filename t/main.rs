@@ -1,6 +1,9 @@
 //! End-to-end tests: real `git` driving the built helper against real stores (a local folder,
 //! S3, GCS and Azure emulators on 127.0.0.1, a plain HTTP server). One binary, one module per area.
 
+// The shared test support is one crate's private modules, `pub` to one another.
+#![allow(unreachable_pub)]
+
 mod support;
 
 mod architecture;

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use crate::fatal::{io_reason, Fatal};
 
 /// What `-o` names.
-pub enum Target {
+pub(super) enum Target {
     /// A regular file, or nothing yet: written to a temporary file, then renamed.
     File(PathBuf),
     /// A device, a FIFO or an open descriptor (`/dev/stdout`): written into, never replaced.
@@ -18,7 +18,7 @@ pub enum Target {
 }
 
 impl Target {
-    pub fn of(path: &Path) -> Result<Target, Fatal> {
+    pub(super) fn of(path: &Path) -> Result<Target, Fatal> {
         let Ok(meta) = std::fs::metadata(path) else {
             return Ok(Target::File(path.to_path_buf()));
         };
@@ -44,13 +44,13 @@ impl Target {
     }
 
     /// Whether the bytes go to a device or a pipe (there is then no file to attach).
-    pub fn is_stream(&self) -> bool {
+    pub(super) fn is_stream(&self) -> bool {
         matches!(self, Target::Stream(_))
     }
 
     /// Opens the output: a temporary file beside a file's path, or the device or FIFO itself
     /// (which waits for a reader, as a shell's redirection does).
-    pub fn open(&self) -> Result<Output, Fatal> {
+    pub(super) fn open(&self) -> Result<Output, Fatal> {
         let (sink, path) = match self {
             Target::File(path) => {
                 let tmp = temporary_beside(path);
@@ -81,7 +81,7 @@ impl Target {
 }
 
 /// An open output, and how many bytes it received.
-pub struct Output {
+pub(super) struct Output {
     sink: Sink,
     path: PathBuf,
     sent: u64,
@@ -93,7 +93,7 @@ enum Sink {
 }
 
 impl Output {
-    pub fn write_all(&mut self, chunk: &[u8]) -> std::io::Result<()> {
+    pub(super) fn write_all(&mut self, chunk: &[u8]) -> std::io::Result<()> {
         match &mut self.sink {
             Sink::Temporary { file, .. } => file.write_all(chunk)?,
             Sink::Stream(w) => w.write_all(chunk)?,
@@ -103,7 +103,7 @@ impl Output {
     }
 
     /// The output failed: it is named, not the lake; a stream says what it already received.
-    pub fn write_error(&self, e: &std::io::Error) -> Fatal {
+    pub(super) fn write_error(&self, e: &std::io::Error) -> Fatal {
         let mut f = cannot_write(&self.path, e);
         if matches!(self.sink, Sink::Stream(_)) && self.sent > 0 {
             f.hint = Some(self.what_was_written());
@@ -112,7 +112,7 @@ impl Output {
     }
 
     /// For a hint once the digest is found wrong: what the output holds.
-    pub fn what_was_written(&self) -> String {
+    pub(super) fn what_was_written(&self) -> String {
         match self.sink {
             Sink::Temporary { .. } => "nothing was written".to_string(),
             Sink::Stream(_) => format!(
@@ -126,7 +126,7 @@ impl Output {
 
     /// Completes the output once the download is over: a verified file is made durable and
     /// renamed into place, anything else removed; a stream is flushed.
-    pub fn finish<T>(self, result: Result<T, Fatal>) -> Result<T, Fatal> {
+    pub(super) fn finish<T>(self, result: Result<T, Fatal>) -> Result<T, Fatal> {
         match self.sink {
             Sink::Temporary { file, tmp } => {
                 let done = result.and_then(|got| {

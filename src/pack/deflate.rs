@@ -8,7 +8,7 @@
 //! fixed Huffman codes, so the output is a stream every inflater reads.
 
 /// Inputs up to this size are compressed here: every match distance fits deflate's window.
-pub const SMALL_MAX: usize = 32 << 10;
+pub(super) const SMALL_MAX: usize = 32 << 10;
 
 const HASH_BITS: u32 = 12;
 const MIN_MATCH: usize = 4;

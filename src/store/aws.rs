@@ -131,7 +131,7 @@ pub(super) fn profile_region(profile: Option<&Profile>) -> Result<Option<String>
 /// Credentials that could not be found or fetched, in words, with what to do. Its text never
 /// holds a secret: the key ID, keys and tokens are never part of it.
 #[derive(Clone, Debug)]
-pub struct NoCredentials {
+pub(super) struct NoCredentials {
     pub message: String,
     pub hint: String,
 }

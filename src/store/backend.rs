@@ -28,7 +28,7 @@ pub(crate) struct Range<'a> {
 
 impl Range<'_> {
     /// Whether the relative path `f` is in the range (`max` aside).
-    pub fn holds(&self, f: &str) -> bool {
+    pub(crate) fn holds(&self, f: &str) -> bool {
         self.after.is_none_or(|a| f > a) && self.until.is_none_or(|u| f <= u)
     }
 }

@@ -46,7 +46,7 @@ pub(crate) struct Cloud {
 }
 
 impl Cloud {
-    pub fn new(parts: Parts, root: StorePath, url: &StoreUrl) -> Cloud {
+    pub(super) fn new(parts: Parts, root: StorePath, url: &StoreUrl) -> Cloud {
         Cloud {
             store: parts.store,
             root,

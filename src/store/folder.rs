@@ -17,7 +17,7 @@ pub(crate) struct Folder {
 }
 
 impl Folder {
-    pub fn open(path: &std::path::Path) -> Result<Folder, StoreError> {
+    pub(super) fn open(path: &std::path::Path) -> Result<Folder, StoreError> {
         Ok(Folder {
             dir: LocalDir::open(path)?,
         })

@@ -374,10 +374,10 @@ mod beneath {
     static UNSUPPORTED: AtomicBool = AtomicBool::new(false);
 
     #[derive(Debug)]
-    pub struct Root(std::os::fd::OwnedFd);
+    pub(super) struct Root(std::os::fd::OwnedFd);
 
     impl Root {
-        pub fn open(root: &std::path::Path) -> Option<Root> {
+        pub(super) fn open(root: &std::path::Path) -> Option<Root> {
             let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
             rustix::fs::open(root, flags, Mode::empty()).ok().map(Root)
         }
@@ -385,7 +385,7 @@ mod beneath {
         /// The regular file or other node at `rel`, opened for reading without blocking (a
         /// FIFO's open does not wait for a writer; the caller checks what it is). `None` when
         /// the kernel would not resolve it here: the caller looks at it step by step.
-        pub fn file(&self, rel: &str) -> Option<std::io::Result<std::fs::File>> {
+        pub(super) fn file(&self, rel: &str) -> Option<std::io::Result<std::fs::File>> {
             if UNSUPPORTED.load(Relaxed) {
                 return None;
             }

@@ -40,7 +40,7 @@ pub(crate) struct Counted {
 }
 
 impl Counted {
-    pub fn new(inner: Box<dyn Backend>, stats: Arc<Stats>) -> Counted {
+    pub(super) fn new(inner: Box<dyn Backend>, stats: Arc<Stats>) -> Counted {
         Counted { inner, stats }
     }
 

@@ -182,7 +182,7 @@ pub(crate) struct Gated {
 }
 
 impl Gated {
-    pub fn new(inner: Box<dyn Backend>, gate: Arc<Gate>) -> Gated {
+    pub(crate) fn new(inner: Box<dyn Backend>, gate: Arc<Gate>) -> Gated {
         Gated { inner, gate }
     }
 

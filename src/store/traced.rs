@@ -16,7 +16,7 @@ pub(crate) struct Traced {
 }
 
 impl Traced {
-    pub fn new(inner: Box<dyn Backend>) -> Traced {
+    pub(super) fn new(inner: Box<dyn Backend>) -> Traced {
         Traced { inner }
     }
 }
