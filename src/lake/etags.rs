@@ -27,16 +27,18 @@ pub(super) fn proves(tag: &str, version: &VersionId) -> bool {
     Md5::digest(&written)[..] == want || Md5::digest(bare)[..] == want
 }
 
-/// The MD5 a strong ETag of 32 hexadecimal digits in quotes is; `None` for any other ETag.
-pub(super) fn content_md5(tag: &str) -> Option<[u8; 16]> {
-    let hex = tag.strip_prefix('"')?.strip_suffix('"')?;
-    if hex.len() != 32 {
+/// The MD5 an ETag stands for, where it is one: 32 hexadecimal digits, quoted or not (S3's
+/// ETag of a single-part upload, GCS's); `None` for any other ETag (a multipart upload's
+/// `-<parts>`, Azure's opaque ones). A store whose ETags are 32 digits but no MD5 only makes a
+/// comparison fail, and the file is read.
+pub fn content_md5(tag: &str) -> Option<[u8; 16]> {
+    let hex = tag.trim_matches('"');
+    if hex.len() != 32 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }
     let mut out = [0u8; 16];
-    for (i, pair) in hex.as_bytes().chunks(2).enumerate() {
-        let digits = std::str::from_utf8(pair).ok()?;
-        out[i] = u8::from_str_radix(digits, 16).ok()?;
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok()?;
     }
     Some(out)
 }
@@ -78,6 +80,19 @@ mod tests {
 
     fn vid(n: u32) -> VersionId {
         VersionId::parse(&format!("0190f3a2-7b4c-7d2e-8f10-{n:012x}")).unwrap()
+    }
+
+    #[test]
+    fn only_a_32_digit_etag_is_an_md5() {
+        let md5 = "d41d8cd98f00b204e9800998ecf8427e";
+        assert!(content_md5(&format!("\"{md5}\"")).is_some());
+        assert!(
+            content_md5(md5).is_some(),
+            "RGW 16 and some proxies give it unquoted"
+        );
+        assert!(content_md5(&format!("\"{md5}-2\"")).is_none());
+        assert!(content_md5("0x8DC1234").is_none());
+        assert!(content_md5("\"+41d8cd98f00b204e9800998ecf8427e\"").is_none());
     }
 
     #[test]

@@ -19,7 +19,7 @@ mod refs_render;
 mod versions;
 
 pub use error::LakeError;
-pub use etags::names_something;
+pub use etags::{content_md5, names_something};
 pub use files::FdlConfig;
 pub use names::{check_ref_name, check_writable_ref, printable, VersionId};
 pub use open::Lake;

@@ -9,7 +9,7 @@ use md5::{Digest, Md5};
 
 use super::PackedVersion;
 use crate::lake::git_packs::ListedFiles;
-use crate::lake::{VersionId, VersionRecord, DATASET_JSON_LIMIT, VERSION_JSON_LIMIT};
+use crate::lake::{content_md5, VersionId, VersionRecord, DATASET_JSON_LIMIT, VERSION_JSON_LIMIT};
 use crate::mapping::{self, ObjectId};
 
 /// Where a pack's objects are read (the repository, once the pack is installed).
@@ -168,30 +168,4 @@ fn blobs_of(tree: &[u8]) -> Option<(ObjectId, Option<ObjectId>)> {
         }
     }
     Some((version?, dataset))
-}
-
-/// The MD5 an ETag stands for, where it is one (32 hex digits, quoted or not: S3's ETag of a
-/// single-part upload, GCS's).
-fn content_md5(tag: &str) -> Option<[u8; 16]> {
-    let hex = tag.trim_matches('"');
-    if hex.len() != 32 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return None;
-    }
-    let mut out = [0u8; 16];
-    for (i, byte) in out.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok()?;
-    }
-    Some(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_a_32_digit_etag_is_an_md5() {
-        assert!(content_md5("\"d41d8cd98f00b204e9800998ecf8427e\"").is_some());
-        assert!(content_md5("\"d41d8cd98f00b204e9800998ecf8427e-2\"").is_none());
-        assert!(content_md5("0x8DC1234").is_none());
-    }
 }
