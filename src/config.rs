@@ -87,8 +87,8 @@ pub fn store_options(
     let raws = repo.config_all(&format!("remote.{name}.fdlOption"));
     for (i, raw) in raws.iter().enumerate() {
         let pair = raw.split_once('=').map(|(k, v)| (k.trim(), v.trim()));
-        if let Some((_, v)) = pair {
-            crate::redact::register_secret(v);
+        if let Some((k, v)) = pair {
+            crate::redact::register_option_secret(k, v);
         }
         let which = format!(
             "remote.{name}.fdlOption (value {} of {}, not shown: it may hold a secret)",

@@ -40,7 +40,11 @@ fn is_number_like(v: &str) -> bool {
         && number.chars().all(|c| c.is_ascii_digit() || c == '.')
 }
 
-/// Registers the user and password of every URL in `text`, as written and percent-decoded.
+/// Registers the credentials of every URL in `text`, as written and percent-decoded: the
+/// password, and the user info whole. A user name beside a password is a name, not a secret
+/// (replacing every `alice` would break a printed path under `/home/alice/`); a user info with
+/// no password is registered only if it is as long as a token (16 characters or more:
+/// `https://ghp_...@host/`). In a URL the user info is redacted whatever it is.
 pub fn register_url_secrets(text: &str) {
     let mut rest = text;
     while let Some(idx) = rest.find("://") {
@@ -48,13 +52,42 @@ pub fn register_url_secrets(text: &str) {
         let tail = &rest[idx + 3..];
         let (user_info, _) = split_user_info(tail);
         if let Some(info) = user_info.filter(|i| !is_azure_container(&scheme, i)) {
-            register_secret(info);
-            for part in info.splitn(2, ':') {
-                register_secret(part);
-                register_secret(&percent_encoding::percent_decode_str(part).decode_utf8_lossy());
+            let secret = match info.split_once(':') {
+                Some((_, password)) => Some(password),
+                None => Some(info).filter(|i| i.chars().count() >= TOKEN_LENGTH),
+            };
+            if let Some(secret) = secret {
+                register_secret(info);
+                register_secret(secret);
+                register_secret(&percent_encoding::percent_decode_str(secret).decode_utf8_lossy());
             }
         }
         rest = tail;
+    }
+}
+
+/// The shortest user info without a password taken for a token rather than a name.
+const TOKEN_LENGTH: usize = 16;
+
+/// Registers the value of a store option (`fdlOption key=value`), unless its key names what is
+/// no secret: a region, an endpoint, a bucket, container or account name (an endpoint's own
+/// credentials, if it has any, are still registered).
+pub fn register_option_secret(key: &str, value: &str) {
+    let key = key.to_ascii_lowercase();
+    let public = [
+        "region",
+        "endpoint",
+        "endpoint_url",
+        "url",
+        "bucket",
+        "bucket_name",
+    ]
+    .iter()
+    .chain(&["container_name", "account_name", "container", "account"])
+    .any(|p| key == *p || key.ends_with(&format!("_{p}")));
+    match public {
+        true => register_url_secrets(value),
+        false => register_secret(value),
     }
 }
 
@@ -223,6 +256,23 @@ fn is_azure_container(scheme: &str, info: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 30, item 10: a user name beside a password, a short lone user and a region are
+    /// no secrets; a password, a token where a user goes and a key's value are.
+    #[test]
+    fn names_and_regions_are_not_registered_as_secrets() {
+        register_url_secrets("https://carol:pw-of-carol@h/");
+        register_url_secrets("https://dave@h/");
+        register_url_secrets("https://ghp_0123456789abcdefTOKEN@h/");
+        register_option_secret("aws_region", "eu-west-3");
+        register_option_secret("aws_secret_access_key", "key-of-the-test");
+        assert_eq!(
+            redact(
+                "/home/carol/dave eu-west-3 pw-of-carol ghp_0123456789abcdefTOKEN key-of-the-test"
+            ),
+            "/home/carol/dave eu-west-3 <redacted> <redacted> <redacted>"
+        );
+    }
 
     /// Found by `cargo fuzz run redact`: a scheme after a character of more than one byte.
     #[test]

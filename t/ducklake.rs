@@ -149,3 +149,65 @@ fn catalog_statements_give_each_snapshots_rows_from_an_http_lake() {
         "{statements}"
     );
 }
+
+/// Issue 30, item 10: a clone of `http://alice:pw@host/...` into a folder under `alice/`
+/// printed `ATTACH '.../<redacted>/clone/.git/fdl/catalogs/...'`, a file that does not exist,
+/// and `fdlOption aws_region=...` printed `REGION '<redacted>'`. Secrets are redacted, not a
+/// user name's every occurrence, and a region is no secret: the statements name the file
+/// written and run as printed.
+#[test]
+fn catalog_statements_name_the_file_written_under_a_folder_named_like_the_urls_user() {
+    let t = TestEnv::new();
+    copy_dir(&example_lake(), &t.path("sales"));
+    let server = http::serve(&t.path("sales"));
+    let url = server
+        .url
+        .replacen("http://", "http://alice:pw-never-shown@", 1);
+    std::fs::create_dir_all(t.path("alice")).unwrap();
+    t.ok("alice", &["clone", "-q", &format!("fdl::{url}"), "clone"]);
+    let out = t
+        .command("git-remote-fdl", "alice/clone", &["catalog", "v2026.02"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let statements = String::from_utf8(out.stdout).unwrap();
+    assert!(!statements.contains("pw-never-shown"), "{statements}");
+    assert!(!err.contains("pw-never-shown"), "{err}");
+    let attached = statements
+        .split("ATTACH 'ducklake:")
+        .nth(1)
+        .and_then(|rest| rest.split('\'').next())
+        .unwrap_or_else(|| panic!("no ATTACH in:\n{statements}"));
+    assert!(
+        attached.contains("/alice/clone/.git/fdl/catalogs/"),
+        "{statements}"
+    );
+    assert!(Path::new(attached).is_file(), "{attached} was not written");
+}
+
+#[test]
+fn catalog_statements_keep_the_remotes_region() {
+    let mut t = TestEnv::new();
+    let mut files = BTreeMap::new();
+    example_files(&example_lake(), "", &mut files);
+    let lake = t.lake_at(Where::S3, "sales", &LakeBuilder { files });
+    t.ok(".", &["clone", "-q", &lake.url, "clone"]);
+    t.ok(
+        "clone",
+        &[
+            "config",
+            "--add",
+            "remote.origin.fdlOption",
+            "aws_region=eu-west-3",
+        ],
+    );
+    let out = t
+        .command("git-remote-fdl", "clone", &["catalog", "origin/main"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let statements = String::from_utf8(out.stdout).unwrap();
+    assert!(statements.contains("REGION 'eu-west-3'"), "{statements}");
+}
