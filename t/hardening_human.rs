@@ -570,3 +570,77 @@ fn a_fetch_whose_stderr_is_full_still_fetches_with_its_warnings_passed_over() {
     let log = t.ok("work", &["log", "-1", "--format=%s", "origin/main"]);
     assert_eq!(log, "nine\n");
 }
+
+// ---- catalog statements a lake or a path cannot steer (issue 30, item 9) ----------------------
+
+/// `fdl.json`'s `data_dir` went raw into the printed SQL: a newline started a statement of the
+/// lake's own (`COPY (SELECT 42) TO ...`) when the output was run a line at a time; `..`, a
+/// scheme or a leading `/` pointed `DATA_PATH` outside the lake. Each is refused before the
+/// catalog is written, naming the lake and the field.
+fn a_data_dir_outside_the_lake_or_with_a_newline_is_refused_before_writing(place: Where) {
+    for (data_dir, why) in [
+        (
+            "data/\nCOPY (SELECT 42) TO 'owned.csv';\n",
+            "holds a control character",
+        ),
+        ("../elsewhere/", "leaves the lake's root"),
+        ("s3://other-bucket/data/", "names a scheme"),
+        ("/etc/", "is absolute"),
+    ] {
+        let mut t = TestEnv::new();
+        let mut l = lake();
+        let fdl_json = serde_json::json!({"fdl": "0.1", "data_dir": data_dir}).to_string();
+        l.put("fdl.json", fdl_json);
+        let at = t.lake_at(place, "lake", &l);
+        t.ok(".", &["clone", "-q", &at.url, "work"]);
+        let out = helper(&t, "work", &["catalog", "v1"]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(128), "{data_dir:?}: {err}");
+        assert!(
+            err.starts_with("fatal: lake '")
+                && err.contains("fdl.json's data_dir")
+                && err.contains(why),
+            "{data_dir:?}: {err}"
+        );
+        assert!(err.contains("nothing was written"), "{err}");
+        assert_eq!(err.lines().count(), 2, "one fatal line and its hint: {err}");
+        assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+        assert!(
+            !t.path("work/.git/fdl/catalogs").exists(),
+            "{data_dir:?}: a catalog was written"
+        );
+    }
+}
+
+#[test]
+fn a_data_dir_outside_the_lake_or_with_a_newline_is_refused_before_writing_in_a_folder() {
+    a_data_dir_outside_the_lake_or_with_a_newline_is_refused_before_writing(Where::Local);
+}
+
+#[test]
+fn a_data_dir_outside_the_lake_or_with_a_newline_is_refused_before_writing_on_s3() {
+    a_data_dir_outside_the_lake_or_with_a_newline_is_refused_before_writing(Where::S3);
+}
+
+/// A catalog's path holding a newline (a repository cloned into `a\nb`, or `-o` given one) is
+/// refused as well: no statement could name it without starting a line of its own.
+#[test]
+fn a_catalog_path_with_a_newline_is_refused_before_writing() {
+    let t = TestEnv::new();
+    let url = t.local_lake("lake", &lake());
+    t.ok(".", &["clone", "-q", &url, "work\nATTACH 'x'"]);
+    let out = helper(&t, "work\nATTACH 'x'", &["catalog", "v1"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(128), "{err}");
+    assert!(
+        err.contains("holds a control character") && err.contains("\\n"),
+        "{err}"
+    );
+    let catalogs = t.path("work\nATTACH 'x'/.git/fdl/catalogs");
+    let written = std::fs::read_dir(&catalogs).map_or(0, |d| d.count());
+    assert_eq!(written, 0, "a catalog was written in {catalogs:?}");
+    t.ok(".", &["clone", "-q", &url, "work"]);
+    let out = helper(&t, "work", &["catalog", "v1", "-o", "new\nline.duckdb"]);
+    assert_eq!(out.status.code(), Some(128), "{}", text(&out.stderr));
+    assert!(!t.path("work/new\nline.duckdb").exists());
+}

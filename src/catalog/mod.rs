@@ -68,20 +68,24 @@ pub async fn catalog(req: &CatalogRequest) -> Result<CatalogOutcome, Fatal> {
         )
     })?;
     check_lake_record(&remote, &commit, &version, &format, &expected).await?;
+    // Checked before anything is written: the statements are meant to be pasted.
+    let data_path = printable_data_path(&remote)?;
     let path = match &req.output {
         Some(p) => p.clone(),
         None => default_output(&git_dir, &version, &format)?,
     };
     let target = Target::of(&path)?;
+    let data_path = match target.is_stream() {
+        true => None,
+        false => Some(printable_path(&path).map(|()| data_path)?),
+    };
     let (bytes, sha256) = download_verified(&remote, &version, &format, &target, &expected).await?;
     // A device or a pipe holds no file for DuckDB to attach.
-    let attach = match target.is_stream() {
-        true => String::new(),
-        false => crate::duckdb::attach_statements(
-            &path,
-            &remote.lake().data_path(),
-            &remote.lake().data_access(),
-        ),
+    let attach = match data_path {
+        None => String::new(),
+        Some(data_path) => {
+            crate::duckdb::attach_statements(&path, &data_path, &remote.lake().data_access())
+        }
     };
     Ok(CatalogOutcome {
         version,
@@ -90,6 +94,40 @@ pub async fn catalog(req: &CatalogRequest) -> Result<CatalogOutcome, Fatal> {
         sha256,
         attach,
     })
+}
+
+/// The lake's `DATA_PATH`, checked to hold no control character: the printed statements are
+/// pasted, often a line at a time, and a newline inside a quoted path would start a statement
+/// the lake chose.
+fn printable_data_path(remote: &Remote) -> Result<String, Fatal> {
+    let data_path = remote.lake().data_path().map_err(|e| {
+        Fatal::with_hint(
+            e.to_string(),
+            "nothing was written; fix data_dir in the lake's fdl.json (a folder under the lake's root, such as data/)",
+        )
+    })?;
+    let controlled = |s: &str| s.chars().any(char::is_control);
+    if controlled(&data_path) {
+        return Err(Fatal::with_hint(
+            format!(
+                "lake '{}': its address holds a control character: no statements can name its data",
+                remote.lake().name()
+            ),
+            "nothing was written; open the lake at an address without control characters",
+        ));
+    }
+    Ok(data_path)
+}
+
+/// Refuses a catalog's path that holds a control character, for the same reason.
+fn printable_path(path: &std::path::Path) -> Result<(), Fatal> {
+    if path.to_string_lossy().chars().any(char::is_control) {
+        return Err(Fatal::with_hint(
+            format!("the catalog's path '{}' holds a control character: no statements can name it", crate::lake::printable(&path.to_string_lossy())),
+            "nothing was written; give -o a path without control characters (or work in a folder without them)",
+        ));
+    }
+    Ok(())
 }
 
 /// Without `-o`: `<git dir>/fdl/catalogs/<version>.duckdb` (`<version>-<format>.duckdb` for

@@ -142,15 +142,26 @@ impl Lake {
             })
     }
 
-    /// Where the lake's data files are, as an address DuckDB can read (`DATA_PATH`).
-    pub fn data_path(&self) -> String {
+    /// Where the lake's data files are, as an address DuckDB can read (`DATA_PATH`); refused
+    /// when `fdl.json`'s `data_dir` is no folder under the lake's root.
+    pub fn data_path(&self) -> Result<String, LakeError> {
+        let data_dir = &self.config.data_dir;
+        if let Some(why) = super::files::data_dir_problem(data_dir) {
+            return Err(LakeError::Config {
+                lake: self.name(),
+                why: super::files::ConfigError::BadDataDir {
+                    data_dir: super::printable(data_dir),
+                    why,
+                },
+            });
+        }
         let root = self.store.url().to_string();
         let root = if root.ends_with('/') {
             root
         } else {
             format!("{root}/")
         };
-        format!("{root}{}", self.config.data_dir)
+        Ok(format!("{root}{data_dir}"))
     }
 
     /// What a query engine needs to read the data files where the helper reads the lake.

@@ -20,6 +20,30 @@ pub enum ConfigError {
     Unreadable(String),
     #[error("fdl.json says FDL {version}, whose major version {major} this helper does not know")]
     UnknownMajor { version: String, major: u64 },
+    #[error("fdl.json's data_dir '{data_dir}' {why}")]
+    BadDataDir { data_dir: String, why: &'static str },
+}
+
+/// What makes `data_dir` no folder under the lake's root, if anything: a control character
+/// (a newline would start a line of its own in the statements `catalog` prints), a leading
+/// `/`, a scheme (`s3:`), or a `..` component (each points `DATA_PATH` outside the lake).
+pub fn data_dir_problem(data_dir: &str) -> Option<&'static str> {
+    let scheme = data_dir.split_once(':').is_some_and(|(s, _)| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+    });
+    if data_dir.chars().any(char::is_control) {
+        Some("holds a control character")
+    } else if data_dir.starts_with('/') || data_dir.starts_with('\\') {
+        Some("is absolute: it must be a folder relative to the lake's root")
+    } else if scheme {
+        Some("names a scheme: it must be a folder relative to the lake's root")
+    } else if data_dir.split(['/', '\\']).any(|c| c == "..") {
+        Some("leaves the lake's root ('..')")
+    } else {
+        None
+    }
 }
 
 /// The parts of `fdl.json` the helper uses.
@@ -232,6 +256,19 @@ mod tests {
         // Read typed: unknown fields skipped but checked, a repeated key's last value counts.
         let c = FdlConfig::parse(br#"{"x": [[0, {"y": 1e400}]], "fdl": 0, "fdl": 0.2, "signers": ["a", 1, "b"], "data_dir": "d//"}"#).unwrap();
         assert_eq!((c.fdl.as_str(), c.data_dir.as_str()), ("0.2", "d/"));
+        for bad in [
+            "d\nCOPY/",
+            "/etc/",
+            "s3://other/",
+            "file:/x/",
+            "../up/",
+            "a/../../b/",
+        ] {
+            assert!(data_dir_problem(bad).is_some(), "{bad:?}");
+        }
+        for good in ["data/", "my data/2026/", "a..b/", "data/x:y/"] {
+            assert!(data_dir_problem(good).is_none(), "{good:?}");
+        }
         assert_eq!(c.signers, ["a", "b"]);
         assert!(FdlConfig::parse(br#"{"fdl": "0.1", "x": "\ud800"}"#).is_err());
         assert!(FdlConfig::parse(br#"{"fdl": true}"#).is_err());
