@@ -389,11 +389,21 @@ async fn verify(
             shown(&status)
         )?;
     }
+    let Some(allowed) = &report.allowed_signers else {
+        out!(
+            "{} version(s), none checked against a trusted key",
+            report.rows.len()
+        )?;
+        // Git's verify-commit, without gpg.ssh.allowedSignersFile: an error, exit 1.
+        say!("error: no allowed signers file: no signature can be trusted");
+        say!("hint: pass --allowed-signers FILE, or set gpg.ssh.allowedSignersFile (or remote.<name>.fdlAllowedSignersFile)");
+        return Ok(1);
+    };
     if report.listed_signers > 0 {
         out!(
             "\nfdl.json lists {} signer(s); only the keys in {} are trusted",
             report.listed_signers,
-            shown(&report.allowed_signers.display().to_string())
+            shown(&allowed.display().to_string())
         )?;
     }
     let bad = report.bad();

@@ -137,7 +137,8 @@ pub struct VerifyReport {
     pub rows: Vec<VerifyRow>,
     /// How many signers `fdl.json` lists (none of them trusted for that).
     pub listed_signers: usize,
-    pub allowed_signers: PathBuf,
+    /// `None`: no allowed-signers file was given or configured, so no key was trusted.
+    pub allowed_signers: Option<PathBuf>,
 }
 
 impl VerifyReport {
@@ -158,22 +159,23 @@ pub async fn verify(
 ) -> Result<VerifyReport, Fatal> {
     let named = open_named(address).await?;
     let remote = named.repo.as_ref().zip(named.remote.as_deref());
-    let path = match allowed_signers {
-        Some(p) => p,
-        None => remote
+    // Without a file the table is still shown, as `git log --show-signature` shows signatures
+    // it cannot check: no key is trusted, so no version passes.
+    let path = allowed_signers.or_else(|| {
+        remote
             .and_then(|(repo, name)| config::allowed_signers_file(repo, name))
             .or_else(|| config::git_allowed_signers_file(named.repo.as_ref()))
-            .ok_or_else(|| {
-                Fatal::new("no allowed signers file: pass --allowed-signers FILE or set gpg.ssh.allowedSignersFile")
-            })?,
-    };
+    });
     let namespace = match namespace {
         Some(ns) => ns.to_string(),
         None => remote
             .and_then(|(repo, name)| repo.config(&format!("remote.{name}.fdlSignatureNamespace")))
             .unwrap_or_else(|| crate::signatures::DEFAULT_NAMESPACE.to_string()),
     };
-    let trusted = AllowedSigners::load(&path).map_err(|e| Fatal::new(e.to_string()))?;
+    let trusted = match &path {
+        Some(path) => AllowedSigners::load(path).map_err(|e| Fatal::new(e.to_string()))?,
+        None => AllowedSigners::default(),
+    };
     let lake = named.lake;
     let tips = verify_tips(&lake, wanted).await?;
     let policy = Policy { trusted, namespace };

@@ -465,3 +465,40 @@ fn verify_and_ls_take_a_remote_name_and_its_signature_settings() {
         "{listed}"
     );
 }
+
+/// Issue 30, item 15: `verify` without an allowed-signers file was fatal (exit 128) and showed
+/// nothing. As `git verify-commit` without `gpg.ssh.allowedSignersFile` (an error, exit 1), it
+/// says that nothing can be trusted, and still shows the table: each version's key, or that
+/// it has no signature.
+#[test]
+fn verify_without_allowed_signers_shows_the_table_and_trusts_nothing() {
+    let t = TestEnv::new();
+    let k = keys(&t);
+    let url = signed_lake(&t, &k);
+    std::fs::remove_file(sig_path(&t, 3)).unwrap();
+    let helper = env!("CARGO_BIN_EXE_git-remote-fdl");
+    let out = t.command(helper, ".", &["verify", &url]).output().unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{table}{err}");
+    assert!(table.starts_with("VERSION"), "{table}");
+    assert!(
+        table.contains(&format!("{}  (alice@example.org)", vid(3)))
+            && table.contains("no signature"),
+        "{table}"
+    );
+    assert!(table.contains("ssh-ed25519 key SHA256:"), "{table}");
+    assert!(!table.contains("ok: "), "nothing is trusted: {table}");
+    assert!(
+        table.contains("6 version(s), none checked against a trusted key"),
+        "{table}"
+    );
+    assert_eq!(
+        err.lines().collect::<Vec<_>>(),
+        [
+            "error: no allowed signers file: no signature can be trusted",
+            "hint: pass --allowed-signers FILE, or set gpg.ssh.allowedSignersFile (or remote.<name>.fdlAllowedSignersFile)",
+        ],
+        "{err}"
+    );
+}
