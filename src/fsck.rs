@@ -81,7 +81,11 @@ pub async fn fsck(
     }
     let data = read_reachable(&reading, &refs, progress).await?;
     report.versions = data.len();
-    progress.finish("Reading versions", data.len() as u64, None);
+    progress.finish(
+        "Reading versions",
+        data.len() as u64,
+        Some(data.len() as u64),
+    );
     let digests: Vec<(VersionId, Option<Box<str>>)> = data
         .iter()
         .filter_map(|(v, d)| Some((v.clone(), d.as_ref().ok()?.sha256.clone())))
@@ -198,7 +202,7 @@ async fn read_reachable(
     let mut data = HashMap::new();
     if lake.can_list() {
         let all = lake.version_ids().await?;
-        read_into(reading, all, false, &mut data, progress).await;
+        read_into(reading, all, false, true, &mut data, progress).await;
         let reachable = reachable_from(&tips, &data);
         data.retain(|v, _| reachable.contains(v));
         let missing_datasets: Vec<(VersionId, ObjectId)> = data
@@ -229,7 +233,7 @@ async fn read_reachable(
     } else {
         let mut frontier = tips;
         while !frontier.is_empty() {
-            read_into(reading, frontier, true, &mut data, progress).await;
+            read_into(reading, frontier, true, false, &mut data, progress).await;
             frontier = reachable_from(&[], &data)
                 .into_iter()
                 .filter(|v| !data.contains_key(v))
@@ -240,13 +244,16 @@ async fn read_reachable(
 }
 
 /// Reads `ids` concurrently into `data` (a missing record reads as `Ok(None)`: not inserted).
+/// `listed`: `ids` are every version, so the progress has a total.
 async fn read_into(
     reading: &Reading,
     ids: Vec<VersionId>,
     with_dataset: bool,
+    listed: bool,
     data: &mut Read,
     progress: &dyn Progress,
 ) {
+    let total = listed.then(|| (data.len() + ids.len()) as u64);
     let mut reads = futures::stream::iter(ids)
         .map(|v| async move {
             let r = reading.version(&v, with_dataset).await;
@@ -263,7 +270,7 @@ async fn read_into(
                 data.insert(v, Err(e));
             }
         }
-        progress.update("Reading versions", data.len() as u64, None);
+        progress.update("Reading versions", data.len() as u64, total);
     }
 }
 

@@ -142,6 +142,9 @@ struct State {
     named_by: HashMap<VersionId, String>,
     through: HashSet<VersionId>,
     read: u64,
+    /// How many versions this walk reads, once a listing said (Git's progress shows a total
+    /// and a percentage as soon as it knows one); grown if a later generation adds more.
+    total: Option<u64>,
     /// Versions a listing showed without a `dataset.json`.
     no_dataset: HashSet<VersionId>,
 }
@@ -169,6 +172,7 @@ impl Walk<'_> {
             named_by: HashMap::new(),
             through: HashSet::new(),
             read: 0,
+            total: None,
             no_dataset: HashSet::new(),
         };
         for (id, by) in tips {
@@ -222,7 +226,8 @@ impl Walk<'_> {
             frontier = self.next_frontier(&mut st);
         }
         if st.read > 0 {
-            self.progress.finish("Reading versions", st.read, None);
+            self.progress
+                .finish("Reading versions", st.read, Some(st.read));
         }
         self.read_reachable_datasets(&mut st, tips).await?;
         Ok(WalkRead {
@@ -283,6 +288,7 @@ impl Walk<'_> {
         st.data.reserve(rest.len());
         self.reading
             .reserve_objects(rest.len() * OBJECTS_PER_VERSION);
+        st.total = Some(st.read + rest.len() as u64);
         self.read_batch(st, rest, true).await;
     }
 
@@ -394,6 +400,8 @@ impl Walk<'_> {
     async fn read_batch(&self, st: &mut State, ids: Vec<(VersionId, bool)>, from_listing: bool) {
         let reading = self.reading;
         let per_item = if ids.iter().any(|(_, d)| *d) { 2 } else { 1 };
+        // Once a total is known, a generation the listing did not show adds to it.
+        st.total = st.total.map(|t| t.max(st.read + ids.len() as u64));
         let mut results = spread_reads(
             reading,
             ids,
@@ -406,7 +414,7 @@ impl Walk<'_> {
         while let Some(batch) = results.recv().await {
             for (id, r) in batch {
                 st.read += 1;
-                self.progress.update("Reading versions", st.read, None);
+                self.progress.update("Reading versions", st.read, st.total);
                 match r {
                     Ok(Some(d)) => {
                         st.data.insert(id, Ok(d));
@@ -441,6 +449,7 @@ pub async fn read_versions(
     progress: &dyn Progress,
 ) -> Result<HashMap<VersionId, Summary>, LakeError> {
     let mut out = HashMap::with_capacity(ids.len());
+    let total = Some(ids.len() as u64);
     let mut results = spread_reads(reading, ids, 2, |reading, id| async move {
         let r = reading.version(&id, true).await;
         (id, r)
@@ -450,7 +459,7 @@ pub async fn read_versions(
             match r? {
                 Some(d) => {
                     out.insert(id, d);
-                    progress.update("Reading versions", out.len() as u64, None);
+                    progress.update("Reading versions", out.len() as u64, total);
                 }
                 None => {
                     return Err(LakeError::MissingVersion {

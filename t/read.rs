@@ -647,3 +647,42 @@ fn a_failed_clone_leaves_no_folder_and_can_be_retried() {
         t.ok(".", &["clone", "-q", &lake.url, "c"]);
     }
 }
+
+/// Issue 30, item 16: while reading versions the progress showed a bare count (`Reading
+/// versions: 129`) until the end; Git shows a total and a percentage as soon as it knows one
+/// (`Receiving objects:  45% (900/2000)`). The listing knows it: every line has it.
+fn progress_has_a_total_from_the_first_line(place: Where) {
+    let mut t = TestEnv::new();
+    let mut l = LakeBuilder::new();
+    l.chain(1, 400);
+    l.branch("main", 400).refs_json();
+    let lake = t.lake_at(place, "lake", &l);
+    let out = t.git(".", &["clone", "--progress", "--bare", &lake.url, "a.git"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let lines: Vec<&str> = err
+        .split(['\r', '\n'])
+        .filter(|l| l.starts_with("Reading versions:"))
+        .collect();
+    assert!(lines.len() > 1, "{err}");
+    for line in &lines {
+        assert!(
+            line.contains("% (") && line.contains("/400)"),
+            "{line:?} in {err}"
+        );
+    }
+    assert!(
+        err.contains("Reading versions: 100% (400/400), done."),
+        "{err}"
+    );
+}
+
+#[test]
+fn progress_has_a_total_from_the_first_line_in_a_folder() {
+    progress_has_a_total_from_the_first_line(Where::Local);
+}
+
+#[test]
+fn progress_has_a_total_from_the_first_line_on_s3() {
+    progress_has_a_total_from_the_first_line(Where::S3);
+}
