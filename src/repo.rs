@@ -473,6 +473,17 @@ pub fn global_config(key: &str) -> Option<String> {
     file.string(key).map(|v| v.to_string())
 }
 
+/// Why a downloaded pack was not installed.
+#[derive(Debug, thiserror::Error)]
+pub enum InstallError {
+    #[error("cannot run git index-pack: {0}")]
+    CannotRun(String),
+    #[error("git index-pack refused it: {0}")]
+    Refused(String),
+    #[error("cannot install it in {}: {why}", dir.display())]
+    CannotRename { dir: PathBuf, why: String },
+}
+
 /// Installs downloaded packs into one repository's `objects/pack` (`Repo::pack_installer`).
 pub struct PackInstaller {
     git_dir: PathBuf,
@@ -483,7 +494,7 @@ impl PackInstaller {
     /// Indexes a downloaded pack with Git's own `index-pack`, which checks the pack's checksum
     /// and hashes every object (a thin or damaged pack is refused), then renames pack and index
     /// into place as `pack-<checksum>`, whose name it returns. The temporary files go either way.
-    pub fn install(&self, tmp: &Path) -> Result<String, String> {
+    pub fn install(&self, tmp: &Path) -> Result<String, InstallError> {
         let idx = tmp.with_extension("idx");
         // Git 2.41 and later write a reverse index beside `-o` (pack.writeReverseIndex): it is
         // named with the pack, as Git's own fetch keeps it, or removed.
@@ -498,10 +509,9 @@ impl PackInstaller {
             .stdin(std::process::Stdio::null())
             .output();
         let installed = match out {
-            Err(e) => Err(format!("cannot run git index-pack: {e}")),
-            Ok(out) if !out.status.success() => Err(format!(
-                "git index-pack refused it: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
+            Err(e) => Err(InstallError::CannotRun(e.to_string())),
+            Ok(out) if !out.status.success() => Err(InstallError::Refused(
+                String::from_utf8_lossy(&out.stderr).trim().to_string(),
             )),
             Ok(out) => {
                 let hex = String::from_utf8_lossy(&out.stdout).trim().to_string();
@@ -515,7 +525,10 @@ impl PackInstaller {
                     .and_then(|()| std::fs::rename(tmp, pack_dir.join(format!("{name}.pack"))))
                     .and_then(|()| std::fs::rename(&idx, pack_dir.join(format!("{name}.idx"))))
                     .map(|()| name)
-                    .map_err(|e| format!("cannot install it in {}: {e}", pack_dir.display()))
+                    .map_err(|e| InstallError::CannotRename {
+                        dir: pack_dir.clone(),
+                        why: e.to_string(),
+                    })
             }
         };
         for left in [tmp, idx.as_path(), rev.as_path()] {

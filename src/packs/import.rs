@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use futures::future::BoxFuture;
 use futures::StreamExt;
 
-use super::verify::{verify, Against, Parents};
+use super::verify::{verify, Against, Parents, Unverified};
 use super::{parse_list, parse_record, PackedVersion, Record};
 use crate::lake::git_packs::ListedFiles;
 use crate::lake::{Lake, VersionId};
@@ -93,11 +93,11 @@ pub async fn import(
         known,
     };
     let of_this_lake = |r: Record| match r.lake.is_some() && r.lake != lake.config().id {
-        true => Err("it was made from another lake".to_string()),
+        true => Err(Unusable::OtherLake),
         false => Ok(r),
     };
     let mut installed_now = Vec::with_capacity(names.len());
-    let records: Vec<(&String, Result<Record, String>)> = names
+    let records: Vec<(&String, Result<Record, Unusable>)> = names
         .iter()
         .zip(fetched)
         .map(|(n, f)| {
@@ -134,7 +134,7 @@ fn settle<'r>(
     rows: impl Iterator<
         Item = (
             &'r String,
-            &'r Result<Record, String>,
+            &'r Result<Record, Unusable>,
             Checked,
             Option<String>,
         ),
@@ -147,7 +147,7 @@ fn settle<'r>(
     for (pack, record, results, installed) in rows {
         let before = out.verified.len();
         let why = match record {
-            Err(why) => Some(why.clone()),
+            Err(why) => Some(why.to_string()),
             Ok(record) => take(record, results, claimed, &mut taken, &mut out.verified),
         };
         match (out.verified.len() > before, installed) {
@@ -171,12 +171,35 @@ fn settle<'r>(
 }
 
 /// Each version of one record checked: its parents, or why it failed.
-type Checked = Vec<Result<Parents, String>>;
+type Checked = Vec<Result<Parents, Unverified>>;
+
+/// Why a listed pack gives nothing (said in a warning, after the pack's name).
+#[derive(Debug, thiserror::Error)]
+pub enum Unusable {
+    #[error("{0}")]
+    Store(#[from] crate::store::StoreError),
+    #[error("it has no record")]
+    NoRecord,
+    #[error(transparent)]
+    Format(#[from] super::FormatError),
+    #[error("it was made from another lake")]
+    OtherLake,
+    #[error("the pack is missing")]
+    Missing,
+    #[error("the pack's checksum names {got}, not {listed}")]
+    Misnamed { got: String, listed: String },
+    #[error("cannot write it in the repository: {0}")]
+    Write(String),
+    #[error(transparent)]
+    Install(#[from] crate::repo::InstallError),
+    #[error("git index-pack did not finish: {0}")]
+    Interrupted(String),
+}
 
 /// A pack's record, and the name of the pack this import installed for it (if it did: one
 /// already in the repository is left to it, whatever happens).
 struct Fetched {
-    record: Result<Record, String>,
+    record: Result<Record, Unusable>,
     installed: Option<String>,
 }
 
@@ -185,7 +208,7 @@ struct Fetched {
 /// own, opened now, so that it sees the packs just installed. Results by record, in order.
 fn check_all(
     git_dir: &std::path::Path,
-    records: &[(&String, Result<Record, String>)],
+    records: &[(&String, Result<Record, Unusable>)],
     against: &Against,
     claimed: &HashMap<VersionId, ObjectId>,
     progress: &dyn Progress,
@@ -200,13 +223,14 @@ fn check_all(
         .map_or(1, |n| n.get())
         .min(8);
     let done = AtomicU64::new(0);
-    let mut results: Vec<Option<Result<Parents, String>>> = vec![None; all.len()];
+    let mut results: Vec<Option<Result<Parents, Unverified>>> = vec![None; all.len()];
     std::thread::scope(|scope| {
         let workers: Vec<_> = (0..threads)
             .map(|k| {
                 let (all, done) = (&all, &done);
                 scope.spawn(move || {
-                    let repo = Repo::open(git_dir).map_err(|e| e.to_string());
+                    let repo =
+                        Repo::open(git_dir).map_err(|e| Unverified::Repository(e.to_string()));
                     let mut out = Vec::new();
                     for i in (k..all.len()).step_by(threads) {
                         let checked = match &repo {
@@ -237,7 +261,7 @@ fn check_all(
             let n = r.as_ref().map_or(0, |r| r.versions.len());
             (&mut results)
                 .take(n)
-                .map(|r| r.unwrap_or_else(|| Err("it was not checked".into())))
+                .map(|r| r.unwrap_or(Err(Unverified::NotChecked)))
                 .collect()
         })
         .collect()
@@ -247,12 +271,12 @@ fn check_all(
 /// known); what failed is said once.
 fn take(
     record: &Record,
-    results: Vec<Result<Parents, String>>,
+    results: Vec<Result<Parents, Unverified>>,
     claimed: &HashMap<VersionId, ObjectId>,
     taken: &mut HashSet<VersionId>,
     out: &mut Vec<Taken>,
 ) -> Option<String> {
-    let mut failed: Option<(VersionId, String)> = None;
+    let mut failed: Option<(VersionId, Unverified)> = None;
     let mut failures = 0;
     for (packed, checked) in record.versions.iter().zip(results) {
         let checked = checked.and_then(|parents| {
@@ -261,7 +285,7 @@ fn take(
                 .iter()
                 .find(|p| claimed.contains_key(*p) && !taken.contains(*p));
             match untaken {
-                Some(p) => Err(format!("its parent {p} is not verified")),
+                Some(p) => Err(Unverified::ParentUnverified(p.clone())),
                 None => Ok(parents),
             }
         });
@@ -291,9 +315,9 @@ fn take(
 /// A pack's record, and the pack itself installed in the repository (unless already there).
 async fn fetch_pack(lake: &Lake, repo: &Repo, pack: &str) -> Fetched {
     let record = async {
-        let raw = lake.pack_record(pack).await.map_err(|e| e.to_string())?;
-        let raw = raw.ok_or("it has no record")?;
-        parse_record(pack, &raw).map_err(|e| e.to_string())
+        let raw = lake.pack_record(pack).await?;
+        let raw = raw.ok_or(Unusable::NoRecord)?;
+        Ok::<_, Unusable>(parse_record(pack, &raw)?)
     };
     let installed = async {
         if repo.has_pack(pack) {
@@ -303,7 +327,10 @@ async fn fetch_pack(lake: &Lake, repo: &Repo, pack: &str) -> Fetched {
         match got {
             Ok(got) if got == pack => (Ok(()), Some(got)),
             Ok(got) => {
-                let why = format!("the pack's checksum names {got}, not {pack}");
+                let why = Unusable::Misnamed {
+                    got: got.clone(),
+                    listed: pack.to_string(),
+                };
                 (Err(why), Some(got))
             }
             Err(why) => (Err(why), None),
@@ -317,9 +344,10 @@ async fn fetch_pack(lake: &Lake, repo: &Repo, pack: &str) -> Fetched {
 }
 
 /// Downloads pack `pack` and installs it under the name its checksum gives (returned).
-async fn download_and_install(lake: &Lake, repo: &Repo, pack: &str) -> Result<String, String> {
-    let tmp = repo.downloaded_pack_path().map_err(|e| e.to_string())?;
-    let mut file = std::fs::File::create(&tmp).map_err(|e| e.to_string())?;
+async fn download_and_install(lake: &Lake, repo: &Repo, pack: &str) -> Result<String, Unusable> {
+    let write = |e: &dyn std::fmt::Display| Unusable::Write(e.to_string());
+    let tmp = repo.downloaded_pack_path().map_err(|e| write(&e))?;
+    let mut file = std::fs::File::create(&tmp).map_err(|e| write(&e))?;
     let mut sink = |chunk: &[u8]| std::io::Write::write_all(&mut file, chunk);
     let found = lake.download_pack(pack, &mut sink).await;
     drop(file);
@@ -327,16 +355,17 @@ async fn download_and_install(lake: &Lake, repo: &Repo, pack: &str) -> Result<St
         Ok(true) => {}
         Ok(false) => {
             let _ = std::fs::remove_file(&tmp);
-            return Err("the pack is missing".to_string());
+            return Err(Unusable::Missing);
         }
         Err(e) => {
             let _ = std::fs::remove_file(&tmp);
-            return Err(e.to_string());
+            return Err(e.into());
         }
     }
     // On a blocking thread of its own: indexing one pack must not stop the other downloads.
     let installer = repo.pack_installer();
-    tokio::task::spawn_blocking(move || installer.install(&tmp))
-        .await
-        .unwrap_or_else(|e| Err(format!("git index-pack did not finish: {e}")))
+    match tokio::task::spawn_blocking(move || installer.install(&tmp)).await {
+        Ok(installed) => Ok(installed?),
+        Err(e) => Err(Unusable::Interrupted(e.to_string())),
+    }
 }

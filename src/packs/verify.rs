@@ -29,6 +29,39 @@ impl Objects for crate::repo::Repo {
     }
 }
 
+/// Why a packed version cannot be taken from its pack (said in a warning, after the version).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unverified {
+    #[error("it is not in the lake now")]
+    NotInLake,
+    #[error("it was rewritten after it was packed")]
+    Rewritten,
+    #[error("the pack lacks its {0}")]
+    Lacks(String),
+    #[error("its {what} is over the limit ({size} bytes)")]
+    OverLimit { what: String, size: u64 },
+    #[error("its commit names no tree")]
+    NoTree,
+    #[error("its tree is not a version's")]
+    NotAVersionTree,
+    #[error("its dataset.json is not the lake's")]
+    OtherDataset,
+    #[error("its blobs are not the lake's files (MD5)")]
+    OtherBlobs,
+    #[error("{0}")]
+    BadRecord(String),
+    #[error("its parent {0} is not verified")]
+    ParentUnverified(VersionId),
+    #[error("{0}")]
+    Mapping(String),
+    #[error("its commit is not what mapping v1 makes of its files")]
+    OtherCommit,
+    #[error("the repository cannot be read: {0}")]
+    Repository(String),
+    #[error("it was not checked")]
+    NotChecked,
+}
+
 /// A version's commit: its message is at most a `version.json`, the rest a few lines.
 const COMMIT_LIMIT: u64 = VERSION_JSON_LIMIT + (64 << 10);
 /// A version's tree: two entries.
@@ -42,18 +75,20 @@ fn read(
     kind: gix::object::Kind,
     limit: u64,
     what: &str,
-) -> Result<Vec<u8>, String> {
+) -> Result<Vec<u8>, Unverified> {
+    let over = |size: u64| Unverified::OverLimit {
+        what: what.to_string(),
+        size,
+    };
     match objects.header(id) {
-        Some((k, size)) if k == kind && size > limit => {
-            return Err(format!("its {what} is over the limit ({size} bytes)"))
-        }
+        Some((k, size)) if k == kind && size > limit => return Err(over(size)),
         Some((k, _)) if k == kind => {}
-        _ => return Err(format!("the pack lacks its {what}")),
+        _ => return Err(Unverified::Lacks(what.to_string())),
     }
     match objects.get(id) {
         Some((k, data)) if k == kind && data.len() as u64 <= limit => Ok(data),
-        Some((k, _)) if k == kind => Err(format!("its {what} is over the limit")),
-        _ => Err(format!("the pack lacks its {what}")),
+        Some((k, data)) if k == kind => Err(over(data.len() as u64)),
+        _ => Err(Unverified::Lacks(what.to_string())),
     }
 }
 
@@ -76,7 +111,7 @@ pub fn verify(
     objects: &dyn Objects,
     against: &Against,
     verified: &HashMap<VersionId, ObjectId>,
-) -> Result<Parents, String> {
+) -> Result<Parents, Unverified> {
     let listed = match against.listed {
         Some(listing) => Some(listed_as_packed(packed, listing)?),
         None => None,
@@ -84,9 +119,9 @@ pub fn verify(
     use gix::object::Kind;
     let what = format!("commit {}", packed.commit.to_hex());
     let commit = read(objects, &packed.commit, Kind::Commit, COMMIT_LIMIT, &what)?;
-    let tree_id = tree_of(&commit).ok_or("its commit names no tree")?;
+    let tree_id = tree_of(&commit).ok_or(Unverified::NoTree)?;
     let tree = read(objects, &tree_id, Kind::Tree, TREE_LIMIT, "tree")?;
-    let (version_blob, dataset_blob) = blobs_of(&tree).ok_or("its tree is not a version's")?;
+    let (version_blob, dataset_blob) = blobs_of(&tree).ok_or(Unverified::NotAVersionTree)?;
     let blob = |id: ObjectId, limit: u64, name: &str| read(objects, &id, Kind::Blob, limit, name);
     let record_bytes = blob(version_blob, VERSION_JSON_LIMIT, "version.json")?;
     let dataset = match dataset_blob {
@@ -95,7 +130,7 @@ pub fn verify(
     };
     // The tree must say what the listing says: a dataset.json, or none.
     if listed.is_some() && dataset.is_some() != packed.dataset_json.is_some() {
-        return Err("its dataset.json is not the lake's".into());
+        return Err(Unverified::OtherDataset);
     }
     if let Some(files) = listed {
         let md5_holds = |tag: &Option<String>, data: &[u8]| {
@@ -107,14 +142,15 @@ pub fn verify(
         if !md5_holds(&files.version_json, &record_bytes)
             || !dataset.as_ref().is_none_or(dataset_holds)
         {
-            return Err("its blobs are not the lake's files (MD5)".into());
+            return Err(Unverified::OtherBlobs);
         }
     }
-    let record = VersionRecord::parse(record_bytes).map_err(|e| e.to_string())?;
+    let record =
+        VersionRecord::parse(record_bytes).map_err(|e| Unverified::BadRecord(e.to_string()))?;
     let mut parent_commits = Vec::with_capacity(record.parents.len());
     for p in &record.parents {
         let c = verified.get(p).copied().or_else(|| (against.known)(p));
-        parent_commits.push(c.ok_or_else(|| format!("its parent {p} is not verified"))?);
+        parent_commits.push(c.ok_or_else(|| Unverified::ParentUnverified(p.clone()))?);
     }
     let made = mapping::version_objects(
         &packed.id,
@@ -122,10 +158,10 @@ pub fn verify(
         dataset.map(Into::into),
         &parent_commits,
     )
-    .map_err(|e| e.to_string())?;
+    .map_err(|e| Unverified::Mapping(e.to_string()))?;
     match made.commit.id == packed.commit {
         true => Ok(record.parents),
-        false => Err("its commit is not what mapping v1 makes of its files".into()),
+        false => Err(Unverified::OtherCommit),
     }
 }
 
@@ -133,8 +169,8 @@ pub fn verify(
 fn listed_as_packed<'a>(
     packed: &PackedVersion,
     listing: &'a HashMap<VersionId, ListedFiles>,
-) -> Result<&'a ListedFiles, String> {
-    let files = listing.get(&packed.id).ok_or("it is not in the lake now")?;
+) -> Result<&'a ListedFiles, Unverified> {
+    let files = listing.get(&packed.id).ok_or(Unverified::NotInLake)?;
     let same = |now: &Option<String>, then: Option<&String>| match (now, then) {
         (Some(now), Some(then)) => now == then && crate::lake::names_something(now),
         (None, None) => true,
@@ -144,7 +180,7 @@ fn listed_as_packed<'a>(
         && same(&files.dataset_json, packed.dataset_json.as_ref())
     {
         true => Ok(files),
-        false => Err("it was rewritten after it was packed".into()),
+        false => Err(Unverified::Rewritten),
     }
 }
 
