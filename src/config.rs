@@ -222,11 +222,9 @@ pub fn record_absolute_url(
         return Ok(false);
     }
     let git = |args: &[&str]| {
-        std::process::Command::new("git")
-            .args(args)
-            .stdin(std::process::Stdio::null())
+        crate::git::Git::new(args)
             .output()
-            .map_err(|e| format!("cannot run git: {e}"))
+            .map_err(|e| e.to_string())
     };
     let refs = git(&["for-each-ref", "--count=1", "--format=%(refname)"])?;
     if !refs.status.success() || !refs.stdout.is_empty() {

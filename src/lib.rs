@@ -17,6 +17,7 @@ pub mod fatal;
 pub mod fsck;
 #[doc(hidden)]
 pub mod fuzz;
+pub mod git;
 pub mod graph;
 pub mod helper;
 pub mod history;

@@ -130,7 +130,5 @@ fn current_dir() -> Result<std::path::PathBuf, Fatal> {
 }
 
 pub fn git_output(args: &[&str]) -> Option<String> {
-    let out = std::process::Command::new("git").args(args).output().ok()?;
-    let v = String::from_utf8(out.stdout).ok()?.trim().to_string();
-    (out.status.success() && !v.is_empty()).then_some(v)
+    crate::git::Git::new(args).value()
 }

@@ -37,12 +37,8 @@ impl Repo {
             Ok(r) => r,
             Err(e) => {
                 // gix here reads SHA-1 repositories only: say why a SHA-256 one cannot be used.
-                let format = std::process::Command::new("git")
-                    .args(["rev-parse", "--show-object-format"])
-                    .env("GIT_DIR", dir)
-                    .output()
-                    .ok()
-                    .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+                let format =
+                    crate::git::Git::in_repo(dir, ["rev-parse", "--show-object-format"]).value();
                 return Err(match format.as_deref() {
                     Some(f) if !f.is_empty() && f != "sha1" => RepoError::Sha256(f.to_string()),
                     _ => RepoError::Open {
@@ -113,15 +109,11 @@ impl Repo {
             }
         }
         // Git passes any expression the user pushed (`main~1`): let Git itself parse it.
-        let out = std::process::Command::new("git")
-            .args(["rev-parse", "--verify", "--quiet", "--end-of-options"])
+        let args = ["rev-parse", "--verify", "--quiet", "--end-of-options"];
+        let out = crate::git::Git::in_repo(self.git_dir(), args)
             .arg(src)
-            .env("GIT_DIR", self.git_dir())
-            .stdin(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .output()
-            .ok()?;
-        ObjectId::from_hex(String::from_utf8_lossy(&out.stdout).trim())
+            .value()?;
+        ObjectId::from_hex(&out)
     }
 
     /// An object's kind and content.
@@ -500,13 +492,9 @@ impl PackInstaller {
         // named with the pack, as Git's own fetch keeps it, or removed.
         let rev = tmp.with_extension("rev");
         crate::cleanup::remove_on_signal(&rev);
-        let out = std::process::Command::new("git")
-            .arg("index-pack")
-            .arg("-o")
+        let out = crate::git::Git::in_repo(&self.git_dir, ["index-pack", "-o"])
             .arg(&idx)
             .arg(tmp)
-            .env("GIT_DIR", &self.git_dir)
-            .stdin(std::process::Stdio::null())
             .output();
         let installed = match out {
             Err(e) => Err(InstallError::CannotRun(e.to_string())),

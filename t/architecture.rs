@@ -134,6 +134,34 @@ fn no_module_uses_one_below_it_in_the_layer_table() {
     );
 }
 
+/// Git is run one way (`src/git.rs`): no other file builds a `git` command of its own.
+#[test]
+fn git_is_run_only_through_the_git_module() {
+    let src = root().join("src");
+    let mut found = Vec::new();
+    for file in rust_files(&src) {
+        let rel = file
+            .strip_prefix(&src)
+            .unwrap()
+            .to_string_lossy()
+            .to_string();
+        if rel == "git.rs" {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            if line.contains("Command::new(\"git\")") {
+                found.push(format!("src/{rel}:{}", n + 1));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "run Git through crate::git::Git:\n{}",
+        found.join("\n")
+    );
+}
+
 #[test]
 fn every_library_module_is_in_the_layer_table() {
     let table = layer_table();

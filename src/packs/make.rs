@@ -7,14 +7,13 @@
 //! only if absent, and `list.json` last, on condition, so two runs at once never lose a pack.
 
 use std::collections::HashSet;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use bytes::Bytes;
 
 use super::{parse_list, parse_record, render_list, render_record, PackedVersion, Record};
 use super::{FormatError, MERGE_AT};
+use crate::git::Git;
 use crate::lake::git_packs::ListedFiles;
 use crate::lake::{Lake, VersionId};
 use crate::mapping::ObjectId;
@@ -261,10 +260,10 @@ async fn publish(
 /// caller set), never in a file: its options may hold secrets, and the environment does not
 /// show in `ps` as `git -c` would.
 fn clone(repo: &Path, job: &PackJob) -> Result<(), String> {
-    run(
-        Command::new("git").args(["init", "--bare", "-q"]).arg(repo),
-        None,
-    )?;
+    Git::elsewhere(["init", "--bare", "-q"])
+        .arg(repo)
+        .run()
+        .map_err(|e| e.to_string())?;
     let mut config = vec![
         ("remote.origin.url".to_string(), job.address.clone()),
         (
@@ -281,22 +280,18 @@ fn clone(repo: &Path, job: &PackJob) -> Result<(), String> {
             .iter()
             .map(|(key, value)| (format!("remote.origin.{key}"), value.clone())),
     );
-    let mut fetch = Command::new("git");
-    fetch
-        .arg("--git-dir")
-        .arg(repo)
-        .args(["fetch", "-q", "--no-tags", "origin"]);
+    let mut fetch = Git::in_repo(repo, ["fetch", "-q", "--no-tags", "origin"]).with_this_helper();
     let given = std::env::var("GIT_CONFIG_COUNT")
         .ok()
         .and_then(|n| n.trim().parse::<usize>().ok())
         .unwrap_or(0);
     for (i, (key, value)) in config.iter().enumerate() {
-        fetch
+        fetch = fetch
             .env(format!("GIT_CONFIG_KEY_{}", given + i), key)
             .env(format!("GIT_CONFIG_VALUE_{}", given + i), value);
     }
-    fetch.env("GIT_CONFIG_COUNT", (given + config.len()).to_string());
-    run(&mut fetch, None).map(drop)
+    fetch = fetch.env("GIT_CONFIG_COUNT", (given + config.len()).to_string());
+    fetch.run().map(drop).map_err(|e| e.to_string())
 }
 
 /// The packer's temporary folder, registered for removal on a signal while it lives.
@@ -317,16 +312,21 @@ impl Drop for RemovedOnSignal {
 
 /// The commits the refs reach that `excluded` do not, parents first, with their versions.
 fn new_versions(repo: &Path, excluded: &[ObjectId]) -> Result<Vec<(ObjectId, VersionId)>, String> {
-    let mut log = Command::new("git");
-    log.arg("--git-dir").arg(repo).args([
-        "log",
-        "--all",
-        "--topo-order",
-        "--reverse",
-        "--stdin",
-        "--format=%H %(trailers:key=FDL-Version,valueonly,separator=%x20)",
-    ]);
-    let out = run(&mut log, Some(&exclusions(excluded)))?;
+    let log = Git::in_repo(
+        repo,
+        [
+            "log",
+            "--all",
+            "--topo-order",
+            "--reverse",
+            "--stdin",
+            "--format=%H %(trailers:key=FDL-Version,valueonly,separator=%x20)",
+        ],
+    );
+    let out = log
+        .stdin(exclusions(excluded))
+        .run()
+        .map_err(|e| e.to_string())?;
     let mut found = Vec::new();
     for line in out.lines() {
         let (commit, version) = line.split_once(' ').unwrap_or((line, ""));
@@ -380,12 +380,11 @@ fn present_commits(repo: &Path, commits: &[ObjectId]) -> Result<HashSet<ObjectId
         c.push_hex(&mut stdin);
         stdin.push(b'\n');
     }
-    let mut check = Command::new("git");
-    check
-        .arg("--git-dir")
-        .arg(repo)
-        .args(["cat-file", "--batch-check=%(objectname) %(objecttype)"]);
-    let out = run(&mut check, Some(&stdin))?;
+    let check = Git::in_repo(
+        repo,
+        ["cat-file", "--batch-check=%(objectname) %(objecttype)"],
+    );
+    let out = check.stdin(stdin).run().map_err(|e| e.to_string())?;
     Ok(out
         .lines()
         .filter_map(|l| l.strip_suffix(" commit"))
@@ -410,66 +409,19 @@ fn pack_objects(
     excluded: &[ObjectId],
 ) -> Result<(String, PathBuf), String> {
     let base = dir.join("out");
-    let mut pack = Command::new("git");
-    pack.arg("--git-dir")
-        .arg(repo)
-        .args([
-            "pack-objects",
-            "--revs",
-            "--all",
-            "-q",
-            "--delta-base-offset",
-        ])
-        .arg(&base);
-    let hex = run(&mut pack, Some(&exclusions(excluded)))?;
+    let args = [
+        "pack-objects",
+        "--revs",
+        "--all",
+        "-q",
+        "--delta-base-offset",
+    ];
+    let hex = Git::in_repo(repo, args)
+        .arg(&base)
+        .stdin(exclusions(excluded))
+        .run()
+        .map_err(|e| e.to_string())?;
     let name = format!("pack-{}", hex.trim());
     let path = PathBuf::from(format!("{}-{}.pack", base.display(), hex.trim()));
     Ok((name, path))
-}
-
-/// Runs a Git command with `stdin`, in an environment of its own (no repository of the
-/// caller's leaks in); its standard output, or what it said on failing.
-fn run(cmd: &mut Command, stdin: Option<&[u8]>) -> Result<String, String> {
-    for var in [
-        "GIT_DIR",
-        "GIT_WORK_TREE",
-        "GIT_INDEX_FILE",
-        "GIT_OBJECT_DIRECTORY",
-    ] {
-        cmd.env_remove(var);
-    }
-    if let Some(dir) = std::env::current_exe()
-        .ok()
-        .and_then(|e| e.parent().map(Path::to_path_buf))
-    {
-        let path = std::env::var_os("PATH").unwrap_or_default();
-        let joined = std::env::join_paths(std::iter::once(dir).chain(std::env::split_paths(&path)));
-        if let Ok(joined) = joined {
-            cmd.env("PATH", joined);
-        }
-    }
-    cmd.stdin(if stdin.is_some() {
-        Stdio::piped()
-    } else {
-        Stdio::null()
-    })
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
-    let mut child = cmd.spawn().map_err(|e| format!("cannot run git: {e}"))?;
-    // Written on a thread of its own: Git may fill its output before it reads all of stdin.
-    let feeder = stdin.map(|bytes| {
-        let mut pipe = child.stdin.take().expect("stdin piped");
-        let bytes = bytes.to_vec();
-        std::thread::spawn(move || pipe.write_all(&bytes))
-    });
-    let out = child.wait_with_output().map_err(|e| e.to_string())?;
-    if let Some(f) = feeder {
-        let _ = f.join();
-    }
-    match out.status.success() {
-        true => Ok(String::from_utf8_lossy(&out.stdout).into_owned()),
-        false => Err(crate::redact::for_terminal(
-            String::from_utf8_lossy(&out.stderr).trim(),
-        )),
-    }
 }
