@@ -46,6 +46,20 @@ impl ObjectId {
     }
 }
 
+impl From<ObjectId> for gix::ObjectId {
+    fn from(id: ObjectId) -> gix::ObjectId {
+        gix::ObjectId::Sha1(id.0)
+    }
+}
+
+/// gix's object ID, if it is a SHA-1 (the only kind a lake maps to).
+impl TryFrom<&gix::oid> for ObjectId {
+    type Error = std::array::TryFromSliceError;
+    fn try_from(id: &gix::oid) -> Result<ObjectId, Self::Error> {
+        <[u8; 20]>::try_from(id.as_bytes()).map(ObjectId)
+    }
+}
+
 impl fmt::Display for ObjectId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.to_hex())

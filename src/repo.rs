@@ -92,9 +92,7 @@ impl Repo {
     }
 
     pub fn has(&self, id: &ObjectId) -> bool {
-        gix::ObjectId::try_from(&id.0[..])
-            .map(|oid| self.repo.has_object(oid))
-            .unwrap_or(false)
+        self.repo.has_object(gix::ObjectId::from(*id))
     }
 
     /// The object a push source names: a full ref name (symbolic refs followed, tags not
@@ -105,7 +103,7 @@ impl Repo {
         }
         if let Ok(mut r) = self.repo.find_reference(src) {
             if let Ok(id) = r.follow_to_object() {
-                return ObjectId::from_hex(&id.to_string());
+                return ObjectId::try_from(id.as_ref()).ok();
             }
         }
         // Git passes any expression the user pushed (`main~1`): let Git itself parse it.
@@ -118,14 +116,14 @@ impl Repo {
 
     /// An object's kind and content.
     pub fn object(&self, id: &ObjectId) -> Option<(gix::object::Kind, Vec<u8>)> {
-        let oid = gix::ObjectId::try_from(&id.0[..]).ok()?;
+        let oid = gix::ObjectId::from(*id);
         let obj = self.repo.try_find_object(oid).ok()??.detach();
         Some((obj.kind, obj.data))
     }
 
     /// An object's kind and size from its header, without inflating it.
     pub fn object_header(&self, id: &ObjectId) -> Option<(gix::object::Kind, u64)> {
-        let oid = gix::ObjectId::try_from(&id.0[..]).ok()?;
+        let oid = gix::ObjectId::from(*id);
         let header = self.repo.try_find_header(oid).ok()??;
         Some((header.kind(), header.size()))
     }
@@ -376,7 +374,7 @@ impl KeptObjects {
     /// The content of the commit `id`, if a kept pack holds it whole (the helper writes no
     /// deltas) and it hashes to `id`.
     pub fn commit(&self, id: &ObjectId) -> Option<Vec<u8>> {
-        let oid = gix::ObjectId::try_from(&id.0[..]).ok()?;
+        let oid = gix::ObjectId::from(*id);
         for (index, data) in &self.packs {
             let Some(at) = index.lookup(oid) else {
                 continue;
@@ -454,7 +452,7 @@ fn stale_pid(name: &str, host: &str) -> Option<i32> {
 pub fn commit_parents(data: &[u8]) -> Vec<ObjectId> {
     gix::objs::CommitRefIter::from_bytes(data, gix::hash::Kind::Sha1)
         .parent_ids()
-        .filter_map(|id| <[u8; 20]>::try_from(id.as_bytes()).ok().map(ObjectId))
+        .filter_map(|id| ObjectId::try_from(id.as_ref()).ok())
         .collect()
 }
 

@@ -448,7 +448,7 @@ mod tests {
         data.verify_checksum(&mut gix::progress::Discard, &Default::default())
             .unwrap();
         for o in &objects {
-            let oid = gix::ObjectId::try_from(&o.id.0[..]).unwrap();
+            let oid = gix::ObjectId::from(o.id);
             let at = index.lookup(oid).expect("every object is in the index");
             let offset = index.pack_offset_at_index(at);
             let entry = data.entry(offset).unwrap();

@@ -196,7 +196,7 @@ fn blobs_of(tree: &[u8]) -> Option<(ObjectId, Option<ObjectId>)> {
     let (mut version, mut dataset) = (None, None);
     for entry in gix::objs::TreeRefIter::from_bytes(tree, gix::hash::Kind::Sha1) {
         let entry = entry.ok()?;
-        let id = ObjectId(<[u8; 20]>::try_from(entry.oid.as_bytes()).ok()?);
+        let id = ObjectId::try_from(entry.oid).ok()?;
         match entry.filename.as_ref() as &[u8] {
             b"version.json" => version = Some(id),
             b"dataset.json" => dataset = Some(id),
