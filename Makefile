@@ -46,6 +46,9 @@ bench: $(MOTO) $(GIT_REMOTE_S3)
 # Installs the helper, clones the example lake shipped in examples/lake and gets one version's
 # catalog, with the DuckDB statements that open it (offline: no Python package is needed).
 example: install
+	@command -v git-remote-fdl >/dev/null || { \
+		echo "error: '$(PREFIX)/bin' is not on your PATH, so Git cannot find the helper it installed"; \
+		echo "hint: export PATH=\"$(PREFIX)/bin:\$$PATH\" and run make example again"; exit 1; }
 	rm -rf target/demo
 	git clone fdl::$(abspath examples/lake) target/demo
 	git -C target/demo log --graph --stat --format='%h %s (%an, %ad)' --date=short --all
