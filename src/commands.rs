@@ -10,11 +10,11 @@ use crate::fatal::Fatal;
 use crate::history::{self, Reading};
 use crate::lake::{Lake, VersionId};
 use crate::mapping::ObjectId;
-use crate::open::{fdl_remotes, local_repo, open_lake, open_remote_lake, remote_of_address};
 use crate::progress::Silent;
 use crate::remote::Remote;
 use crate::repo::Repo;
 use crate::signatures::{AllowedSigners, Policy, Verdict};
+use crate::workspace::{fdl_remotes, local_repo, open_lake, open_remote_lake, remote_of_address};
 
 /// A lake named on the command line: the name of an fdl remote of the repository around, or an
 /// address; an address one of its remotes names is that remote (compared as the helper
@@ -233,11 +233,11 @@ async fn verify_tips(lake: &Lake, wanted: &[String]) -> Result<Vec<(VersionId, S
 pub async fn pack(
     lake: &str,
     dry_run: bool,
-) -> Result<(crate::packs::make::PackSummary, Vec<String>), Fatal> {
+) -> Result<(crate::lake_packs::make::PackSummary, Vec<String>), Fatal> {
     let named = open_named(lake).await?;
     let url = match (&named.repo, &named.remote) {
-        (Some(repo), Some(remote)) => crate::open::remote_store_url(repo, remote)?,
-        _ => crate::open::store_url(lake)?,
+        (Some(repo), Some(remote)) => crate::workspace::remote_store_url(repo, remote)?,
+        _ => crate::workspace::store_url(lake)?,
     };
     if url.is_read_only() {
         return Err(Fatal::read_only(&url, "packed", "pack"));
@@ -256,13 +256,13 @@ pub async fn pack(
         )
         .await?;
     }
-    let job = crate::packs::make::PackJob {
+    let job = crate::lake_packs::make::PackJob {
         lake: &named.lake,
         address: format!("fdl::{}", url.as_address()),
         remote_config,
         dry_run,
     };
-    let summary = crate::packs::make::pack(&job)
+    let summary = crate::lake_packs::make::pack(&job)
         .await
         .map_err(|e| Fatal::new(e.to_string()))?;
     Ok((summary, pack_warnings))

@@ -10,7 +10,7 @@ use crate::signatures::{AllowedSigners, Policy, DEFAULT_NAMESPACE};
 /// A configuration that cannot be used, with what to do about it.
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]
-pub struct ConfigError {
+pub struct RemoteConfigError {
     pub message: String,
     pub hint: Option<String>,
 }
@@ -33,9 +33,9 @@ pub fn is_remote_name(name: &str) -> bool {
 
 /// A boolean of remote `name` read with Git's rules (`true`/`yes`/`on`/`1`, a bare key, and
 /// their opposites); an error names the key.
-pub fn remote_bool(repo: &Repo, name: &str, key: &str) -> Result<Option<bool>, ConfigError> {
+pub fn remote_bool(repo: &Repo, name: &str, key: &str) -> Result<Option<bool>, RemoteConfigError> {
     let full = format!("remote.{name}.{key}");
-    repo.config_bool(&full).map_err(|_| ConfigError {
+    repo.config_bool(&full).map_err(|_| RemoteConfigError {
         message: format!("bad boolean config value for '{full}'"),
         hint: Some(format!("use true or false: git config {full} true")),
     })
@@ -43,14 +43,14 @@ pub fn remote_bool(repo: &Repo, name: &str, key: &str) -> Result<Option<bool>, C
 
 /// `remote.<name>.fdlConcurrency` must be a number of requests the store takes; said as Git
 /// says a bad number in its configuration.
-fn check_concurrency(name: &str, value: &str) -> Result<(), ConfigError> {
+fn check_concurrency(name: &str, value: &str) -> Result<(), RemoteConfigError> {
     let max = crate::store::MAX_CONCURRENCY;
     let n = value.trim().parse::<usize>().ok();
     if n.is_some_and(|n| (1..=max).contains(&n)) {
         return Ok(());
     }
     let full = format!("remote.{name}.fdlConcurrency");
-    Err(ConfigError {
+    Err(RemoteConfigError {
         message: format!(
             "bad numeric config value '{}' for '{full}': not a number from 1 to {max}",
             crate::redact::for_terminal(value)
@@ -67,7 +67,7 @@ fn check_concurrency(name: &str, value: &str) -> Result<(), ConfigError> {
 pub fn store_options(
     repo: Option<&Repo>,
     name: &str,
-) -> Result<Vec<(String, String)>, ConfigError> {
+) -> Result<Vec<(String, String)>, RemoteConfigError> {
     let Some(repo) = repo.filter(|_| is_remote_name(name)) else {
         return Ok(Vec::new());
     };
@@ -96,18 +96,18 @@ pub fn store_options(
             raws.len()
         );
         let example = "example: git config --add remote.origin.fdlOption aws_skip_signature=true";
-        let (k, v) = pair.ok_or_else(|| ConfigError {
+        let (k, v) = pair.ok_or_else(|| RemoteConfigError {
             message: format!("{which} is not key=value"),
             hint: Some(example.into()),
         })?;
         if k.is_empty() || !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            return Err(ConfigError {
+            return Err(RemoteConfigError {
                 message: format!("{which}: its key is not an option name (letters, digits, _)"),
                 hint: Some(example.into()),
             });
         }
         if is_boolean_option(k) && parse_bool(v).is_none() {
-            return Err(ConfigError {
+            return Err(RemoteConfigError {
                 message: format!("{which}: '{k}' takes true or false"),
                 hint: Some(format!(
                     "for example: git config --add remote.{name}.fdlOption {k}=true"
@@ -178,7 +178,10 @@ pub fn expand_home(path: &str) -> PathBuf {
 }
 
 /// The signature policy of remote `name`, when `remote.<name>.fdlRequireSignatures` is on.
-pub fn signature_policy(repo: Option<&Repo>, name: &str) -> Result<Option<Policy>, ConfigError> {
+pub fn signature_policy(
+    repo: Option<&Repo>,
+    name: &str,
+) -> Result<Option<Policy>, RemoteConfigError> {
     let Some(repo) = repo.filter(|_| is_remote_name(name)) else {
         return Ok(None);
     };
@@ -186,7 +189,7 @@ pub fn signature_policy(repo: Option<&Repo>, name: &str) -> Result<Option<Policy
         return Ok(None);
     }
     let Some(path) = allowed_signers_file(repo, name) else {
-        return Err(ConfigError {
+        return Err(RemoteConfigError {
             message: format!(
                 "remote.{name}.fdlRequireSignatures is on, but no allowed signers file is configured"
             ),
@@ -195,7 +198,7 @@ pub fn signature_policy(repo: Option<&Repo>, name: &str) -> Result<Option<Policy
             )),
         });
     };
-    let trusted = AllowedSigners::load(&path).map_err(|e| ConfigError {
+    let trusted = AllowedSigners::load(&path).map_err(|e| RemoteConfigError {
         message: e.to_string(),
         hint: None,
     })?;
@@ -244,7 +247,10 @@ pub fn record_absolute_url(
 /// The `fdl*` configuration of remote `name` (`pack`'s own clone of the lake is given it):
 /// text as it is written, `fdlAllowHttp` as the boolean Git reads (a bare key is true), its
 /// error naming this remote.
-pub fn remote_fdl_config(repo: &Repo, name: &str) -> Result<Vec<(String, String)>, ConfigError> {
+pub fn remote_fdl_config(
+    repo: &Repo,
+    name: &str,
+) -> Result<Vec<(String, String)>, RemoteConfigError> {
     // The keys `store_options` reads, from the same list.
     let text_keys = CONFIG_KEYS.iter().map(|(key, _)| *key);
     let keys = text_keys.chain(["fdlOption"]);

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use crate::fatal::Fatal;
 use crate::safety::{self, Checked};
-use crate::store::check::{Check, Checks, ListingCheck, Outcome};
+use crate::store::write_check::{Check, Checks, EtagCheck, Outcome};
 use crate::store::Store;
 
 /// What `doctor` found: the lines to print, and whether pushes are safe on the store.
@@ -81,7 +81,7 @@ async fn listing_lines(store: &Store) -> Vec<String> {
     }
 }
 
-fn listing_line(l: &ListingCheck) -> String {
+fn listing_line(l: &EtagCheck) -> String {
     let etag = match (&l.listed, l.same_as_written) {
         (None, _) => "no ETag: every ref file is read on each listing".to_string(),
         (Some(t), true) => format!("ETags ({t}), as written"),

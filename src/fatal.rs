@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::config::ConfigError;
+use crate::config::RemoteConfigError;
 use crate::remote::RemoteError;
 use crate::store::{StoreError, StoreUrl};
 
@@ -92,8 +92,8 @@ impl From<RemoteError> for Fatal {
     }
 }
 
-impl From<ConfigError> for Fatal {
-    fn from(e: ConfigError) -> Fatal {
+impl From<RemoteConfigError> for Fatal {
+    fn from(e: RemoteConfigError) -> Fatal {
         Fatal {
             message: e.message,
             hint: e.hint,

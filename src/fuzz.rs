@@ -41,8 +41,8 @@ pub fn refs_json(data: &[u8]) {
 
 /// `git-packs/list.json` and a pack's record.
 pub fn pack_formats(data: &[u8]) {
-    let _ = crate::packs::parse_list(data);
-    let _ = crate::packs::parse_record("pack-0123456789abcdef0123456789abcdef01234567", data);
+    let _ = crate::lake_packs::parse_list(data);
+    let _ = crate::lake_packs::parse_record("pack-0123456789abcdef0123456789abcdef01234567", data);
 }
 
 /// Text on its way to the terminal: redacted, escaped, cut.
@@ -58,7 +58,7 @@ pub fn redact(data: &[u8]) {
 /// Streams cut from `data` compressed one after the other by one encoder (its table is never
 /// cleared), each inflated back by zlib: the same bytes, or a panic.
 pub fn deflate_round_trip(data: &[u8]) {
-    let mut encoder = crate::pack::SmallDeflate::default();
+    let mut encoder = crate::session_pack::SmallDeflate::default();
     let mut rest = data;
     while !rest.is_empty() {
         let take = (usize::from(rest[0]) * 97 + 1).min(rest.len());

@@ -2,7 +2,7 @@
 //! storage). The library holds everything but the terminal; the binary only dispatches, prints
 //! and picks exit codes. `docs/ARCHITECTURE.md` gives the layers and what each module is for.
 
-// Safe Rust only, but for the two audited calls in `process`.
+// Safe Rust only, but for the one audited call in `process`.
 #![deny(unsafe_code)]
 
 pub mod backoff;
@@ -21,11 +21,10 @@ pub mod git;
 pub mod graph;
 pub mod helper;
 pub mod history;
+pub mod kept_packs;
 pub mod lake;
+pub mod lake_packs;
 pub mod mapping;
-pub mod open;
-pub mod pack;
-pub mod packs;
 pub mod process;
 pub mod progress;
 pub mod protocol;
@@ -35,9 +34,11 @@ pub mod redact;
 pub mod remote;
 pub mod repo;
 pub mod safety;
+pub mod session_pack;
 pub mod signatures;
 pub mod spill;
 pub mod store;
 pub mod testhook;
 pub mod trace;
 pub mod vouch;
+pub mod workspace;

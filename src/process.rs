@@ -1,19 +1,38 @@
 //! Whether a process of this host is provably gone, so that a lock or a temporary file it left
-//! can be recovered, how many files this process may have open, and how its allocator hands
-//! large buffers back: the crate's two calls outside safe Rust, audited here.
+//! can be recovered, this host's name, how many files this process may have open, and how its
+//! allocator hands large buffers back: the crate's one call outside safe Rust, audited here.
 
 /// True only when no process with this ID exists (`ESRCH`); a process that exists, or one we
 /// may not signal, counts as alive.
-#[allow(unsafe_code)]
 pub fn is_gone(pid: i32) -> bool {
+    // Signal 0 sends nothing: it only asks whether `pid` names a process; a pid of 0 or less
+    // (a process group) is no process of ours.
     if pid <= 0 {
         return false;
     }
-    // SAFETY: kill(2) with signal 0 sends nothing; it only checks that `pid` names a process we
-    // could signal. It takes two integers, touches no memory of ours, and cannot fail unsafely;
-    // `pid > 0` keeps it from addressing a process group.
-    let alive = unsafe { libc::kill(pid, 0) } == 0;
-    !alive && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+    let Some(pid) = rustix::process::Pid::from_raw(pid) else {
+        return false;
+    };
+    rustix::process::test_kill_process(pid) == Err(rustix::io::Errno::SRCH)
+}
+
+/// This host's name (`uname(2)`'s node name), `localhost` if it has none.
+pub fn host_name() -> String {
+    let uname = rustix::system::uname();
+    let name = uname.nodename().to_string_lossy();
+    match name.trim() {
+        "" => "localhost".to_string(),
+        name => name.to_string(),
+    }
+}
+
+/// This host's name as it goes into a file name: letters, digits, `-` and `.` only.
+pub fn host_tag() -> String {
+    host_name()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.'))
+        .take(64)
+        .collect()
 }
 
 /// Keeps glibc's allocator from holding on to freed large buffers. By default glibc raises the

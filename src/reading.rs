@@ -9,7 +9,7 @@ use bytes::Bytes;
 use crate::lake::{Lake, LakeError, VersionId, VersionRecord};
 
 use crate::mapping::{self, object_id, Kind, ObjectId};
-use crate::pack::PackSink;
+use crate::session_pack::PackSink;
 use crate::signatures::{self, Policy, Subject, Verdict};
 use crate::spill::{Spill, Spilled};
 

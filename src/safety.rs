@@ -8,7 +8,7 @@ use crate::config;
 use crate::fatal::Fatal;
 use crate::lake::Lake;
 use crate::repo::Repo;
-use crate::store::check::Checks;
+use crate::store::write_check::Checks;
 use crate::store::Store;
 
 /// The per-remote setting that lets writes through a store that failed the check, at the

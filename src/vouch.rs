@@ -8,30 +8,30 @@
 //! read once, and the version read again must map to it (a rewrite in the lake stops the
 //! fetch). Each version is looked at once, and only those a listing or a fetch reaches (tips,
 //! and the known versions new ones descend from). Outside a repository there is nothing to
-//! check against (the manual says so). Packs an `ls-remote` kept are checked whole before a
-//! fetch counts on them ([`KeptPacks::read`]).
+//! check against (the manual says so).
 
 use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 use crate::cache::Cache;
 
 use crate::history::{Known, Resolved};
+use crate::kept_packs::KeptObjects;
 use crate::lake::VersionId;
 use crate::mapping::ObjectId;
-use crate::repo::{KeptObjects, Repo};
+use crate::repo::Repo;
 
 /// Where remembered commits are looked for: the repository, and the packs kept for it.
-pub struct Objects<'a> {
+pub struct LocalObjects<'a> {
     repo: &'a Repo,
     kept: KeptObjects,
 }
 
-impl<'a> Objects<'a> {
+impl<'a> LocalObjects<'a> {
     /// The objects of `repo` and of the packs whose indexes are `kept`.
-    pub fn new(repo: &'a Repo, kept: &[PathBuf]) -> Objects<'a> {
-        Objects {
+    pub fn new(repo: &'a Repo, kept: &[PathBuf]) -> LocalObjects<'a> {
+        LocalObjects {
             repo,
             kept: KeptObjects::open(kept),
         }
@@ -74,7 +74,7 @@ pub enum Seen {
 pub struct Vetted<'a> {
     entries: &'a HashMap<VersionId, ObjectId>,
     parents: &'a HashMap<VersionId, Vec<VersionId>>,
-    objects: Option<&'a Objects<'a>>,
+    objects: Option<&'a LocalObjects<'a>>,
     seen: RefCell<HashMap<VersionId, Seen>>,
 }
 
@@ -82,7 +82,7 @@ impl<'a> Vetted<'a> {
     pub fn new(
         entries: &'a HashMap<VersionId, ObjectId>,
         parents: &'a HashMap<VersionId, Vec<VersionId>>,
-        objects: Option<&'a Objects<'a>>,
+        objects: Option<&'a LocalObjects<'a>>,
     ) -> Vetted<'a> {
         Vetted {
             entries,
@@ -136,42 +136,6 @@ impl Known for Vetted<'_> {
     }
 }
 
-/// Packs of objects an earlier session read but did not fetch (`git ls-remote` in this
-/// repository), and the objects they hold.
-#[derive(Default)]
-pub struct KeptPacks {
-    pub packs: Vec<std::path::PathBuf>,
-    pub ids: HashSet<ObjectId>,
-}
-
-impl KeptPacks {
-    /// The packs kept in `cache` that are whole and agree with their index; any other is
-    /// removed (what it held is read again from the lake), with a warning for each.
-    pub fn read(cache: Option<&Cache>) -> (KeptPacks, Vec<String>) {
-        let mut kept = KeptPacks::default();
-        let mut dropped = Vec::new();
-        for idx in cache.map(Cache::kept_packs).unwrap_or_default() {
-            match crate::pack::check_kept(&idx) {
-                Ok(ids) => {
-                    kept.ids.extend(ids);
-                    kept.packs.push(idx);
-                }
-                Err(why) => {
-                    let pack = idx.with_extension("pack");
-                    let _ = std::fs::remove_file(&pack);
-                    let _ = std::fs::remove_file(&idx);
-                    dropped.push(format!(
-                        "removed {}, kept by an earlier listing: {why}; what it held is read \
-                         again from the lake",
-                        pack.display()
-                    ));
-                }
-            }
-        }
-        (kept, dropped)
-    }
-}
-
 /// A version a listing read again (its remembered commit found nowhere to check) that maps to
 /// another commit than the one remembered: `(version, remembered, computed)`.
 pub fn rewritten(resolved: &Resolved, vetted: &Vetted) -> Option<(VersionId, ObjectId, ObjectId)> {
@@ -183,7 +147,7 @@ pub fn rewritten(resolved: &Resolved, vetted: &Vetted) -> Option<(VersionId, Obj
 
 /// Where remembered commits are checked: the repository, and the packs kept
 /// in `cache`; `None` outside a repository.
-pub fn objects_in<'a>(repo: Option<&'a Repo>, cache: Option<&Cache>) -> Option<Objects<'a>> {
+pub fn objects_in<'a>(repo: Option<&'a Repo>, cache: Option<&Cache>) -> Option<LocalObjects<'a>> {
     let kept = cache.map(Cache::kept_packs).unwrap_or_default();
-    repo.map(|r| Objects::new(r, &kept))
+    repo.map(|r| LocalObjects::new(r, &kept))
 }

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::files::CACHE_FILE_LIMIT;
+use super::disk::CACHE_FILE_LIMIT;
 use super::lines::checked_lines;
 use crate::lake::VersionId;
 use crate::mapping::ObjectId;

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
 use super::commits::{Commits, HEADER};
-use super::files::{make_dir, open_regular, replace_with};
+use super::disk::{make_dir, open_regular, replace_with};
 use super::lines::push_line;
 use super::refs_file::{key, refs_path, remembered, write_refs_file, Remembered};
 use crate::lake::VersionId;
@@ -18,7 +18,7 @@ pub struct Cache {
     dir: PathBuf,
     refs_path: PathBuf,
     /// The repository's `$GIT_DIR` the cache is kept in, which it never makes
-    /// ([`super::files::make_dir`]); `None` for the user's cache.
+    /// ([`super::disk::make_dir`]); `None` for the user's cache.
     anchor: Option<PathBuf>,
     /// `fdl.json`'s `id` of the lake this cache is of (empty: the lake has none).
     lake_id: String,

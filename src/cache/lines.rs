@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use super::files::read_cache_file;
+use super::disk::read_cache_file;
 use crate::lake::VersionId;
 use crate::mapping::ObjectId;
 

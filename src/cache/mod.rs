@@ -20,7 +20,7 @@
 //! which stores passed the store check (`stores.rs`).
 
 mod commits;
-mod files;
+mod disk;
 mod lake_cache;
 mod lines;
 mod preload;
@@ -28,7 +28,7 @@ mod refs_file;
 mod stores;
 
 pub use commits::Commits;
-pub use files::{read_cache_file, root_for, user_cache_root};
+pub use disk::{read_cache_file, root_for, user_cache_root};
 pub use lake_cache::Cache;
 pub use preload::Preload;
 pub use refs_file::{remembered, remembered_names, Remembered};

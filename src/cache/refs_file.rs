@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use sha1::{Digest, Sha1};
 
-use super::files::replace;
+use super::disk::replace;
 use super::lines::{checked_lines, with_checksums};
 use crate::lake::VersionId;
 use crate::mapping::ObjectId;

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use super::files::{replace, user_cache_root};
+use super::disk::{replace, user_cache_root};
 use super::lines::{checked_lines, with_checksums};
 use super::refs_file::key;
 

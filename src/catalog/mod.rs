@@ -11,9 +11,9 @@ use crate::fatal::Fatal;
 use crate::lake::catalog::{expected_sha256, CatalogFormat};
 use crate::lake::{VersionId, VersionRecord};
 use crate::mapping::{self, ObjectId};
-use crate::open::{fdl_remote, local_repo, open_remote_lake};
 use crate::remote::Remote;
 use crate::repo::Repo;
+use crate::workspace::{fdl_remote, local_repo, open_remote_lake};
 use target::{Output, Target};
 
 /// What `catalog` was asked for.

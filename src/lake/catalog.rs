@@ -146,10 +146,10 @@ impl Lake {
     /// when `fdl.json`'s `data_dir` is no folder under the lake's root.
     pub fn data_path(&self) -> Result<String, LakeError> {
         let data_dir = &self.config.data_dir;
-        if let Some(why) = super::files::data_dir_problem(data_dir) {
+        if let Some(why) = super::small_files::data_dir_problem(data_dir) {
             return Err(LakeError::Config {
                 lake: self.name(),
-                why: super::files::ConfigError::BadDataDir {
+                why: super::small_files::FdlJsonError::BadDataDir {
                     data_dir: super::printable(data_dir),
                     why,
                 },

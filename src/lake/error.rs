@@ -1,7 +1,7 @@
 //! What is wrong with a lake, naming the lake and the ref or version at fault, with a hint.
 
-use super::files::ConfigError;
 use super::names::VersionId;
+use super::small_files::FdlJsonError;
 use crate::store::StoreError;
 
 /// What is wrong with a lake, naming the lake and the ref or version at fault.
@@ -10,7 +10,7 @@ pub enum LakeError {
     #[error("'{lake}' is not an FDL lake: it has no fdl.json")]
     NotALake { lake: String },
     #[error("lake '{lake}': {why}")]
-    Config { lake: String, why: ConfigError },
+    Config { lake: String, why: FdlJsonError },
     #[error("lake '{lake}': {source}")]
     Store { lake: String, source: StoreError },
     #[error("lake '{lake}': ref {name}: {why}")]
@@ -54,7 +54,7 @@ impl LakeError {
                 "check the address: it must name the folder that holds fdl.json, HEAD and refs/",
             ),
             LakeError::Config {
-                why: ConfigError::UnknownMajor { .. },
+                why: FdlJsonError::UnknownMajor { .. },
                 ..
             } => {
                 Some("upgrade git-remote-fdl, or ask the lake's owner which FDL version it uses")

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use md5::{Digest, Md5};
 
-use super::files::render_ref_value;
+use super::small_files::render_ref_value;
 use super::VersionId;
 
 /// Whether a listed ETag proves that a ref file holds `version`: it is the content MD5 (S3's

@@ -1,10 +1,10 @@
 //! The lake's folder of Git packs (`git-packs/`, an accelerator a lake's maintainer writes with
 //! `git-remote-fdl pack`): its paths, and the files read and written there. What the files
-//! say, and whether to believe it, is `crate::packs`'s business.
+//! say, and whether to believe it, is `crate::lake_packs`'s business.
 
 use bytes::Bytes;
 
-use super::open::Lake;
+use super::handle::Lake;
 use super::version_of_key;
 use super::VersionId;
 use crate::store::{Listed, StoreError, Token, Versioned, WriteError, WriteMode};
@@ -33,14 +33,14 @@ pub fn is_pack_name(name: &str) -> bool {
 
 /// The ETags of each version's mapped files, as a listing of `versions/` gave them.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct ListedFiles {
+pub struct VersionFileEtags {
     pub version_json: Option<String>,
     pub dataset_json: Option<String>,
 }
 
 /// Each version's mapped files and their ETags, from the parts of a listing of `versions/`.
-pub fn listed_files(parts: &[Listed]) -> std::collections::HashMap<VersionId, ListedFiles> {
-    let mut out: std::collections::HashMap<VersionId, ListedFiles> = Default::default();
+pub fn listed_files(parts: &[Listed]) -> std::collections::HashMap<VersionId, VersionFileEtags> {
+    let mut out: std::collections::HashMap<VersionId, VersionFileEtags> = Default::default();
     for part in parts {
         for key in &part.files {
             let Some(id) = version_of_key(key) else {
@@ -130,7 +130,7 @@ impl Lake {
     pub async fn version_file_tags(
         &self,
         newest: Option<&VersionId>,
-    ) -> Result<std::collections::HashMap<VersionId, ListedFiles>, super::LakeError> {
+    ) -> Result<std::collections::HashMap<VersionId, VersionFileEtags>, super::LakeError> {
         let parts = self.list_version_files(None, newest).await?;
         Ok(listed_files(&parts))
     }

@@ -6,25 +6,25 @@
 pub mod catalog;
 mod error;
 mod etags;
-pub mod files;
 pub mod git_packs;
+mod handle;
 pub mod json;
 pub mod names;
-mod open;
 pub mod record;
 mod ref_writes;
 mod refs;
 pub mod refs_json;
 mod refs_render;
+pub mod small_files;
 mod versions;
 
 pub use error::LakeError;
 pub use etags::{content_md5, names_something};
-pub use files::FdlConfig;
+pub use handle::Lake;
 pub use names::{check_ref_name, check_writable_ref, printable, VersionId};
-pub use open::Lake;
 pub use record::VersionRecord;
 pub use refs::{without_conflicts, RefsSeen, WithoutConflicts};
+pub use small_files::FdlConfig;
 pub use versions::{listed_versions, VersionData};
 
 use crate::store::{Listed, Store, StoreError};

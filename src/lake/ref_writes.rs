@@ -4,10 +4,10 @@
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 
-use super::files;
+use super::handle::Lake;
 use super::names::{check_ref_name, VersionId};
-use super::open::Lake;
 use super::refs::is_writer_file;
+use super::small_files;
 use super::SMALL_FILE_LIMIT;
 use crate::store::{StoreError, Token, WriteError, WriteMode};
 
@@ -20,7 +20,7 @@ impl Lake {
         version: &VersionId,
         mode: &WriteMode,
     ) -> Result<Token, WriteError> {
-        let bytes = Bytes::from(files::render_ref_value(version));
+        let bytes = Bytes::from(small_files::render_ref_value(version));
         self.store.put(name, bytes, mode).await
     }
 
@@ -58,7 +58,7 @@ impl Lake {
         name: &str,
     ) -> Result<Option<(Option<VersionId>, Token)>, StoreError> {
         let got = self.store.get_versioned(name, SMALL_FILE_LIMIT).await?;
-        Ok(got.map(|v| (files::parse_ref_value(&v.bytes).ok(), v.token)))
+        Ok(got.map(|v| (small_files::parse_ref_value(&v.bytes).ok(), v.token)))
     }
 
     /// Writes `refs.json` on condition.

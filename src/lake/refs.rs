@@ -7,10 +7,10 @@ use futures::{StreamExt, TryStreamExt};
 
 use super::error::LakeError;
 use super::etags;
-use super::files;
+use super::handle::Lake;
 use super::names::{check_ref_name, printable, VersionId};
-use super::open::Lake;
 use super::refs_json;
+use super::small_files;
 use super::{list_ref_folders, REFS_JSON_LIMIT, SMALL_FILE_LIMIT};
 use crate::store::{StoreError, Token, Versioned};
 
@@ -79,7 +79,7 @@ impl Lake {
         };
         match raw.map_err(|e| self.store_err(e))? {
             None => Ok("refs/heads/main".to_string()),
-            Some(raw) => files::parse_head(&raw).map_err(|why| LakeError::BadHead {
+            Some(raw) => small_files::parse_head(&raw).map_err(|why| LakeError::BadHead {
                 lake: self.name(),
                 why,
             }),
@@ -272,7 +272,7 @@ impl Lake {
             .await
             .map_err(|e| self.store_err(e))?;
         let Some(got) = got else { return Ok(None) };
-        let id = files::parse_ref_value(&got.bytes).map_err(|why| LakeError::BadRef {
+        let id = small_files::parse_ref_value(&got.bytes).map_err(|why| LakeError::BadRef {
             lake: self.name(),
             name: name.clone(),
             why,

@@ -4,8 +4,8 @@
 use bytes::Bytes;
 
 use super::error::LakeError;
+use super::handle::Lake;
 use super::names::VersionId;
-use super::open::Lake;
 use super::record::VersionRecord;
 use super::{range_splits, version_of_key, LIST_PAGE};
 use super::{DATASET_JSON_LIMIT, SIGNATURE_LIMIT, VERSION_JSON_LIMIT};

@@ -11,7 +11,7 @@
 
 mod atomic;
 mod plan;
-mod refs_json;
+mod refs_json_update;
 mod updates;
 mod write;
 
@@ -75,7 +75,7 @@ pub async fn push(
         .iter()
         .map(|i| write::check_created_tag(writer, &report.results[*i].0));
     let ((attempts, warning), checks, saved) = futures::join!(
-        refs_json::update(
+        refs_json_update::update(
             writer,
             listing,
             &changed,
@@ -106,13 +106,16 @@ async fn prepare_refs_json(
     writer: &Remote,
     listing: &Listing,
     planned: &Plans,
-) -> (Option<refs_json::Prepared>, Option<refs_json::Current>) {
-    let basis = refs_json::Basis::of(listing, writer.lake());
+) -> (
+    Option<refs_json_update::Prepared>,
+    Option<refs_json_update::Current>,
+) {
+    let basis = refs_json_update::Basis::of(listing, writer.lake());
     let changes = planned_changes(planned);
-    let work = tokio::task::spawn_blocking(move || refs_json::prepare(&basis, changes));
+    let work = tokio::task::spawn_blocking(move || refs_json_update::prepare(&basis, changes));
     let prepared = work.await.ok().flatten();
     let read_before = match prepared.as_ref().is_some_and(|p| p.must_read_again()) {
-        true => refs_json::read_current(writer.lake()).await,
+        true => refs_json_update::read_current(writer.lake()).await,
         false => None,
     };
     (prepared, read_before)

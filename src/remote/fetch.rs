@@ -7,15 +7,16 @@ use std::convert::Infallible;
 
 use super::error::RemoteError;
 use super::listing::Listing;
-use super::opened::Remote;
+use super::state::Remote;
 use crate::cache::Cache;
 use crate::graph::{parents_first, ParentsFirst};
 use crate::history::{self, BuiltVersion, Known, Reading, Summary};
+use crate::kept_packs::KeptPacks;
 use crate::lake::{LakeError, VersionId};
 use crate::mapping::ObjectId;
 use crate::progress::Progress;
 use crate::signatures::Verdict;
-use crate::vouch::{KeptPacks, Objects, Vetted};
+use crate::vouch::{LocalObjects, Vetted};
 
 /// A commit Git asks for, and the ref it asked for it under.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,14 +52,15 @@ impl Remote {
         lock_pack: bool,
         progress: &dyn Progress,
     ) -> Result<FetchOutcome, RemoteError> {
-        match &self.repo {
-            Some(repo) => repo.check_sha1()?,
-            None => return Ok(FetchOutcome::default()),
-        }
+        let Some(repo) = &self.repo else {
+            return Ok(FetchOutcome::default());
+        };
+        repo.check_sha1()?;
         let reading = self.reading(true)?;
         self.load_cache().await;
         let cache = self.cache.as_ref();
-        let (kept, dropped) = KeptPacks::read(cache);
+        let repo = self.repo.as_ref().expect("checked above");
+        let (kept, dropped) = KeptPacks::read(repo, cache);
         for note in dropped {
             self.lake_warn(note);
         }
@@ -70,11 +72,11 @@ impl Remote {
         let writer = self.sink.take().and_then(|s| s.take());
         let repo = self.repo.as_ref().expect("checked above");
         // What an earlier `ls-remote` read is in the repository from now on.
-        repo.install_kept(&kept.packs)?;
+        crate::kept_packs::install(repo, &kept.packs)?;
         let (n_objects, lock) = match writer {
             Some(w) if outcome.versions > 0 => {
                 trace_step(&format!("fetch: completing a pack of {} objects", w.len()));
-                repo.install_pack(w, lock_pack && outcome.self_contained)?
+                crate::session_pack::install(repo, w, lock_pack && outcome.self_contained)?
             }
             _ => (0, None),
         };
@@ -108,7 +110,7 @@ impl Remote {
         let tips = self.wanted_versions(listing, wants, known)?;
         // What the cache remembers is checked before a commit is made on it or the walk stops
         // at it ([`crate::vouch`]): in the repository, or in the packs kept for it.
-        let objects = Objects::new(repo, &kept.packs);
+        let objects = LocalObjects::new(repo, &kept.packs);
         let parents = cache.map_or(&no_parents, |c| c.parents());
         let vetted = Vetted::new(known, parents, Some(&objects));
         // A clone: what `list` built is what is needed, already in order.

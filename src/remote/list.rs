@@ -5,8 +5,8 @@ use std::collections::HashMap;
 
 use super::error::RemoteError;
 use super::listing::Listing;
-use super::opened::Remote;
 use super::packed::{EarlyTags, PacksUnderWay};
+use super::state::Remote;
 use crate::history::{self, Known, Reading};
 use crate::lake::{self, LakeError, VersionId};
 use crate::mapping::ObjectId;

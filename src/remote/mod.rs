@@ -6,10 +6,10 @@ mod error;
 mod fetch;
 mod list;
 mod listing;
-mod opened;
 mod packed;
+mod state;
 
 pub use error::RemoteError;
 pub use fetch::{FetchOutcome, Want};
 pub use listing::Listing;
-pub use opened::{Remote, Saving};
+pub use state::{Remote, Saving};

@@ -1,4 +1,4 @@
-//! The lake's own packs on a clone ([`crate::packs`]): `git-packs/list.json` read beside the
+//! The lake's own packs on a clone ([`crate::lake_packs`]): `git-packs/list.json` read beside the
 //! ref files, and, if it names packs, the versions they hold taken once checked, before the
 //! walk reads the others. The listing of every version a clone starts anyway keeps its ETags
 //! for the check, so that `versions/` is listed once. Where the store cannot list (plain HTTP)
@@ -11,11 +11,11 @@ use futures::StreamExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::opened::Remote;
+use super::state::Remote;
 use crate::history::ListingUnderWay;
-use crate::lake::git_packs::{listed_files, ListedFiles};
+use crate::lake::git_packs::{listed_files, VersionFileEtags};
 use crate::lake::VersionId;
-use crate::packs::import::{import, Trust};
+use crate::lake_packs::import::{import, Trust};
 use crate::progress::Progress;
 use crate::store::{Listed, StoreError, Versioned};
 
@@ -43,7 +43,7 @@ impl Drop for PacksUnderWay {
 #[derive(Default)]
 pub(super) struct EarlyTags {
     wanted: AtomicBool,
-    found: Mutex<Option<HashMap<VersionId, ListedFiles>>>,
+    found: Mutex<Option<HashMap<VersionId, VersionFileEtags>>>,
 }
 
 impl EarlyTags {
@@ -75,7 +75,7 @@ impl Remote {
             let Ok(Some(list)) = lake.pack_list().await else {
                 return Ok(Vec::new());
             };
-            let mut names = crate::packs::parse_list(&list.bytes).unwrap_or_default();
+            let mut names = crate::lake_packs::parse_list(&list.bytes).unwrap_or_default();
             names.sort();
             names.dedup();
             let records = futures::stream::iter(names)
@@ -83,7 +83,7 @@ impl Remote {
                     let lake = lake.clone();
                     async move {
                         let raw = lake.pack_record(&name).await.ok()??;
-                        crate::packs::parse_record(&name, &raw).ok()
+                        crate::lake_packs::parse_record(&name, &raw).ok()
                     }
                 })
                 .buffer_unordered(RECORDS_IN_FLIGHT)
@@ -117,7 +117,7 @@ impl Remote {
         let list = tokio::spawn(async move {
             let list = lake.pack_list().await;
             if let Ok(Some(l)) = &list {
-                let names = crate::packs::parse_list(&l.bytes);
+                let names = crate::lake_packs::parse_list(&l.bytes);
                 if names.is_ok_and(|n| !n.is_empty()) {
                     wanted.wanted.store(true, Ordering::Release);
                 }

@@ -129,7 +129,7 @@ fn create(path: &Path) -> std::io::Result<LockGuard> {
     let holder = format!(
         "pid {} on {} since {}\n",
         std::process::id(),
-        hostname(),
+        crate::process::host_name(),
         unix_now()
     );
     let staged = staged_name(path);
@@ -294,7 +294,7 @@ impl Holder {
     /// Provably gone: a process of this host that no longer exists.
     fn is_dead(&self) -> bool {
         match self.pid {
-            Some(pid) if self.host == hostname() => crate::process::is_gone(pid),
+            Some(pid) if self.host == crate::process::host_name() => crate::process::is_gone(pid),
             _ => false,
         }
     }
@@ -385,12 +385,6 @@ fn sanitize(line: &str) -> String {
     out
 }
 
-pub(super) fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .unwrap_or_else(|_| "localhost".to_string())
-}
-
 fn unix_now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -423,12 +417,16 @@ mod tests {
 
     #[test]
     fn this_process_is_alive_and_a_finished_child_is_dead() {
-        let me = format!("pid {} on {} since 1", std::process::id(), hostname());
+        let me = format!(
+            "pid {} on {} since 1",
+            std::process::id(),
+            crate::process::host_name()
+        );
         assert!(!Holder::parse(me.as_bytes()).is_dead());
         let mut child = std::process::Command::new("true").spawn().unwrap();
         let pid = child.id();
         child.wait().unwrap();
-        let gone = format!("pid {pid} on {} since 1", hostname());
+        let gone = format!("pid {pid} on {} since 1", crate::process::host_name());
         assert!(Holder::parse(gone.as_bytes()).is_dead());
         let elsewhere = format!("pid {pid} on another-host since 1");
         assert!(!Holder::parse(elsewhere.as_bytes()).is_dead());

@@ -9,7 +9,6 @@ mod azure;
 mod backend;
 mod budget;
 mod build;
-pub mod check;
 mod cloud;
 mod condition;
 mod delete;
@@ -31,6 +30,7 @@ mod stats;
 pub mod throttle;
 mod traced;
 pub mod url;
+pub mod write_check;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -231,7 +231,7 @@ impl Store {
         }
     }
 
-    /// From now on, `If-Match` carries ETags without their quotes (see [`check::Checks`]):
+    /// From now on, `If-Match` carries ETags without their quotes (see [`write_check::Checks`]):
     /// the only form a store that compares them so takes.
     pub fn send_unquoted_if_match(&self) {
         self.unquoted_if_match.store(true, Ordering::Relaxed);

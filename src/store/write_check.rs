@@ -332,7 +332,7 @@ fn failed_all(why: String) -> Checks {
 /// What a listing gives for a file just written: its ETag, and whether that is the MD5 of the
 /// content (then packs' blobs can be checked against the listing, `packs/verify.rs`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ListingCheck {
+pub struct EtagCheck {
     /// The ETag the listing gave (`None`: none).
     pub listed: Option<String>,
     /// The listing's ETag is the one the PUT answered.
@@ -344,7 +344,7 @@ pub struct ListingCheck {
 
 impl Store {
     /// Writes a scratch file in a scratch folder, lists the folder and removes the file.
-    pub async fn check_listing(&self) -> Result<ListingCheck, String> {
+    pub async fn check_listing(&self) -> Result<EtagCheck, String> {
         use md5::{Digest, Md5};
         let folder = format!("{}/", scratch_key());
         let key = format!("{folder}listed");
@@ -364,7 +364,7 @@ impl Store {
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect();
-        Ok(ListingCheck {
+        Ok(EtagCheck {
             same_as_written: listed.is_some()
                 && listed.as_deref().map(bare) == written.e_tag.as_deref().map(bare),
             is_md5: listed.as_deref() == Some(format!("\"{md5}\"").as_str()),

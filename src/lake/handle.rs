@@ -7,7 +7,7 @@ use bytes::Bytes;
 
 use super::error::LakeError;
 use super::etags;
-use super::files::FdlConfig;
+use super::small_files::FdlConfig;
 use super::{list_ref_folders, REFS_JSON_LIMIT, SMALL_FILE_LIMIT};
 use crate::store::{Listed, Store, StoreError, Versioned};
 

@@ -14,7 +14,7 @@ use bytes::Bytes;
 use super::{parse_list, parse_record, render_list, render_record, PackedVersion, Record};
 use super::{FormatError, MERGE_AT};
 use crate::git::Git;
-use crate::lake::git_packs::ListedFiles;
+use crate::lake::git_packs::VersionFileEtags;
 use crate::lake::{Lake, VersionId};
 use crate::mapping::ObjectId;
 use crate::store::{WriteError, WriteMode};
@@ -151,7 +151,7 @@ pub async fn pack(job: &PackJob<'_>) -> Result<PackSummary, PackError> {
 /// The record's entries of versions `new` (parents first), with the ETags the listing gave.
 fn packed_versions(
     new: Vec<(ObjectId, VersionId)>,
-    tags: &std::collections::HashMap<VersionId, ListedFiles>,
+    tags: &std::collections::HashMap<VersionId, VersionFileEtags>,
 ) -> Vec<PackedVersion> {
     let entry = |(commit, id): (ObjectId, VersionId)| {
         let files = tags.get(&id).cloned().unwrap_or_default();

@@ -15,7 +15,7 @@ pub const KNOWN_MAJOR: &[u64] = &[0];
 /// Why `fdl.json` cannot be used. Only a major version this helper does not know asks for an
 /// upgrade, so it is told apart by its kind, not by its message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ConfigError {
+pub enum FdlJsonError {
     #[error("{0}")]
     Unreadable(String),
     #[error("fdl.json says FDL {version}, whose major version {major} this helper does not know")]
@@ -57,8 +57,8 @@ pub struct FdlConfig {
 }
 
 impl FdlConfig {
-    pub fn parse(raw: &[u8]) -> Result<FdlConfig, ConfigError> {
-        let unreadable = |why: String| ConfigError::Unreadable(why);
+    pub fn parse(raw: &[u8]) -> Result<FdlConfig, FdlJsonError> {
+        let unreadable = |why: String| FdlJsonError::Unreadable(why);
         // Read typed: a field the helper does not read is skipped, not made a tree.
         let fields = json::from_slice_seed(raw, FdlSeed)
             .map_err(|e| unreadable(format!("fdl.json is not valid JSON: {e}")))?
@@ -83,7 +83,7 @@ impl FdlConfig {
                 ))
             })?;
         if !KNOWN_MAJOR.contains(&major) {
-            return Err(ConfigError::UnknownMajor {
+            return Err(FdlJsonError::UnknownMajor {
                 version: printable(&fdl).to_string(),
                 major,
             });

@@ -8,19 +8,19 @@ use std::collections::HashMap;
 use md5::{Digest, Md5};
 
 use super::PackedVersion;
-use crate::lake::git_packs::ListedFiles;
+use crate::lake::git_packs::VersionFileEtags;
 use crate::lake::{content_md5, VersionId, VersionRecord, DATASET_JSON_LIMIT, VERSION_JSON_LIMIT};
 use crate::mapping::{self, ObjectId};
 
 /// Where a pack's objects are read (the repository, once the pack is installed).
-pub trait Objects {
+pub trait InstalledObjects {
     fn get(&self, id: &ObjectId) -> Option<(gix::object::Kind, Vec<u8>)>;
     /// An object's kind and size, from its header: a pack's object is inflated only once its
     /// size is known to fit.
     fn header(&self, id: &ObjectId) -> Option<(gix::object::Kind, u64)>;
 }
 
-impl Objects for crate::repo::Repo {
+impl InstalledObjects for crate::repo::Repo {
     fn get(&self, id: &ObjectId) -> Option<(gix::object::Kind, Vec<u8>)> {
         self.object(id)
     }
@@ -70,7 +70,7 @@ const TREE_LIMIT: u64 = 1 << 10;
 /// Object `id` of `kind`, read only if its header says it is at most `limit` bytes (the limit
 /// the lake's reader applies to the same file); the error says why not, naming it `what`.
 fn read(
-    objects: &dyn Objects,
+    objects: &dyn InstalledObjects,
     id: &ObjectId,
     kind: gix::object::Kind,
     limit: u64,
@@ -96,7 +96,7 @@ fn read(
 /// list, whose packs the user trusts), and the commits already known of versions a pack's
 /// versions descend from.
 pub struct Against<'a> {
-    pub listed: Option<&'a HashMap<VersionId, ListedFiles>>,
+    pub listed: Option<&'a HashMap<VersionId, VersionFileEtags>>,
     pub known: &'a (dyn Fn(&VersionId) -> Option<ObjectId> + Sync),
 }
 
@@ -108,7 +108,7 @@ pub type Parents = Vec<VersionId>;
 /// a warning.
 pub fn verify(
     packed: &PackedVersion,
-    objects: &dyn Objects,
+    objects: &dyn InstalledObjects,
     against: &Against,
     verified: &HashMap<VersionId, ObjectId>,
 ) -> Result<Parents, Unverified> {
@@ -168,8 +168,8 @@ pub fn verify(
 /// The version's files as the store lists them now, if they are those the pack was made from.
 fn listed_as_packed<'a>(
     packed: &PackedVersion,
-    listing: &'a HashMap<VersionId, ListedFiles>,
-) -> Result<&'a ListedFiles, Unverified> {
+    listing: &'a HashMap<VersionId, VersionFileEtags>,
+) -> Result<&'a VersionFileEtags, Unverified> {
     let files = listing.get(&packed.id).ok_or(Unverified::NotInLake)?;
     let same = |now: &Option<String>, then: Option<&String>| match (now, then) {
         (Some(now), Some(then)) => now == then && crate::lake::names_something(now),

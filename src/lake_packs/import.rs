@@ -12,7 +12,7 @@ use futures::StreamExt;
 
 use super::verify::{verify, Against, Parents, Unverified};
 use super::{parse_list, parse_record, PackedVersion, Record};
-use crate::lake::git_packs::ListedFiles;
+use crate::lake::git_packs::VersionFileEtags;
 use crate::lake::{Lake, VersionId};
 use crate::mapping::ObjectId;
 use crate::progress::Progress;
@@ -39,7 +39,7 @@ pub struct Taken {
 /// under way, awaited while the packs download; if it gives none, one made here); `Trusted` (a
 /// store that cannot list, with `fdlTrustPacks`) only recomputes commits.
 pub enum Trust<'a> {
-    Listed(BoxFuture<'a, Option<HashMap<VersionId, ListedFiles>>>),
+    Listed(BoxFuture<'a, Option<HashMap<VersionId, VersionFileEtags>>>),
     Trusted,
 }
 
@@ -166,7 +166,7 @@ fn settle<'r>(
     // objects/pack (another lake's, misnamed, unrecorded, every version failed), unless a pack
     // taken from has its name (a misnamed copy of it).
     for pack in unused.iter().filter(|p| !used.contains(p.as_str())) {
-        repo.remove_pack(pack);
+        super::download::remove(repo, pack);
     }
 }
 
@@ -188,12 +188,12 @@ pub enum Unusable {
     Missing,
     #[error("the pack's checksum names {got}, not {listed}")]
     Misnamed { got: String, listed: String },
-    #[error("cannot write it in the repository: {0}")]
-    Write(String),
     #[error(transparent)]
-    Install(#[from] crate::repo::InstallError),
+    Write(#[from] crate::repo::RepoError),
+    #[error(transparent)]
+    Install(#[from] super::download::InstallError),
     #[error("git index-pack did not finish: {0}")]
-    Interrupted(String),
+    Interrupted(#[from] tokio::task::JoinError),
 }
 
 /// A pack's record, and the name of the pack this import installed for it (if it did: one
@@ -320,7 +320,7 @@ async fn fetch_pack(lake: &Lake, repo: &Repo, pack: &str) -> Fetched {
         Ok::<_, Unusable>(parse_record(pack, &raw)?)
     };
     let installed = async {
-        if repo.has_pack(pack) {
+        if super::download::has(repo, pack) {
             return (Ok(()), None);
         }
         let got = download_and_install(lake, repo, pack).await;
@@ -345,9 +345,8 @@ async fn fetch_pack(lake: &Lake, repo: &Repo, pack: &str) -> Fetched {
 
 /// Downloads pack `pack` and installs it under the name its checksum gives (returned).
 async fn download_and_install(lake: &Lake, repo: &Repo, pack: &str) -> Result<String, Unusable> {
-    let write = |e: &dyn std::fmt::Display| Unusable::Write(e.to_string());
-    let tmp = repo.downloaded_pack_path().map_err(|e| write(&e))?;
-    let mut file = std::fs::File::create(&tmp).map_err(|e| write(&e))?;
+    let tmp = super::download::download_path(repo)?;
+    let mut file = std::fs::File::create(&tmp).map_err(|e| crate::repo::write_error(&tmp, e))?;
     let mut sink = |chunk: &[u8]| std::io::Write::write_all(&mut file, chunk);
     let found = lake.download_pack(pack, &mut sink).await;
     drop(file);
@@ -363,9 +362,6 @@ async fn download_and_install(lake: &Lake, repo: &Repo, pack: &str) -> Result<St
         }
     }
     // On a blocking thread of its own: indexing one pack must not stop the other downloads.
-    let installer = repo.pack_installer();
-    match tokio::task::spawn_blocking(move || installer.install(&tmp)).await {
-        Ok(installed) => Ok(installed?),
-        Err(e) => Err(Unusable::Interrupted(e.to_string())),
-    }
+    let installer = super::download::installer(repo);
+    Ok(tokio::task::spawn_blocking(move || installer.install(&tmp)).await??)
 }

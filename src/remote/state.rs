@@ -9,8 +9,8 @@ use crate::cache::{Cache, Preload};
 use crate::history::{BuiltVersion, Reading};
 use crate::lake::{Lake, VersionId};
 use crate::mapping::ObjectId;
-use crate::pack::PackSink;
 use crate::repo::Repo;
+use crate::session_pack::PackSink;
 use crate::signatures::Policy;
 
 /// A lake opened as a remote of (maybe) a local repository.
@@ -51,10 +51,10 @@ impl Remote {
     /// must happen when a remote goes away belongs here, not in `drop`.
     pub fn end(&mut self) {
         let writer = self.sink.take().and_then(|s| s.take());
-        if let (Some(w), Some(repo), Some(cache)) = (writer, &self.repo, &self.cache) {
+        if let (Some(w), Some(_), Some(cache)) = (writer, &self.repo, &self.cache) {
             match cache.made_kept_packs_dir() {
                 Some(dir) => {
-                    let _ = repo.keep_pack(w, &dir);
+                    let _ = crate::kept_packs::keep(w, &dir);
                 }
                 // Its repository is gone (a clone Git gave up): the unfinished pack goes.
                 None => drop(w),
@@ -159,7 +159,9 @@ impl Remote {
         if into_pack && self.sink.is_none() {
             if let Some(repo) = &self.repo {
                 let notes = repo.remove_killed_fetch_temporaries();
-                self.sink = Some(Arc::new(PackSink::new(repo.pack_writer()?)));
+                self.sink = Some(Arc::new(PackSink::new(crate::session_pack::writer_in(
+                    repo,
+                )?)));
                 for note in notes {
                     self.lake_warn(note);
                 }

@@ -1,6 +1,7 @@
 //! Git's pack format (gitformat-pack(5)): fetched objects written whole (no deltas), each
 //! compressed, to a file as they are made, then the version-2 index; ready to be renamed into a
-//! repository's `objects/pack/`. The helper keeps each object's ID and offset, not its bytes.
+//! repository's `objects/pack/` (`install.rs`). The helper keeps each object's ID and offset,
+//! not its bytes.
 
 use std::fs::File;
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
@@ -12,10 +13,10 @@ use sha1::{Digest, Sha1};
 
 use crate::mapping::{Kind, ObjectId};
 
-mod check;
 mod deflate;
-pub use check::check_kept;
+mod install;
 pub use deflate::SmallDeflate;
+pub use install::{install, writer_in};
 
 /// A pack's checksum (a SHA-1, as gix names one) in lower-case hex: the pack's name.
 pub fn hex(checksum: &[u8]) -> String {
@@ -330,20 +331,6 @@ fn deflate_with(
     }
 }
 
-/// The object IDs a version-2 pack index lists; `None` if it is not one.
-pub fn index_ids(idx: &[u8]) -> Option<Vec<ObjectId>> {
-    if idx.get(..8)? != [0xff, b't', b'O', b'c', 0, 0, 0, 2] {
-        return None;
-    }
-    let count = u32::from_be_bytes(idx.get(8 + 255 * 4..8 + 256 * 4)?.try_into().ok()?) as usize;
-    let ids = idx.get(8 + 1024..8 + 1024 + count.checked_mul(20)?)?;
-    Some(
-        ids.chunks(20)
-            .map(|c| ObjectId(c.try_into().expect("chunks of 20")))
-            .collect(),
-    )
-}
-
 /// The version-2 pack index (gitformat-pack(5)): fan-out, sorted IDs, CRC-32s, offsets, then
 /// the pack's checksum and the index's own.
 /// A hash of an object ID for the table of objects seen: its first eight bytes.
@@ -438,7 +425,10 @@ mod tests {
         std::fs::rename(&pack.path, &pack_path).unwrap();
         let index = gix::odb::pack::index::File::at(&idx_path, gix::hash::Kind::Sha1).unwrap();
         assert_eq!(index.num_objects(), objects.len() as u32);
-        let mut listed = index_ids(&pack.index).unwrap();
+        let mut listed: Vec<ObjectId> = index
+            .iter()
+            .map(|e| ObjectId::try_from(e.oid.as_ref()).unwrap())
+            .collect();
         let mut ids: Vec<ObjectId> = objects.iter().map(|o| o.id).collect();
         listed.sort();
         ids.sort();

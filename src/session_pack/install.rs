@@ -1,0 +1,63 @@
+//! The session's pack in the repository: the temporary file in `objects/pack/` that fetched
+//! objects stream into, completed with its index and renamed into place, and held by a `.keep`
+//! file for Git when the fetch asks for one.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use super::{hex, PackWriter};
+use crate::repo::{temporary_name, write_error, Repo, RepoError};
+
+/// A pack file to write fetched objects into, as they are made: a temporary file in the
+/// repository's `objects/pack/`, removed unless [`install`] takes it.
+pub fn writer_in(repo: &Repo) -> Result<PackWriter, RepoError> {
+    let tmp = repo.temporary_pack_file("pack", "", &[])?;
+    PackWriter::create(&tmp).map_err(|e| write_error(&tmp, e))
+}
+
+/// Completes a pack and makes Git see it: the pack renamed into place first, then its index,
+/// each complete on disk before its rename. With `locked`, a `.keep` file is made beside it
+/// before Git can see it (as `git index-pack --keep` does), for Git to remove once the fetch
+/// is over. Returns how many objects it holds, and the `.keep` file.
+pub fn install(
+    repo: &Repo,
+    writer: PackWriter,
+    locked: bool,
+) -> Result<(usize, Option<PathBuf>), RepoError> {
+    if writer.is_empty() {
+        return Ok((0, None)); // dropping the writer removes its file
+    }
+    crate::testhook::stop_at(crate::testhook::Point::WritingPack);
+    let pack_dir = repo.pack_dir();
+    let pack = writer.finish().map_err(|e| write_error(&pack_dir, e))?;
+    let name = format!("pack-{}", hex(&pack.checksum));
+    let tmp_idx = pack_dir.join(temporary_name(&format!("{name}.idx")));
+    crate::cleanup::remove_on_signal(&tmp_idx);
+    let keep = locked.then(|| std::path::absolute(pack_dir.join(format!("{name}.keep"))));
+    let keep = keep.transpose().map_err(|e| write_error(&pack_dir, e))?;
+    // Git reads the path back from a protocol line and removes that file: a path that line
+    // cannot carry exactly (not UTF-8, or a line break in it) is not handed over.
+    let keep = keep.filter(|k| k.to_str().is_some_and(|t| !t.contains(['\n', '\r'])));
+    let installed = (|| -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&tmp_idx)?;
+        f.write_all(&pack.index)?;
+        f.sync_all()?;
+        if let Some(keep) = &keep {
+            let host = crate::process::host_tag();
+            let why = format!("git-remote-fdl {} on {host}\n", std::process::id());
+            std::fs::write(keep, why)?;
+        }
+        std::fs::rename(&pack.path, pack_dir.join(format!("{name}.pack")))?;
+        std::fs::rename(&tmp_idx, pack_dir.join(format!("{name}.idx")))
+    })();
+    if let Err(e) = installed {
+        for leftover in [Some(&pack.path), Some(&tmp_idx), keep.as_ref()]
+            .into_iter()
+            .flatten()
+        {
+            let _ = std::fs::remove_file(leftover);
+        }
+        return Err(write_error(&pack_dir, e));
+    }
+    Ok((pack.objects, keep))
+}
