@@ -219,28 +219,22 @@ pub fn record_absolute_url(
     name: &str,
     given: &str,
     absolute: &std::path::Path,
-) -> Result<bool, String> {
+) -> Result<bool, crate::git::GitError> {
     let urls = repo.config_all(&format!("remote.{name}.url"));
     if !is_remote_name(name) || urls != [format!("fdl::{given}")] {
         return Ok(false);
     }
-    let git = |args: &[&str]| {
-        crate::git::Git::new(args)
-            .output()
-            .map_err(|e| e.to_string())
-    };
-    let refs = git(&["for-each-ref", "--count=1", "--format=%(refname)"])?;
+    let git = |args: &[&str]| crate::git::Git::new(args);
+    let refs = git(&["for-each-ref", "--count=1", "--format=%(refname)"]).output()?;
     if !refs.status.success() || !refs.stdout.is_empty() {
         return Ok(false);
     }
-    let absolute = absolute
-        .to_str()
-        .ok_or_else(|| format!("{} is not UTF-8", absolute.display()))?;
+    // Git's configuration holds text: a folder whose name is not UTF-8 stays as written.
+    let Some(absolute) = absolute.to_str() else {
+        return Ok(false);
+    };
     let key = format!("remote.{name}.url");
-    let set = git(&["config", &key, &format!("fdl::{absolute}")])?;
-    if !set.status.success() {
-        return Err(String::from_utf8_lossy(&set.stderr).trim().to_string());
-    }
+    git(&["config", &key, &format!("fdl::{absolute}")]).run()?;
     Ok(true)
 }
 

@@ -9,7 +9,7 @@ use crate::config;
 use crate::fatal::Fatal;
 use crate::lake::Lake;
 use crate::progress::{self, Progress};
-use crate::protocol::{self, ListLine, Options, Parser, PushItem, Request};
+use crate::protocol::{self, ListLine, Options, Parser, PushItem, PushStatus, Request};
 use crate::push::{self, PushOptions, RefUpdate, Rejection};
 use crate::remote::{Listing, Remote, Want};
 use crate::repo::Repo;
@@ -424,7 +424,7 @@ impl<W: Write> Session<W> {
             warn!(
                 "warning: cannot record the lake's absolute address in remote.{}.url: {}",
                 self.remote_name,
-                crate::redact::for_terminal(&e)
+                crate::redact::for_terminal(&e.to_string())
             );
         }
     }
@@ -608,8 +608,11 @@ fn list_lines(listing: &Listing, for_push: bool) -> Vec<ListLine> {
 /// One `ok`/`error` line, in the status words Git turns into its own messages and advice.
 fn push_status(dst: &str, result: &push::RefResult) -> String {
     let reason = match result {
-        Ok(false) => return protocol::push_status(dst, &Ok(None)),
-        Ok(true) => return protocol::push_status(dst, &Ok(Some(protocol::FORCED_UPDATE))),
+        Ok(false) => return protocol::push_status(dst, &PushStatus::Ok),
+        Ok(true) => {
+            let forced = PushStatus::OkWith(protocol::FORCED_UPDATE);
+            return protocol::push_status(dst, &forced);
+        }
         Err(Rejection::NonFastForward) => protocol::NON_FAST_FORWARD.to_string(),
         Err(Rejection::FetchFirst) => protocol::FETCH_FIRST.to_string(),
         Err(Rejection::AlreadyExists) => protocol::ALREADY_EXISTS.to_string(),
@@ -617,5 +620,5 @@ fn push_status(dst: &str, result: &push::RefResult) -> String {
         // Git shows the reason as it is: escape what a lake's files could put in it.
         Err(other) => crate::redact::for_terminal(&other.to_string()),
     };
-    protocol::push_status(dst, &Err(reason))
+    protocol::push_status(dst, &PushStatus::Error(reason))
 }

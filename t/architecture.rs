@@ -379,6 +379,53 @@ fn checked_files() -> Vec<(String, String)> {
         .collect()
 }
 
+/// The error types of every `Result<T, E>` written in `text` (generics balanced).
+fn result_error_types(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for (at, _) in text.match_indices("Result<") {
+        let (mut depth, mut comma, mut end) = (1usize, None, None);
+        for (i, c) in text[at + 7..].char_indices() {
+            match c {
+                '<' | '(' | '[' => depth += 1,
+                '>' | ')' | ']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = Some(at + 7 + i);
+                        break;
+                    }
+                }
+                ',' if depth == 1 => comma = Some(at + 7 + i),
+                _ => {}
+            }
+        }
+        if let (Some(comma), Some(end)) = (comma, end) {
+            out.push(text[comma + 1..end].trim().to_string());
+        }
+    }
+    out
+}
+
+/// Issue 32, item 4: errors are typed (one `thiserror` enum per module), so that a caller can
+/// tell them apart and each names what failed; no `Result<_, String>` anywhere in `src/`.
+#[test]
+fn no_error_of_src_is_a_string() {
+    assert_eq!(
+        result_error_types("fn f() -> Result<Vec<(u8, String)>, String> {}"),
+        ["String"]
+    );
+    assert_eq!(result_error_types("Result<HashMap<String, u8>, E>"), ["E"]);
+    let strings: Vec<String> = checked_files()
+        .into_iter()
+        .filter(|(_, text)| result_error_types(text).iter().any(|e| e == "String"))
+        .map(|(rel, _)| format!("src/{rel}"))
+        .collect();
+    assert!(
+        strings.is_empty(),
+        "give these a typed error:\n{}",
+        strings.join("\n")
+    );
+}
+
 /// Issue 32, item 2: a file's name says which room it is, wherever it is opened from (an
 /// editor's tab, a stack trace): no two files of `src/` share one, `mod.rs` and `error.rs`
 /// aside.

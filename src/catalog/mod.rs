@@ -41,7 +41,7 @@ pub struct CatalogOutcome {
 pub async fn catalog(req: &CatalogRequest) -> Result<CatalogOutcome, Fatal> {
     let format = match &req.format {
         None => CatalogFormat::Default,
-        Some(f) => CatalogFormat::parse(f).map_err(Fatal::new)?,
+        Some(f) => CatalogFormat::parse(f).map_err(|e| Fatal::new(e.to_string()))?,
     };
     let repo = local_repo()?.ok_or_else(|| {
         Fatal::with_hint(

@@ -12,6 +12,11 @@ use super::{Lake, LakeError, VersionId, VersionRecord};
 /// The largest catalog the helper downloads (a catalog holds metadata, not data).
 pub const CATALOG_LIMIT: u64 = 16 << 30;
 
+/// A format name no catalog can have (printable).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("'{0}' is not a DuckLake format name (such as 1.0)")]
+pub struct NotAFormat(String);
+
 /// Which catalog of a version.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CatalogFormat {
@@ -24,7 +29,7 @@ pub enum CatalogFormat {
 impl CatalogFormat {
     /// A format name given by a user: it becomes part of a path, so only `[0-9A-Za-z._-]`, and
     /// not `.` or `..`.
-    pub fn parse(name: &str) -> Result<CatalogFormat, String> {
+    pub fn parse(name: &str) -> Result<CatalogFormat, NotAFormat> {
         let ok = !name.is_empty()
             && name != "."
             && name != ".."
@@ -34,10 +39,7 @@ impl CatalogFormat {
         if ok {
             Ok(CatalogFormat::Other(name.to_string()))
         } else {
-            Err(format!(
-                "'{}' is not a DuckLake format name (such as 1.0)",
-                super::printable(name)
-            ))
+            Err(NotAFormat(super::printable(name)))
         }
     }
 

@@ -81,7 +81,7 @@ impl Lake {
             None => Ok("refs/heads/main".to_string()),
             Some(raw) => small_files::parse_head(&raw).map_err(|why| LakeError::BadHead {
                 lake: self.name(),
-                why,
+                why: why.to_string(),
             }),
         }
     }
@@ -275,7 +275,7 @@ impl Lake {
         let id = small_files::parse_ref_value(&got.bytes).map_err(|why| LakeError::BadRef {
             lake: self.name(),
             name: name.clone(),
-            why,
+            why: why.to_string(),
         })?;
         Ok(Some((name, id, got.token)))
     }
@@ -354,7 +354,7 @@ impl Lake {
         };
         let pairs = refs_json::parse_refs_json(&raw).map_err(|why| LakeError::BadRefsJson {
             lake: self.name(),
-            why,
+            why: why.to_string(),
         })?;
         let mut out = Vec::new();
         for (name, value) in pairs {

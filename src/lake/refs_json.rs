@@ -9,26 +9,43 @@ use super::json::{self, Skip, Text};
 use super::names::printable;
 pub use super::refs_render::render_refs_json;
 
+/// Why `refs.json` gives no refs (names made printable).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RefsJsonError {
+    #[error("refs.json is not valid JSON: {0}")]
+    NotJson(String),
+    #[error("refs.json is not a JSON object")]
+    NotAnObject,
+    #[error("refs.json lists a ref without a name")]
+    Nameless,
+    #[error("refs.json gives {0} no version")]
+    NoVersion(String),
+    #[error("refs.json names {name} twice, with different versions ({first} and {then})")]
+    Twice {
+        name: String,
+        first: String,
+        then: String,
+    },
+}
+
 /// Every `(ref name, version)` of a `refs.json`, each name once. Accepted shapes, all with
 /// unknown keys ignored: `{"refs/heads/main": "<id>", ...}`, the same map under a `"refs"` key,
 /// `"refs"` as a list of `{"name"|"ref": ..., "version"|"id": ...}`, and
 /// `{"heads": {...}, "tags": {...}}` with short names. A value may also be an object with a
 /// `"version"` or `"id"` key. A name given twice with different versions (a repeated JSON key
 /// included) is an error: a reader cannot tell which one the writers meant.
-pub fn parse_refs_json(raw: &[u8]) -> Result<Vec<(String, String)>, String> {
-    let top = json::from_slice_seed(raw, TopSeed)
-        .map_err(|e| format!("refs.json is not valid JSON: {e}"))?;
+pub fn parse_refs_json(raw: &[u8]) -> Result<Vec<(String, String)>, RefsJsonError> {
+    let top =
+        json::from_slice_seed(raw, TopSeed).map_err(|e| RefsJsonError::NotJson(e.to_string()))?;
     let Some(top) = top else {
-        return Err("refs.json is not a JSON object".to_string());
+        return Err(RefsJsonError::NotAnObject);
     };
     let mut out = Vec::new();
     match top.refs {
         Some(Refs::Map(map)) => collect_map(map, "", &mut out)?,
         Some(Refs::List(list)) => {
             for item in list {
-                let name = item
-                    .name
-                    .ok_or_else(|| "refs.json lists a ref without a name".to_string())?;
+                let name = item.name.ok_or(RefsJsonError::Nameless)?;
                 let version = version_of(item.version, &name)?;
                 out.push((name, version));
             }
@@ -46,7 +63,7 @@ pub fn parse_refs_json(raw: &[u8]) -> Result<Vec<(String, String)>, String> {
 }
 
 /// Drops repeats of a name with the same version; refuses a name with two versions.
-fn once_each(pairs: Vec<(String, String)>) -> Result<Vec<(String, String)>, String> {
+fn once_each(pairs: Vec<(String, String)>) -> Result<Vec<(String, String)>, RefsJsonError> {
     let mut seen: std::collections::HashMap<String, String> = Default::default();
     let mut out = Vec::with_capacity(pairs.len());
     for (name, version) in pairs {
@@ -54,12 +71,11 @@ fn once_each(pairs: Vec<(String, String)>) -> Result<Vec<(String, String)>, Stri
         match seen.get(&name) {
             Some(first) if *first == key => {}
             Some(first) => {
-                return Err(format!(
-                    "refs.json names {} twice, with different versions ({} and {})",
-                    printable(&name),
-                    printable(first),
-                    printable(&key)
-                ))
+                return Err(RefsJsonError::Twice {
+                    name: printable(&name),
+                    first: printable(first),
+                    then: printable(&key),
+                })
             }
             None => {
                 seen.insert(name.clone(), key);
@@ -74,7 +90,7 @@ fn collect_map(
     map: Vec<(String, Option<String>)>,
     prefix: &str,
     out: &mut Vec<(String, String)>,
-) -> Result<(), String> {
+) -> Result<(), RefsJsonError> {
     for (name, v) in map {
         let full = format!("{prefix}{name}");
         if !full.starts_with("refs/") {
@@ -86,8 +102,8 @@ fn collect_map(
     Ok(())
 }
 
-fn version_of(v: Option<String>, name: &str) -> Result<String, String> {
-    v.ok_or_else(|| format!("refs.json gives {} no version", printable(name)))
+fn version_of(v: Option<String>, name: &str) -> Result<String, RefsJsonError> {
+    v.ok_or_else(|| RefsJsonError::NoVersion(printable(name)))
 }
 
 /// What a reader keeps of `refs.json`, read typed: every other value is skipped (checked as
@@ -408,7 +424,9 @@ mod tests {
             "0190f3a2-7b4c-7d2e-8f10-123456789abd",
         );
         let key_twice = format!(r#"{{"refs/heads/main":"{a}","refs/heads/main":"{b}"}}"#);
-        let err = parse_refs_json(key_twice.as_bytes()).unwrap_err();
+        let err = parse_refs_json(key_twice.as_bytes())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("names refs/heads/main twice"), "{err}");
         let flat_and_nested = format!(r#"{{"refs/heads/main":"{a}","heads":{{"main":"{b}"}}}}"#);
         assert!(parse_refs_json(flat_and_nested.as_bytes()).is_err());
@@ -424,13 +442,14 @@ mod tests {
         assert_eq!(parse_refs_json(same.as_bytes()).unwrap().len(), 1);
         assert!(parse_refs_json(br#"{"refs/heads/main": 1}"#)
             .unwrap_err()
+            .to_string()
             .contains("no version"));
         // What is not read is skipped, still checked as JSON.
         let skipped = format!(r#"{{"x": [[{{"y": 0}}], 1e400], "refs/heads/main": "{a}"}}"#);
         assert_eq!(parse_refs_json(skipped.as_bytes()).unwrap().len(), 1);
         for bad in [r#"{"x": "\ud800"}"#, r#"{"x": [1,]}"#] {
             let err = parse_refs_json(bad.as_bytes()).unwrap_err();
-            assert!(err.contains("not valid JSON"), "{err}");
+            assert!(err.to_string().contains("not valid JSON"), "{err}");
         }
         let deep = format!(r#"{{"x": {}{}}}"#, "[".repeat(200), "]".repeat(200));
         assert!(parse_refs_json(deep.as_bytes()).is_err());
@@ -442,11 +461,13 @@ mod tests {
         );
         assert!(parse_refs_json(br#"{"refs": ["refs/heads/a"]}"#)
             .unwrap_err()
+            .to_string()
             .contains("without a name"));
         let first_version = format!(r#"{{"refs/heads/a": {{"version": 1, "id": "{a}"}}}}"#);
         assert!(parse_refs_json(first_version.as_bytes()).is_err());
         assert!(parse_refs_json(b"[]")
             .unwrap_err()
+            .to_string()
             .contains("not a JSON object"));
     }
 }

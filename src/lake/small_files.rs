@@ -199,37 +199,40 @@ impl<'de> Visitor<'de> for SignersVisitor {
     }
 }
 
+/// Why `HEAD` or a ref file holds no ref or version (what it holds, made printable).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SmallFileError {
+    #[error("HEAD is not UTF-8 text")]
+    HeadNotText,
+    #[error("HEAD holds '{0}', not 'ref: refs/heads/<name>'")]
+    HeadNotARef(String),
+    #[error("HEAD names '{0}', which is not a branch")]
+    HeadNotABranch(String),
+    #[error("its content is not UTF-8 text")]
+    RefNotText,
+    #[error("it holds '{0}', which is not a version ID")]
+    RefNotAVersion(String),
+}
+
 /// `HEAD`'s content: `ref: refs/heads/<name>`, blanks around it allowed.
-pub fn parse_head(raw: &[u8]) -> Result<String, String> {
-    let text = std::str::from_utf8(raw).map_err(|_| "HEAD is not UTF-8 text".to_string())?;
+pub fn parse_head(raw: &[u8]) -> Result<String, SmallFileError> {
+    let text = std::str::from_utf8(raw).map_err(|_| SmallFileError::HeadNotText)?;
     let target = text
         .trim()
         .strip_prefix("ref:")
         .map(str::trim)
-        .ok_or_else(|| {
-            format!(
-                "HEAD holds '{}', not 'ref: refs/heads/<name>'",
-                printable(text.trim())
-            )
-        })?;
+        .ok_or_else(|| SmallFileError::HeadNotARef(printable(text.trim())))?;
     if !target.starts_with("refs/heads/") || check_ref_name(target).is_err() {
-        return Err(format!(
-            "HEAD names '{}', which is not a branch",
-            printable(target)
-        ));
+        return Err(SmallFileError::HeadNotABranch(printable(target)));
     }
     Ok(target.to_string())
 }
 
 /// A ref file's content: a version ID, blanks around it allowed.
-pub fn parse_ref_value(raw: &[u8]) -> Result<VersionId, String> {
-    let text = std::str::from_utf8(raw).map_err(|_| "its content is not UTF-8 text".to_string())?;
-    VersionId::parse(text.trim()).map_err(|_| {
-        format!(
-            "it holds '{}', which is not a version ID",
-            printable(text.trim())
-        )
-    })
+pub fn parse_ref_value(raw: &[u8]) -> Result<VersionId, SmallFileError> {
+    let text = std::str::from_utf8(raw).map_err(|_| SmallFileError::RefNotText)?;
+    VersionId::parse(text.trim())
+        .map_err(|_| SmallFileError::RefNotAVersion(printable(text.trim())))
 }
 
 /// What a ref file holds: the version ID and a newline.

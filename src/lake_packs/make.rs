@@ -13,7 +13,7 @@ use bytes::Bytes;
 
 use super::{parse_list, parse_record, render_list, render_record, PackedVersion, Record};
 use super::{FormatError, MERGE_AT};
-use crate::git::Git;
+use crate::git::{Git, GitError};
 use crate::lake::git_packs::VersionFileEtags;
 use crate::lake::{Lake, VersionId};
 use crate::mapping::ObjectId;
@@ -27,12 +27,12 @@ pub enum PackError {
     #[error("lake '{lake}': cannot read git-packs/: {why}")]
     Read { lake: String, why: String },
     #[error("lake '{lake}': cannot read its versions through Git: {why}")]
-    Clone { lake: String, why: String },
+    Clone { lake: String, why: GitError },
     #[error("lake '{lake}': git {step} failed: {why}")]
     Git {
         lake: String,
         step: &'static str,
-        why: String,
+        why: GitStepError,
     },
     #[error("lake '{lake}': cannot write git-packs/{path}: {why}")]
     Write {
@@ -40,6 +40,17 @@ pub enum PackError {
         path: String,
         why: String,
     },
+}
+
+/// Why a step of Git in the clone gave nothing to pack.
+#[derive(Debug, thiserror::Error)]
+pub enum GitStepError {
+    #[error(transparent)]
+    Git(#[from] GitError),
+    #[error("'{0}' is not a commit ID")]
+    NotACommit(String),
+    #[error("commit {0} names no version")]
+    NoVersion(String),
 }
 
 /// What a run did (or, with `--dry-run`, would do).
@@ -100,7 +111,7 @@ pub async fn pack(job: &PackJob<'_>) -> Result<PackSummary, PackError> {
     crate::testhook::stop_at(crate::testhook::Point::PackCloned);
     let git_err = |step: &'static str| {
         let lake = name.clone();
-        move |why: String| PackError::Git { lake, step, why }
+        move |why: GitStepError| PackError::Git { lake, step, why }
     };
     let (packed, old_commits, warnings) =
         usable_records(&repo, &name, &records).map_err(git_err("cat-file"))?;
@@ -120,7 +131,7 @@ pub async fn pack(job: &PackJob<'_>) -> Result<PackSummary, PackError> {
     }
     let versions = packed_versions(new, &tags);
     let (pack_name, pack_path) =
-        pack_objects(&repo, dir.path(), excluded).map_err(git_err("pack-objects"))?;
+        pack_objects(&repo, dir.path(), excluded).map_err(|e| git_err("pack-objects")(e.into()))?;
     let record = Record {
         lake: lake.config().id.clone(),
         pack: pack_name.clone(),
@@ -259,11 +270,8 @@ async fn publish(
 /// configuration. The remote is given in the environment (`GIT_CONFIG_COUNT`, after any the
 /// caller set), never in a file: its options may hold secrets, and the environment does not
 /// show in `ps` as `git -c` would.
-fn clone(repo: &Path, job: &PackJob) -> Result<(), String> {
-    Git::elsewhere(["init", "--bare", "-q"])
-        .arg(repo)
-        .run()
-        .map_err(|e| e.to_string())?;
+fn clone(repo: &Path, job: &PackJob) -> Result<(), GitError> {
+    Git::elsewhere(["init", "--bare", "-q"]).arg(repo).run()?;
     let mut config = vec![
         ("remote.origin.url".to_string(), job.address.clone()),
         (
@@ -291,7 +299,7 @@ fn clone(repo: &Path, job: &PackJob) -> Result<(), String> {
             .env(format!("GIT_CONFIG_VALUE_{}", given + i), value);
     }
     fetch = fetch.env("GIT_CONFIG_COUNT", (given + config.len()).to_string());
-    fetch.run().map(drop).map_err(|e| e.to_string())
+    fetch.run().map(drop)
 }
 
 /// The packer's temporary folder, registered for removal on a signal while it lives.
@@ -311,7 +319,10 @@ impl Drop for RemovedOnSignal {
 }
 
 /// The commits the refs reach that `excluded` do not, parents first, with their versions.
-fn new_versions(repo: &Path, excluded: &[ObjectId]) -> Result<Vec<(ObjectId, VersionId)>, String> {
+fn new_versions(
+    repo: &Path,
+    excluded: &[ObjectId],
+) -> Result<Vec<(ObjectId, VersionId)>, GitStepError> {
     let log = Git::in_repo(
         repo,
         [
@@ -323,16 +334,14 @@ fn new_versions(repo: &Path, excluded: &[ObjectId]) -> Result<Vec<(ObjectId, Ver
             "--format=%H %(trailers:key=FDL-Version,valueonly,separator=%x20)",
         ],
     );
-    let out = log
-        .stdin(exclusions(excluded))
-        .run()
-        .map_err(|e| e.to_string())?;
+    let out = log.stdin(exclusions(excluded)).run()?;
     let mut found = Vec::new();
     for line in out.lines() {
         let (commit, version) = line.split_once(' ').unwrap_or((line, ""));
-        let commit = ObjectId::from_hex(commit).ok_or(format!("not a commit ID: {line}"))?;
+        let commit = ObjectId::from_hex(commit)
+            .ok_or_else(|| GitStepError::NotACommit(crate::redact::for_terminal(line)))?;
         let version = VersionId::parse(version.trim())
-            .map_err(|_| format!("commit {line} names no version"))?;
+            .map_err(|_| GitStepError::NoVersion(crate::redact::for_terminal(line)))?;
         found.push((commit, version));
     }
     Ok(found)
@@ -347,7 +356,7 @@ fn usable_records(
     repo: &Path,
     name: &str,
     records: &[(String, Vec<(VersionId, ObjectId)>)],
-) -> Result<(HashSet<VersionId>, Vec<ObjectId>, Vec<String>), String> {
+) -> Result<(HashSet<VersionId>, Vec<ObjectId>, Vec<String>), GitStepError> {
     let claimed: Vec<ObjectId> = records
         .iter()
         .flat_map(|(_, r)| r.iter().map(|v| v.1))
@@ -371,7 +380,7 @@ fn usable_records(
 }
 
 /// Which of `commits` the clone at `repo` holds as commits (`git cat-file --batch-check`).
-fn present_commits(repo: &Path, commits: &[ObjectId]) -> Result<HashSet<ObjectId>, String> {
+fn present_commits(repo: &Path, commits: &[ObjectId]) -> Result<HashSet<ObjectId>, GitError> {
     if commits.is_empty() {
         return Ok(HashSet::new());
     }
@@ -384,7 +393,7 @@ fn present_commits(repo: &Path, commits: &[ObjectId]) -> Result<HashSet<ObjectId
         repo,
         ["cat-file", "--batch-check=%(objectname) %(objecttype)"],
     );
-    let out = check.stdin(stdin).run().map_err(|e| e.to_string())?;
+    let out = check.stdin(stdin).run()?;
     Ok(out
         .lines()
         .filter_map(|l| l.strip_suffix(" commit"))
@@ -407,7 +416,7 @@ fn pack_objects(
     repo: &Path,
     dir: &Path,
     excluded: &[ObjectId],
-) -> Result<(String, PathBuf), String> {
+) -> Result<(String, PathBuf), GitError> {
     let base = dir.join("out");
     let args = [
         "pack-objects",
@@ -419,8 +428,7 @@ fn pack_objects(
     let hex = Git::in_repo(repo, args)
         .arg(&base)
         .stdin(exclusions(excluded))
-        .run()
-        .map_err(|e| e.to_string())?;
+        .run()?;
     let name = format!("pack-{}", hex.trim());
     let path = PathBuf::from(format!("{}-{}.pack", base.display(), hex.trim()));
     Ok((name, path))

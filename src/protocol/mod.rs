@@ -329,12 +329,23 @@ pub const STALE_INFO: &str = "stale info";
 /// The note after `ok <ref>` that marks a forced update.
 pub const FORCED_UPDATE: &str = "forced update";
 
+/// What a `push` reply says of one ref.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PushStatus<'a> {
+    /// `ok <ref>`.
+    Ok,
+    /// `ok <ref> <note>` ([`FORCED_UPDATE`]).
+    OkWith(&'a str),
+    /// `error <ref> <reason>`: one of Git's status words, or a reason Git shows as it is.
+    Error(String),
+}
+
 /// One line of a `push` reply.
-pub fn push_status(dst: &str, result: &Result<Option<&str>, String>) -> String {
-    match result {
-        Ok(None) => format!("ok {dst}\n"),
-        Ok(Some(note)) => format!("ok {dst} {note}\n"),
-        Err(why) => format!("error {dst} {}\n", why.replace('\n', " ")),
+pub fn push_status(dst: &str, status: &PushStatus) -> String {
+    match status {
+        PushStatus::Ok => format!("ok {dst}\n"),
+        PushStatus::OkWith(note) => format!("ok {dst} {note}\n"),
+        PushStatus::Error(why) => format!("error {dst} {}\n", why.replace('\n', " ")),
     }
 }
 
@@ -434,7 +445,7 @@ mod tests {
             )
         );
         assert_eq!(
-            push_status("refs/tags/v1", &Err("already exists".into())),
+            push_status("refs/tags/v1", &PushStatus::Error("already exists".into())),
             "error refs/tags/v1 already exists\n"
         );
     }

@@ -197,10 +197,10 @@ async fn settle_create(remote: &Remote, p: &Planned, token: Token, ours: bool) -
     }
     match lake.delete_ref(dst, &token).await {
         Ok(()) => Err(Rejection::Refused(match in_the_way {
-            Ok(other) => format!(
+            InTheWay::Ref(other) => format!(
                 "cannot create {dst}: {other} exists in the lake (another push made it meanwhile)"
             ),
-            Err(why) => format!(
+            InTheWay::LookFailed(why) => format!(
                 "checking that no ref is in the way failed ({why}), so this push took its \
                  write back; push again"
             ),
@@ -208,28 +208,33 @@ async fn settle_create(remote: &Remote, p: &Planned, token: Token, ours: bool) -
         Err(undo) => Err(Rejection::Left(format!(
             "{}, and taking this write back failed ({undo}); remove one of them from the lake",
             match in_the_way {
-                Ok(other) => format!("{other} exists in the lake"),
-                Err(why) => format!("checking that no ref is in the way failed ({why})"),
+                InTheWay::Ref(other) => format!("{other} exists in the lake"),
+                InTheWay::LookFailed(why) =>
+                    format!("checking that no ref is in the way failed ({why})"),
             }
         ))),
     }
 }
 
-/// The ref in the way of `dst` (`Err`: the look failed), if any. On a tie the writer of the
+/// What stands in the way of a ref just created.
+enum InTheWay {
+    /// Another ref, a folder of it or in it.
+    Ref(String),
+    /// Looking for one failed (the store's reason).
+    LookFailed(String),
+}
+
+/// The ref in the way of `dst` (or why the look failed), if any. On a tie the writer of the
 /// ref below yields at once; the writer of the ref above, when it `may_wait`, gives that
 /// writer a moment to take its ref back, so both lose only when the wait is too short.
-async fn ref_in_the_way(
-    remote: &Remote,
-    dst: &str,
-    may_wait: bool,
-) -> Option<Result<String, String>> {
+async fn ref_in_the_way(remote: &Remote, dst: &str, may_wait: bool) -> Option<InTheWay> {
     let look = || async {
         match remote.lake().conflicting_ref(dst).await {
-            Ok(found) => found.map(Ok),
-            Err(e) => Some(Err(store_reason(&e))),
+            Ok(found) => found.map(InTheWay::Ref),
+            Err(e) => Some(InTheWay::LookFailed(store_reason(&e))),
         }
     };
-    let below = |o: &Option<Result<String, String>>| matches!(o, Some(Ok(other)) if other.starts_with(&format!("{dst}/")));
+    let below = |o: &Option<InTheWay>| matches!(o, Some(InTheWay::Ref(other)) if other.starts_with(&format!("{dst}/")));
     let mut found = look().await;
     let mut backoff = Backoff::new(Duration::from_millis(50), Duration::from_millis(400));
     let deadline = std::time::Instant::now() + TIE_WAIT;
@@ -241,14 +246,14 @@ async fn ref_in_the_way(
 }
 
 /// A ref this push wrote and leaves in the lake, though it is refused.
-fn left_in_lake(dst: &str, in_the_way: Result<String, String>, why_kept: &str) -> Rejection {
+fn left_in_lake(dst: &str, in_the_way: InTheWay, why_kept: &str) -> Rejection {
     Rejection::Left(match in_the_way {
-        Ok(other) => format!(
+        InTheWay::Ref(other) => format!(
             "{other} was made at the same time, and Git cannot hold both; {dst} stays in the \
              lake ({why_kept}), and readers show only {}: remove one of them from the lake",
             if other.len() < dst.len() { &other } else { dst }
         ),
-        Err(why) => format!(
+        InTheWay::LookFailed(why) => format!(
             "{dst} was written, but checking that no ref is in its way failed ({why}); it stays \
              ({why_kept}): see 'git ls-remote'"
         ),

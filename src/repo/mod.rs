@@ -157,11 +157,8 @@ impl Repo {
 
     /// A boolean as Git reads it (`true`, `yes`, `on`, `1`, a key without `=`, ...): `None`
     /// when unset, an error when the value is not a boolean.
-    pub fn config_bool(&self, key: &str) -> Result<Option<bool>, String> {
-        self.repo
-            .config_snapshot()
-            .try_boolean(key)
-            .map_err(|e| e.to_string())
+    pub fn config_bool(&self, key: &str) -> Result<Option<bool>, gix::Error> {
+        self.repo.config_snapshot().try_boolean(key)
     }
 
     /// Every remote's URL as `(name, url)`, in the order of Git's configuration (a remote

@@ -64,7 +64,7 @@ pub(crate) enum Outcome {
 pub(crate) struct LazyClient {
     env_prefix: &'static str,
     options: Vec<(String, String)>,
-    client: Arc<OnceLock<Result<HttpClient, String>>>,
+    client: Arc<OnceLock<Result<HttpClient, Arc<object_store::Error>>>>,
 }
 
 impl LazyClient {
@@ -77,10 +77,10 @@ impl LazyClient {
     }
 
     fn get(&self) -> Result<&HttpClient, SendError> {
-        let built = self.client.get_or_init(|| {
-            http_client(self.env_prefix, &self.options).map_err(|e| redact(&e.to_string()))
-        });
-        built.as_ref().map_err(|e| Fatal(e.clone()))
+        let built = self
+            .client
+            .get_or_init(|| http_client(self.env_prefix, &self.options).map_err(Arc::new));
+        built.as_ref().map_err(|e| Fatal(redact(&e.to_string())))
     }
 }
 

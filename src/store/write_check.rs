@@ -215,12 +215,12 @@ async fn stale_delete(store: &Store, key: &str, stale: &Token) -> Outcome {
 
 /// Removes the scratch key, at version `known` if given (no HEAD first), else whatever its
 /// version.
-async fn remove(store: &Store, key: &str, known: Option<Token>) -> Result<(), String> {
-    let mut last = String::new();
+async fn remove(store: &Store, key: &str, known: Option<Token>) -> Result<(), WriteError> {
+    let mut last = None;
     if let Some(token) = known {
         match store.backend.delete(key, &token).await {
             Ok(()) => return Ok(()),
-            Err(e) => last = e.to_string(),
+            Err(e) => last = Some(e),
         }
     }
     for _ in 0..TRIES {
@@ -228,16 +228,16 @@ async fn remove(store: &Store, key: &str, known: Option<Token>) -> Result<(), St
             Ok(None) => return Ok(()),
             Ok(Some(t)) => t,
             Err(e) => {
-                last = e.to_string();
+                last = Some(WriteError::Store(e));
                 continue;
             }
         };
         match store.backend.delete(key, &token).await {
             Ok(()) => return Ok(()),
-            Err(e) => last = e.to_string(),
+            Err(e) => last = Some(e),
         }
     }
-    Err(last)
+    last.map_or(Ok(()), Err)
 }
 
 /// What a PUT did, settled.
@@ -342,19 +342,30 @@ pub struct EtagCheck {
     pub left_behind: Option<String>,
 }
 
+/// Why the listing's ETag could not be looked at.
+#[derive(Debug, thiserror::Error)]
+pub enum ListingCheckError {
+    #[error("{0} exists already")]
+    Exists(String),
+    #[error("{0}")]
+    Write(String),
+    #[error("{0}")]
+    List(StoreError),
+}
+
 impl Store {
     /// Writes a scratch file in a scratch folder, lists the folder and removes the file.
-    pub async fn check_listing(&self) -> Result<EtagCheck, String> {
+    pub async fn check_listing(&self) -> Result<EtagCheck, ListingCheckError> {
         use md5::{Digest, Md5};
         let folder = format!("{}/", scratch_key());
         let key = format!("{folder}listed");
         let bytes: &'static [u8] = b"fdl store listing check";
         let written = match put_checked(self, &key, bytes, &WriteMode::Create, true).await {
             Written::Taken(t) => t,
-            Written::Refused => return Err(format!("{key} exists already")),
-            Written::Failed(why) => return Err(why),
+            Written::Refused => return Err(ListingCheckError::Exists(key)),
+            Written::Failed(why) => return Err(ListingCheckError::Write(why)),
         };
-        let listed = self.list(&folder).await.map_err(|e| e.to_string());
+        let listed = self.list(&folder).await.map_err(ListingCheckError::List);
         let left_behind = remove(self, &key, Some(written.clone()))
             .await
             .err()
