@@ -5,14 +5,14 @@ use std::time::Duration;
 
 /// Pauses that double from `first` up to `max`, each lengthened by up to `jitter`.
 #[derive(Debug, Clone)]
-pub struct Backoff {
+pub(crate) struct Backoff {
     next: Duration,
     max: Duration,
     jitter: Duration,
 }
 
 impl Backoff {
-    pub fn new(first: Duration, max: Duration) -> Backoff {
+    pub(crate) fn new(first: Duration, max: Duration) -> Backoff {
         Backoff {
             next: first,
             max,
@@ -21,13 +21,13 @@ impl Backoff {
     }
 
     /// Adds a random part of up to `jitter` to every pause.
-    pub fn with_jitter(mut self, jitter: Duration) -> Backoff {
+    pub(crate) fn with_jitter(mut self, jitter: Duration) -> Backoff {
         self.jitter = jitter;
         self
     }
 
     /// The pause to take now; the next one will be twice as long (up to the maximum).
-    pub fn next_pause(&mut self) -> Duration {
+    pub(crate) fn next_pause(&mut self) -> Duration {
         let extra = match self.jitter.as_micros() as u64 {
             0 => Duration::ZERO,
             j => Duration::from_micros(fastrand::u64(..j)),
@@ -38,12 +38,12 @@ impl Backoff {
     }
 
     /// Sleeps for the next pause (async).
-    pub async fn wait(&mut self) {
+    pub(crate) async fn wait(&mut self) {
         tokio::time::sleep(self.next_pause()).await;
     }
 
     /// Sleeps for the next pause, blocking the thread (for code that runs on blocking threads).
-    pub fn wait_blocking(&mut self) {
+    pub(crate) fn wait_blocking(&mut self) {
         std::thread::sleep(self.next_pause());
     }
 }

@@ -12,7 +12,7 @@ static LISTENING: Once = Once::new();
 
 /// `path` (a file, or a folder with all it holds) is removed if a signal ends the process
 /// before [`forget`] is called for it.
-pub fn remove_on_signal(path: &Path) {
+pub(crate) fn remove_on_signal(path: &Path) {
     LISTENING.call_once(listen);
     if let Ok(mut files) = FILES.lock() {
         files.push(path.to_path_buf());
@@ -20,7 +20,7 @@ pub fn remove_on_signal(path: &Path) {
 }
 
 /// `path` was renamed into place or removed: a signal no longer concerns it.
-pub fn forget(path: &Path) {
+pub(crate) fn forget(path: &Path) {
     if let Ok(mut files) = FILES.lock() {
         files.retain(|f| f != path);
     }

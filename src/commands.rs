@@ -100,8 +100,11 @@ pub async fn fsck(
 
 /// A lake's refs: `(commit, version, ref name)` in name order, HEAD's target, and warnings.
 pub struct RefList {
+    /// Each ref's commit, version and full name.
     pub refs: Vec<(ObjectId, VersionId, String)>,
+    /// The branch `HEAD` names, if it names one of the refs.
     pub head: Option<String>,
+    /// What was passed over on the way, to print as warnings.
     pub warnings: Vec<String>,
 }
 
@@ -125,9 +128,11 @@ pub async fn ls(address: &str) -> Result<RefList, Fatal> {
 
 /// One row of `verify`'s table.
 pub struct VerifyRow {
+    /// The version checked.
     pub version: VersionId,
     /// The trusted principal, or the record's author email in parentheses, or `-`.
     pub signer: String,
+    /// What its signature says.
     pub verdict: Verdict,
 }
 
@@ -142,6 +147,7 @@ pub struct VerifyReport {
 }
 
 impl VerifyReport {
+    /// How many versions are not signed by a trusted key.
     pub fn bad(&self) -> usize {
         self.rows.iter().filter(|r| !r.verdict.is_good()).count()
     }

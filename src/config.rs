@@ -17,7 +17,7 @@ pub struct RemoteConfigError {
 
 /// Git's configuration keys for a remote that hold text, mapped to object_store option names
 /// (and the helper's own, `fdl_*`, which the store takes for itself).
-pub const CONFIG_KEYS: [(&str, &str); 4] = [
+pub(crate) const CONFIG_KEYS: [(&str, &str); 4] = [
     ("fdlEndpoint", "endpoint"),
     ("fdlRegion", "region"),
     ("fdlProfile", "aws_profile"),
@@ -27,13 +27,17 @@ pub const CONFIG_KEYS: [(&str, &str); 4] = [
 /// Whether `name` is the name of a configured remote. Without one (a bare URL), Git passes the
 /// URL with its `fdl::` prefix as the remote's name; Git's remote names cannot hold `:` (they
 /// follow the ref-name rules), but may hold `/`.
-pub fn is_remote_name(name: &str) -> bool {
+pub(crate) fn is_remote_name(name: &str) -> bool {
     !name.is_empty() && !name.contains([':', '\\']) && !name.chars().any(char::is_control)
 }
 
 /// A boolean of remote `name` read with Git's rules (`true`/`yes`/`on`/`1`, a bare key, and
 /// their opposites); an error names the key.
-pub fn remote_bool(repo: &Repo, name: &str, key: &str) -> Result<Option<bool>, RemoteConfigError> {
+pub(crate) fn remote_bool(
+    repo: &Repo,
+    name: &str,
+    key: &str,
+) -> Result<Option<bool>, RemoteConfigError> {
     let full = format!("remote.{name}.{key}");
     repo.config_bool(&full).map_err(|_| RemoteConfigError {
         message: format!("bad boolean config value for '{full}'"),
@@ -64,7 +68,7 @@ fn check_concurrency(name: &str, value: &str) -> Result<(), RemoteConfigError> {
 
 /// Store options for remote `name` from Git's configuration. Option values are registered as
 /// secrets: no message ever shows them.
-pub fn store_options(
+pub(crate) fn store_options(
     repo: Option<&Repo>,
     name: &str,
 ) -> Result<Vec<(String, String)>, RemoteConfigError> {
@@ -152,7 +156,7 @@ fn parse_bool(v: &str) -> Option<bool> {
 
 /// The allowed-signers file for remote `name`: `remote.<name>.fdlAllowedSignersFile`, else
 /// Git's own `gpg.ssh.allowedSignersFile`.
-pub fn allowed_signers_file(repo: &Repo, name: &str) -> Option<PathBuf> {
+pub(crate) fn allowed_signers_file(repo: &Repo, name: &str) -> Option<PathBuf> {
     let raw = repo.config(&format!("remote.{name}.fdlAllowedSignersFile"));
     raw.map(|r| expand_home(&r))
         .or_else(|| git_allowed_signers_file(Some(repo)))
@@ -160,7 +164,7 @@ pub fn allowed_signers_file(repo: &Repo, name: &str) -> Option<PathBuf> {
 
 /// Git's own `gpg.ssh.allowedSignersFile`, from `repo`'s configuration, or outside any
 /// repository from the user's and the system's.
-pub fn git_allowed_signers_file(repo: Option<&Repo>) -> Option<PathBuf> {
+pub(crate) fn git_allowed_signers_file(repo: Option<&Repo>) -> Option<PathBuf> {
     const KEY: &str = "gpg.ssh.allowedSignersFile";
     let raw = match repo {
         Some(repo) => repo.config(KEY),
@@ -170,7 +174,7 @@ pub fn git_allowed_signers_file(repo: Option<&Repo>) -> Option<PathBuf> {
 }
 
 /// `~/x` as Git reads paths in its configuration.
-pub fn expand_home(path: &str) -> PathBuf {
+pub(crate) fn expand_home(path: &str) -> PathBuf {
     match (path.strip_prefix("~/"), std::env::var_os("HOME")) {
         (Some(rest), Some(home)) => std::path::Path::new(&home).join(rest),
         _ => PathBuf::from(path),
@@ -178,7 +182,7 @@ pub fn expand_home(path: &str) -> PathBuf {
 }
 
 /// The signature policy of remote `name`, when `remote.<name>.fdlRequireSignatures` is on.
-pub fn signature_policy(
+pub(crate) fn signature_policy(
     repo: Option<&Repo>,
     name: &str,
 ) -> Result<Option<Policy>, RemoteConfigError> {
@@ -214,7 +218,7 @@ pub fn signature_policy(
 /// recorded absolute: while the repository has no refs yet (a clone, or a first fetch into a new
 /// repository, where both readings agree), a `remote.<name>.url` equal to `fdl::<given>` becomes
 /// `fdl::<absolute>`. Returns whether it was rewritten.
-pub fn record_absolute_url(
+pub(crate) fn record_absolute_url(
     repo: &Repo,
     name: &str,
     given: &str,
@@ -241,7 +245,7 @@ pub fn record_absolute_url(
 /// The `fdl*` configuration of remote `name` (`pack`'s own clone of the lake is given it):
 /// text as it is written, `fdlAllowHttp` as the boolean Git reads (a bare key is true), its
 /// error naming this remote.
-pub fn remote_fdl_config(
+pub(crate) fn remote_fdl_config(
     repo: &Repo,
     name: &str,
 ) -> Result<Vec<(String, String)>, RemoteConfigError> {

@@ -12,7 +12,9 @@ use crate::store::Store;
 
 /// What `doctor` found: the lines to print, and whether pushes are safe on the store.
 pub struct Report {
+    /// One line per check and its answer.
     pub lines: Vec<String>,
+    /// Whether the store honours every conditional write a push needs.
     pub safe: bool,
 }
 

@@ -12,7 +12,7 @@ use crate::store::access::{DataAccess, S3Access};
 /// `OVERRIDE_DATA_PATH` is always given: a catalog stores the data path its writer used (a
 /// folder on the writer's machine, or a relative path), which is rarely where a reader finds
 /// the lake, and DuckLake refuses a `DATA_PATH` that differs from it without the override.
-pub fn attach_statements(catalog: &Path, data_path: &str, access: &DataAccess) -> String {
+pub(crate) fn attach_statements(catalog: &Path, data_path: &str, access: &DataAccess) -> String {
     let abs = std::path::absolute(catalog).unwrap_or_else(|_| catalog.to_path_buf());
     let mut extensions = vec!["ducklake"];
     match access {

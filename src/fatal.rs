@@ -10,11 +10,14 @@ use crate::store::{StoreError, StoreUrl};
 /// A failure that ends the session: `fatal: <message>` and optional `hint:` lines.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fatal {
+    /// What failed and why, printed after `fatal: `.
     pub message: String,
+    /// What to do about it, printed as `hint:` lines.
     pub hint: Option<String>,
 }
 
 impl Fatal {
+    /// A failure without a hint.
     pub fn new(message: impl Into<String>) -> Fatal {
         Fatal {
             message: message.into(),
@@ -22,6 +25,7 @@ impl Fatal {
         }
     }
 
+    /// A failure and what to do about it.
     pub fn with_hint(message: impl Into<String>, hint: impl Into<String>) -> Fatal {
         Fatal {
             message: message.into(),

@@ -34,7 +34,7 @@ pub struct FsckReport {
 }
 
 /// The repository a lake was fetched into, and its cache of that lake's commits.
-pub struct Fetched<'a> {
+pub(crate) struct Fetched<'a> {
     repo: &'a Repo,
     /// The remote's name: its remote-tracking branches are what it fetched last.
     remote: &'a str,
@@ -43,7 +43,7 @@ pub struct Fetched<'a> {
 
 impl<'a> Fetched<'a> {
     /// The repository, the remote's name in it, and the cache of the lake's commits there.
-    pub fn new(repo: &'a Repo, remote: &'a str, cache: Option<Cache>) -> Fetched<'a> {
+    pub(crate) fn new(repo: &'a Repo, remote: &'a str, cache: Option<Cache>) -> Fetched<'a> {
         Fetched {
             repo,
             remote,
@@ -53,7 +53,7 @@ impl<'a> Fetched<'a> {
 }
 
 /// Checks `lake`; `fetched` compares it with what a repository fetched from it before.
-pub async fn fsck(
+pub(crate) async fn fsck(
     lake: &Lake,
     fetched: Option<Fetched<'_>>,
     catalogs: bool,

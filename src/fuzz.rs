@@ -29,7 +29,7 @@ pub fn record(data: &[u8]) {
         return;
     };
     let id = VersionId::parse("0190f3a2-7b4c-7d2e-8f10-000000000001").expect("a version ID");
-    let _ = crate::mapping::version_objects(&id, &record, None, &[]);
+    let _ = crate::mapping::version_commit(&id, &record, None, &[]);
 }
 
 /// A `refs.json` as a reader reads it, and as a push rewrites it.

@@ -29,7 +29,7 @@ const LOCAL_REPO_VARS: [&str; 13] = [
 
 /// Why a Git command gave nothing.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum GitError {
+pub(crate) enum GitError {
     #[error("cannot run git: {0}")]
     CannotRun(String),
     /// Git failed; what it said on stderr, redacted and made one line.
@@ -38,14 +38,14 @@ pub enum GitError {
 }
 
 /// A Git command being put together.
-pub struct Git {
+pub(crate) struct Git {
     cmd: Command,
     stdin: Option<Vec<u8>>,
 }
 
 impl Git {
     /// `git <args>` where the helper runs (its repository, if Git started it in one).
-    pub fn new<I, S>(args: I) -> Git
+    pub(crate) fn new<I, S>(args: I) -> Git
     where
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
@@ -56,7 +56,7 @@ impl Git {
     }
 
     /// `git <args>` with none of the caller's repository variables (`git init <dir>`).
-    pub fn elsewhere<I, S>(args: I) -> Git
+    pub(crate) fn elsewhere<I, S>(args: I) -> Git
     where
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
@@ -70,7 +70,7 @@ impl Git {
 
     /// `git <args>` in the repository `git_dir` (`GIT_DIR`), none of the caller's repository
     /// variables kept.
-    pub fn in_repo<I, S>(git_dir: &Path, args: I) -> Git
+    pub(crate) fn in_repo<I, S>(git_dir: &Path, args: I) -> Git
     where
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
@@ -78,25 +78,25 @@ impl Git {
         Git::elsewhere(args).env("GIT_DIR", git_dir)
     }
 
-    pub fn arg(mut self, arg: impl AsRef<OsStr>) -> Git {
+    pub(crate) fn arg(mut self, arg: impl AsRef<OsStr>) -> Git {
         self.cmd.arg(arg);
         self
     }
 
-    pub fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Git {
+    pub(crate) fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Git {
         self.cmd.env(key, value);
         self
     }
 
     /// Bytes for Git's standard input (otherwise it is closed).
-    pub fn stdin(mut self, bytes: Vec<u8>) -> Git {
+    pub(crate) fn stdin(mut self, bytes: Vec<u8>) -> Git {
         self.stdin = Some(bytes);
         self
     }
 
     /// This executable's folder first on `PATH`, so that a Git run from here finds this very
     /// helper for `fdl::` addresses.
-    pub fn with_this_helper(mut self) -> Git {
+    pub(crate) fn with_this_helper(mut self) -> Git {
         let dir = std::env::current_exe()
             .ok()
             .and_then(|e| e.parent().map(Path::to_path_buf));
@@ -111,7 +111,7 @@ impl Git {
     }
 
     /// Runs it to the end: its status and output, whatever the status.
-    pub fn output(mut self) -> Result<Output, GitError> {
+    pub(crate) fn output(mut self) -> Result<Output, GitError> {
         let piped = |yes: bool| if yes { Stdio::piped() } else { Stdio::null() };
         self.cmd
             .stdin(piped(self.stdin.is_some()))
@@ -132,7 +132,7 @@ impl Git {
     }
 
     /// Runs it: its standard output, or what it said on failing.
-    pub fn run(self) -> Result<String, GitError> {
+    pub(crate) fn run(self) -> Result<String, GitError> {
         let out = self.output()?;
         match out.status.success() {
             true => Ok(String::from_utf8_lossy(&out.stdout).into_owned()),
@@ -143,7 +143,7 @@ impl Git {
     }
 
     /// Runs it: its standard output trimmed, if it succeeded and said something.
-    pub fn value(self) -> Option<String> {
+    pub(crate) fn value(self) -> Option<String> {
         let v = self.run().ok()?.trim().to_string();
         (!v.is_empty()).then_some(v)
     }

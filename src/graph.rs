@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::hash::Hash;
 
 /// A walk that visits each node after its parents ([`parents_first`]).
-pub trait ParentsFirst {
+pub(crate) trait ParentsFirst {
     type Node;
     type Error;
 
@@ -26,7 +26,7 @@ enum Step<N> {
 
 /// Walks down from each tip in turn, leaving every node after its parents; the first error
 /// stops the walk.
-pub fn parents_first<W: ParentsFirst>(
+pub(crate) fn parents_first<W: ParentsFirst>(
     tips: impl IntoIterator<Item = W::Node>,
     walker: &mut W,
 ) -> Result<(), W::Error> {
@@ -52,7 +52,7 @@ pub fn parents_first<W: ParentsFirst>(
 }
 
 /// Every node `starts` reach through `parents`, the starts included, each visited once.
-pub fn reachable<N, P>(starts: Vec<N>, mut parents: impl FnMut(&N) -> P) -> HashSet<N>
+pub(crate) fn reachable<N, P>(starts: Vec<N>, mut parents: impl FnMut(&N) -> P) -> HashSet<N>
 where
     N: Clone + Eq + Hash,
     P: IntoIterator<Item = N>,
@@ -64,7 +64,7 @@ where
 
 /// Whether `target` is among `starts` or what they reach through `parents`; the walk stops
 /// once it is found.
-pub fn reaches<N, P>(starts: Vec<N>, target: &N, mut parents: impl FnMut(&N) -> P) -> bool
+pub(crate) fn reaches<N, P>(starts: Vec<N>, target: &N, mut parents: impl FnMut(&N) -> P) -> bool
 where
     N: Clone + Eq + Hash,
     P: IntoIterator<Item = N>,

@@ -17,7 +17,7 @@ use crate::lake::{LakeError, VersionId};
 use crate::mapping::ObjectId;
 use crate::progress::Progress;
 use crate::reading::InOrder;
-pub use crate::reading::{BuiltVersion, Reading, Summary};
+pub(crate) use crate::reading::{BuiltVersion, Reading, Summary};
 
 /// Results a reading task hands over at once.
 /// A version's objects: its record's blob, its dataset's blob, its tree and its commit.
@@ -31,7 +31,7 @@ const WORKERS: usize = 4;
 /// The outcome of resolving: commit IDs for every version reached, and those that had to be
 /// read (the others are known from the cache), whose objects went to the reading's pack.
 #[derive(Default)]
-pub struct Resolved {
+pub(crate) struct Resolved {
     pub commits: HashMap<VersionId, ObjectId>,
     pub built: HashMap<VersionId, BuiltVersion>,
     /// The versions of `built`, parents first.
@@ -42,10 +42,10 @@ pub struct Resolved {
 /// stopped if it is dropped untaken.
 ///
 /// [`Remote::list`]: crate::remote::Remote::list
-pub struct ListingUnderWay(pub tokio::task::JoinHandle<Result<ListedVersions, LakeError>>);
+pub(crate) struct ListingUnderWay(pub tokio::task::JoinHandle<Result<ListedVersions, LakeError>>);
 
 /// The versions a listing found, each with whether it has a `dataset.json`.
-pub type ListedVersions = Vec<(VersionId, Option<bool>)>;
+pub(crate) type ListedVersions = Vec<(VersionId, Option<bool>)>;
 
 impl Drop for ListingUnderWay {
     fn drop(&mut self) {
@@ -56,7 +56,7 @@ impl Drop for ListingUnderWay {
 /// Commits known without reading their versions (the cache's), looked up one at a time as the
 /// walk meets them: a lookup may check what it gives (`vouch.rs`), so that only the versions a
 /// walk reaches are checked, not the whole history.
-pub trait Known {
+pub(crate) trait Known {
     /// The commit of `v`, if known (and found sound).
     fn commit(&self, v: &VersionId) -> Option<ObjectId>;
     /// The newest version known: newer ones are listed from there.
@@ -75,7 +75,7 @@ impl Known for HashMap<VersionId, ObjectId> {
 
 /// Reads what is missing and computes commit IDs for `tips` and everything they reach.
 /// `known` holds commit IDs from the cache; `tips` name who points at each tip (for errors).
-pub async fn resolve(
+pub(crate) async fn resolve(
     reading: &Reading,
     tips: &[(VersionId, String)],
     known: &HashMap<VersionId, ObjectId>,
@@ -85,7 +85,7 @@ pub async fn resolve(
 }
 
 /// [`resolve`], with a listing of every version already under way (used if nothing is known).
-pub async fn resolve_listed(
+pub(crate) async fn resolve_listed(
     reading: &Reading,
     tips: &[(VersionId, String)],
     known: &dyn Known,
@@ -116,7 +116,7 @@ const WALK_ROUNDS: usize = 3;
 /// it lists what is new (every version when nothing is known) alongside the first generation
 /// and reads it all at once; a generation at a time only where it cannot list, or for what a
 /// listing missed.
-pub struct Walk<'a> {
+pub(crate) struct Walk<'a> {
     pub reading: &'a Reading,
     /// Versions the walk neither reads nor goes past (known to the cache, or already in the
     /// repository).
@@ -131,7 +131,7 @@ pub struct Walk<'a> {
 }
 
 /// What a walk read: each version's data (or why it could not be read), and who named it.
-pub struct WalkRead {
+pub(crate) struct WalkRead {
     pub data: HashMap<VersionId, Result<Summary, LakeError>>,
     pub named_by: HashMap<VersionId, String>,
 }
@@ -151,7 +151,7 @@ struct State {
 
 impl Walk<'_> {
     /// Reads every version the tips reach that is neither stopped at nor walked before.
-    pub async fn read(&self, tips: &[(VersionId, String)]) -> Result<WalkRead, LakeError> {
+    pub(crate) async fn read(&self, tips: &[(VersionId, String)]) -> Result<WalkRead, LakeError> {
         self.read_listed(tips, None).await
     }
 
@@ -443,7 +443,7 @@ fn with_datasets(ids: Vec<VersionId>) -> Vec<(VersionId, bool)> {
 
 /// Reads `ids` (records and datasets) all at once: versions whose parents were known without
 /// reading them, and that must be read now for their objects. A missing one is an error.
-pub async fn read_versions(
+pub(crate) async fn read_versions(
     reading: &Reading,
     ids: Vec<VersionId>,
     progress: &dyn Progress,
@@ -524,7 +524,7 @@ where
 
 /// Commit IDs in dependency order (parents first), without recursion; reports cycles and
 /// missing parents among the versions the tips reach. Unreachable broken versions are ignored.
-pub fn compute_commits(
+pub(crate) fn compute_commits(
     reading: &Reading,
     tips: &[(VersionId, String)],
     known: &dyn Known,

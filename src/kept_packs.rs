@@ -16,7 +16,7 @@ use crate::session_pack::{hex, PackWriter};
 /// Completes a pack of objects no fetch took, and keeps it in `dir` (pack and index) for the
 /// next fetch ([`install`]): `git ls-remote` reads the versions a fetch would, and need not
 /// make the fetch read them again.
-pub fn keep(writer: PackWriter, dir: &Path) -> Result<(), RepoError> {
+pub(crate) fn keep(writer: PackWriter, dir: &Path) -> Result<(), RepoError> {
     if writer.is_empty() {
         return Ok(());
     }
@@ -41,7 +41,7 @@ pub fn keep(writer: PackWriter, dir: &Path) -> Result<(), RepoError> {
 }
 
 /// Moves kept packs into the repository's `objects/pack/` (each pack, then its index).
-pub fn install(repo: &Repo, packs: &[PathBuf]) -> Result<(), RepoError> {
+pub(crate) fn install(repo: &Repo, packs: &[PathBuf]) -> Result<(), RepoError> {
     let pack_dir = repo.pack_dir();
     for idx in packs {
         let (Some(name), Some(from)) = (idx.file_stem(), idx.parent()) else {
@@ -61,7 +61,7 @@ pub fn install(repo: &Repo, packs: &[PathBuf]) -> Result<(), RepoError> {
 /// Packs of objects an earlier session read but did not fetch (`git ls-remote` in this
 /// repository), and the objects they hold.
 #[derive(Default)]
-pub struct KeptPacks {
+pub(crate) struct KeptPacks {
     pub packs: Vec<PathBuf>,
     pub ids: HashSet<ObjectId>,
 }
@@ -69,7 +69,7 @@ pub struct KeptPacks {
 impl KeptPacks {
     /// The packs kept in `cache` that Git finds whole and in agreement with their index; any
     /// other is removed (what it held is read again from the lake), with a warning for each.
-    pub fn read(repo: &Repo, cache: Option<&Cache>) -> (KeptPacks, Vec<String>) {
+    pub(crate) fn read(repo: &Repo, cache: Option<&Cache>) -> (KeptPacks, Vec<String>) {
         let mut kept = KeptPacks::default();
         let mut dropped = Vec::new();
         for idx in cache.map(Cache::kept_packs).unwrap_or_default() {
@@ -96,7 +96,7 @@ impl KeptPacks {
 
 /// Why a kept pack is not used.
 #[derive(Debug, thiserror::Error)]
-pub enum Unsound {
+pub(crate) enum Unsound {
     #[error("its index is of another pack")]
     Misnamed,
     #[error("git index-pack --verify refused it: {0}")]
@@ -127,13 +127,13 @@ fn check(repo: &Repo, idx: &Path) -> Result<Vec<ObjectId>, Unsound> {
 /// The objects of packs kept by an earlier `ls-remote` (([`keep`])), read where they
 /// wait (a listing may need a commit from them before any fetch installs them).
 #[derive(Default)]
-pub struct KeptObjects {
+pub(crate) struct KeptObjects {
     packs: Vec<(gix::odb::pack::index::File, gix::odb::pack::data::File)>,
 }
 
 impl KeptObjects {
     /// The packs whose indexes are `indexes` (those that cannot be opened are passed over).
-    pub fn open(indexes: &[PathBuf]) -> KeptObjects {
+    pub(crate) fn open(indexes: &[PathBuf]) -> KeptObjects {
         let sha1 = gix::hash::Kind::Sha1;
         let packs = indexes.iter().filter_map(|idx| {
             let index = gix::odb::pack::index::File::at(idx, sha1).ok()?;
@@ -147,7 +147,7 @@ impl KeptObjects {
 
     /// The content of the commit `id`, if a kept pack holds it whole (the helper writes no
     /// deltas) and it hashes to `id`.
-    pub fn commit(&self, id: &ObjectId) -> Option<Vec<u8>> {
+    pub(crate) fn commit(&self, id: &ObjectId) -> Option<Vec<u8>> {
         let oid = gix::ObjectId::from(*id);
         for (index, data) in &self.packs {
             let Some(at) = index.lookup(oid) else {

@@ -11,7 +11,7 @@ use crate::lake::record::{Author, VersionRecord};
 use crate::lake::VersionId;
 
 /// The trailer that ties a commit back to its version.
-pub const TRAILER_KEY: &str = "FDL-Version";
+pub(crate) const TRAILER_KEY: &str = "FDL-Version";
 
 /// A SHA-1 object ID.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -30,7 +30,7 @@ impl ObjectId {
         Some(ObjectId(out))
     }
 
-    pub fn to_hex(&self) -> String {
+    pub fn to_hex(self) -> String {
         let mut out = Vec::with_capacity(40);
         self.push_hex(&mut out);
         String::from_utf8(out).expect("hex digits are ASCII")
@@ -74,14 +74,14 @@ impl fmt::Debug for ObjectId {
 
 /// The Git object kinds the mapping produces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     Commit,
     Tree,
     Blob,
 }
 
 impl Kind {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Kind::Commit => "commit",
             Kind::Tree => "tree",
@@ -92,7 +92,7 @@ impl Kind {
 
 /// One Git object: its kind, its content, and the ID Git gives it.
 #[derive(Clone, Debug)]
-pub struct Object {
+pub(crate) struct Object {
     pub kind: Kind,
     /// Shared bytes: a blob is the file as read, never copied.
     pub data: Bytes,
@@ -100,7 +100,7 @@ pub struct Object {
 }
 
 impl Object {
-    pub fn new(kind: Kind, data: impl Into<Bytes>) -> Result<Object, Collision> {
+    pub(crate) fn new(kind: Kind, data: impl Into<Bytes>) -> Result<Object, Collision> {
         let data = data.into();
         let id = object_id(kind, &data)?;
         Ok(Object { kind, data, id })
@@ -111,7 +111,7 @@ impl Object {
 /// collision-detecting, sha1dc), so the mapping makes no commit of it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("its {kind} object is part of a SHA-1 collision attack, which Git refuses")]
-pub struct Collision {
+pub(crate) struct Collision {
     pub kind: &'static str,
 }
 
@@ -127,45 +127,32 @@ fn checked_sha1(parts: &[&[u8]]) -> Option<[u8; 20]> {
 }
 
 /// Git's object ID: SHA-1 over `"<kind> <len>\0"` followed by the content.
-pub fn object_id(kind: Kind, data: &[u8]) -> Result<ObjectId, Collision> {
+pub(crate) fn object_id(kind: Kind, data: &[u8]) -> Result<ObjectId, Collision> {
     let header = format!("{} {}\0", kind.name(), data.len());
     checked_sha1(&[header.as_bytes(), data])
         .map(ObjectId)
         .ok_or(Collision { kind: kind.name() })
 }
 
-/// The objects of one version: blobs, its tree and its commit (last).
-#[derive(Clone, Debug)]
-pub struct VersionObjects {
-    pub blobs: Vec<Object>,
-    pub tree: Object,
-    pub commit: Object,
-}
-
-/// Builds the objects of a version. `parents` are the commit IDs of the record's parents, in
-/// the record's order.
-pub fn version_objects(
+/// The commit of a version made whole from its files (its blobs and tree made on the way).
+/// `parents` are the commit IDs of the record's parents, in the record's order.
+pub(crate) fn version_commit(
     id: &VersionId,
     record: &VersionRecord,
     dataset_json: Option<Bytes>,
     parents: &[ObjectId],
-) -> Result<VersionObjects, Collision> {
+) -> Result<Object, Collision> {
     let version_blob = Object::new(Kind::Blob, record.raw.clone())?;
     let dataset_blob = dataset_json
         .map(|bytes| Object::new(Kind::Blob, bytes))
         .transpose()?;
     let tree = tree_object(dataset_blob.as_ref().map(|b| b.id), version_blob.id)?;
-    let commit = commit_object(&tree.id, parents, &commit_tail(id, record))?;
-    Ok(VersionObjects {
-        blobs: dataset_blob.into_iter().chain([version_blob]).collect(),
-        tree,
-        commit,
-    })
+    commit_object(&tree.id, parents, &commit_tail(id, record))
 }
 
 /// A version's tree from its blobs' IDs: `dataset.json` (if the version has one) and
 /// `version.json`.
-pub fn tree_object(
+pub(crate) fn tree_object(
     dataset_json: Option<ObjectId>,
     version_json: ObjectId,
 ) -> Result<Object, Collision> {
@@ -186,7 +173,7 @@ pub fn tree_object(
 }
 
 /// A version's commit from its tree, its parents' commits and [`commit_tail`].
-pub fn commit_object(
+pub(crate) fn commit_object(
     tree: &ObjectId,
     parents: &[ObjectId],
     tail: &[u8],
@@ -204,7 +191,7 @@ pub fn commit_object(
 
 /// What follows a commit's parent lines: author, committer and message. It depends on the
 /// record alone, so it can be made when the record is read and the record let go.
-pub fn commit_tail(id: &VersionId, record: &VersionRecord) -> Vec<u8> {
+pub(crate) fn commit_tail(id: &VersionId, record: &VersionRecord) -> Vec<u8> {
     let ident = identity(&record.author);
     let time = commit_time(id, record);
     let mut out = format!("author {ident} {time} +0000\n");
@@ -215,7 +202,7 @@ pub fn commit_tail(id: &VersionId, record: &VersionRecord) -> Vec<u8> {
 }
 
 /// `Name <email>` with the characters Git cannot hold in an identity removed.
-pub fn identity(author: &Author) -> String {
+pub(crate) fn identity(author: &Author) -> String {
     let mut name = clean_ident_part(&author.name);
     if name.is_empty() {
         name = "unknown".to_string();
@@ -233,7 +220,7 @@ fn clean_ident_part(s: &str) -> String {
 }
 
 /// Seconds since the Unix epoch: the record's time, else the UUIDv7 timestamp, else 0.
-pub fn commit_time(id: &VersionId, record: &VersionRecord) -> u64 {
+pub(crate) fn commit_time(id: &VersionId, record: &VersionRecord) -> u64 {
     if let Some(t) = record.time {
         return t;
     }
@@ -241,7 +228,7 @@ pub fn commit_time(id: &VersionId, record: &VersionRecord) -> u64 {
 }
 
 /// The commit message: the record's message normalised, then the `FDL-Version` trailer.
-pub fn message(id: &VersionId, raw: &str) -> String {
+pub(crate) fn message(id: &VersionId, raw: &str) -> String {
     let body = normalize_message(raw);
     if body.is_empty() {
         format!("Version {id}\n\n{TRAILER_KEY}: {id}\n")
@@ -252,7 +239,7 @@ pub fn message(id: &VersionId, raw: &str) -> String {
 
 /// CR LF and CR become LF, NUL is dropped, trailing blanks of each line are dropped, runs of
 /// empty lines become one, and leading and trailing empty lines are dropped. No final newline.
-pub fn normalize_message(raw: &str) -> String {
+pub(crate) fn normalize_message(raw: &str) -> String {
     let unified = raw
         .replace("\r\n", "\n")
         .replace('\r', "\n")
@@ -272,14 +259,14 @@ pub fn normalize_message(raw: &str) -> String {
 }
 
 /// The version a commit message names in its last line, if any: the way back from a commit.
-pub fn version_of_message(message: &str) -> Option<VersionId> {
+pub(crate) fn version_of_message(message: &str) -> Option<VersionId> {
     let last = message.trim_end_matches('\n').rsplit('\n').next()?;
     let value = last.strip_prefix(TRAILER_KEY)?.strip_prefix(": ")?;
     VersionId::parse(value).ok()
 }
 
 /// The message of a raw commit object (everything after the first empty line).
-pub fn commit_message(commit: &[u8]) -> Option<&str> {
+pub(crate) fn commit_message(commit: &[u8]) -> Option<&str> {
     let text = std::str::from_utf8(commit).ok()?;
     text.split_once("\n\n").map(|(_, m)| m)
 }

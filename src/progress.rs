@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 
 /// Receives progress; implementations decide whether and how to show it.
 pub trait Progress: Sync {
+    /// `done` of `total` (if known) so far, under `label` (Git's words: "Receiving objects").
     fn update(&self, label: &str, done: u64, total: Option<u64>);
+    /// The last count under `label`: the line is finished.
     fn finish(&self, label: &str, done: u64, total: Option<u64>);
 }
 

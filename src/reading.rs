@@ -23,7 +23,7 @@ const TAILS_IN_MEMORY: usize = 8 << 20;
 
 /// How versions are read: from which lake, into which pack, with which signature check.
 #[derive(Clone)]
-pub struct Reading {
+pub(crate) struct Reading {
     lake: Lake,
     sink: Option<Arc<PackSink>>,
     check: Option<Arc<Policy>>,
@@ -48,7 +48,7 @@ enum Tail {
 }
 
 /// A version read: what its commit needs, and IDs only.
-pub struct Summary {
+pub(crate) struct Summary {
     pub parents: Vec<VersionId>,
     record_blob: ObjectId,
     /// `dataset.json`'s blob: `None` until read, `Some(None)` when the version has none.
@@ -71,40 +71,40 @@ pub struct Summary {
 }
 
 /// A version's `dataset.json` blob (`None`: it has none) and its tree.
-pub struct DatasetAndTree {
+pub(crate) struct DatasetAndTree {
     dataset: Option<ObjectId>,
     tree: ObjectId,
 }
 
 impl Summary {
-    pub fn dataset_read(&self) -> bool {
+    pub(crate) fn dataset_read(&self) -> bool {
         self.dataset_blob.is_some()
     }
 
-    pub fn record_blob(&self) -> ObjectId {
+    pub(crate) fn record_blob(&self) -> ObjectId {
         self.record_blob
     }
 
     /// The version's tree, once its `dataset.json` was read.
-    pub fn tree(&self) -> Option<ObjectId> {
+    pub(crate) fn tree(&self) -> Option<ObjectId> {
         self.tree
     }
 
     /// Takes what [`Reading::dataset_and_tree`] read.
-    pub fn add_dataset(&mut self, read: DatasetAndTree) {
+    pub(crate) fn add_dataset(&mut self, read: DatasetAndTree) {
         self.dataset_blob = Some(read.dataset);
         self.tree = Some(read.tree);
     }
 
     /// Records that the version has no `dataset.json` (a listing showed none).
-    pub fn set_no_dataset(&mut self) {
+    pub(crate) fn set_no_dataset(&mut self) {
         self.dataset_blob = Some(None);
     }
 }
 
 /// A version whose tree and commit are made (and in the pack, if one is written).
 #[derive(Clone)]
-pub struct BuiltVersion {
+pub(crate) struct BuiltVersion {
     pub parents: Vec<VersionId>,
     pub author_email: String,
     pub time: u64,
@@ -112,7 +112,7 @@ pub struct BuiltVersion {
 }
 
 impl Reading {
-    pub fn new(lake: Lake) -> Reading {
+    pub(crate) fn new(lake: Lake) -> Reading {
         Reading {
             lake,
             sink: None,
@@ -125,29 +125,29 @@ impl Reading {
     }
 
     /// Makes room in the pack being written (if any) for `objects` more at once.
-    pub fn reserve_objects(&self, objects: usize) {
+    pub(crate) fn reserve_objects(&self, objects: usize) {
         if let Some(sink) = &self.sink {
             sink.reserve(objects);
         }
     }
 
     /// The lake versions are read from.
-    pub fn lake(&self) -> &Lake {
+    pub(crate) fn lake(&self) -> &Lake {
         &self.lake
     }
 
     /// Keeps each record's `sha256` in its summary.
-    pub fn with_digests(mut self) -> Reading {
+    pub(crate) fn with_digests(mut self) -> Reading {
         self.digests = true;
         self
     }
 
-    pub fn with_sink(mut self, sink: Option<Arc<PackSink>>) -> Reading {
+    pub(crate) fn with_sink(mut self, sink: Option<Arc<PackSink>>) -> Reading {
         self.sink = sink;
         self
     }
 
-    pub fn with_check(mut self, check: Option<Arc<Policy>>) -> Reading {
+    pub(crate) fn with_check(mut self, check: Option<Arc<Policy>>) -> Reading {
         self.check = check;
         self
     }
@@ -186,7 +186,7 @@ impl Reading {
 
     /// Reads a version's record, and its `dataset.json` too if `with_dataset`, concurrently.
     /// `None` if it has no record.
-    pub async fn version(
+    pub(crate) async fn version(
         &self,
         id: &VersionId,
         with_dataset: bool,
@@ -208,7 +208,7 @@ impl Reading {
     /// Reads `dataset.json` of a version read without it, and makes its tree: what
     /// [`Summary::add_dataset`] takes. Only the record's blob goes to the reading task, not the
     /// summary: a first clone reads a hundred thousand of these at once.
-    pub async fn dataset_and_tree(
+    pub(crate) async fn dataset_and_tree(
         &self,
         id: &VersionId,
         record_blob: ObjectId,
@@ -324,7 +324,7 @@ impl Reading {
     /// thread of its own compresses them into the pack: each commit needs its parents' IDs,
     /// so the building is single-threaded, and on a clone of 100,000 versions compressing
     /// commits took a third of it.
-    pub fn build_in_order<T>(&self, f: impl FnOnce(&mut InOrder) -> T) -> T {
+    pub(crate) fn build_in_order<T>(&self, f: impl FnOnce(&mut InOrder) -> T) -> T {
         let Some(sink) = self.sink.as_deref() else {
             return f(&mut InOrder {
                 reading: self,
@@ -407,7 +407,7 @@ const PACKER_BATCH: usize = 64;
 const PACKER_QUEUE: usize = 16;
 
 /// Commits being built in order ([`Reading::build_in_order`]).
-pub struct InOrder<'r> {
+pub(crate) struct InOrder<'r> {
     reading: &'r Reading,
     batch: Vec<mapping::Object>,
     /// The packer's queue; `None` when no pack is written or no packer could be started.
@@ -417,7 +417,7 @@ pub struct InOrder<'r> {
 impl InOrder<'_> {
     /// Makes a version's tree and commit from its summary and its parents' commits, in the
     /// record's order; the commit goes to the pack, if one is written.
-    pub fn build(
+    pub(crate) fn build(
         &mut self,
         id: &VersionId,
         s: Summary,

@@ -13,14 +13,14 @@ use crate::store::Store;
 
 /// The per-remote setting that lets writes through a store that failed the check, at the
 /// user's own risk; named so that nobody sets it by accident.
-pub const UNSAFE_KEY: &str = "fdlUnsafeIgnoreConditionalWrites";
+pub(crate) const UNSAFE_KEY: &str = "fdlUnsafeIgnoreConditionalWrites";
 
 /// How long a passed check is trusted before the next write checks again (a store's server
 /// can be replaced behind the same endpoint): a day, six requests.
-pub const RECHECK_AFTER: u64 = 24 * 3600;
+pub(crate) const RECHECK_AFTER: u64 = 24 * 3600;
 
 /// The check as seen before a write: either remembered, or run now.
-pub enum Checked {
+pub(crate) enum Checked {
     /// No check for this kind of store (a folder, plain HTTP).
     NotNeeded,
     /// The cache remembers a passed check this recent.
@@ -31,7 +31,7 @@ pub enum Checked {
 
 /// Makes sure the lake's store honours conditional writes before anything is written to it;
 /// returns warnings to show. `remote`: the remote's name when the lake is a configured remote.
-pub async fn before_first_write(
+pub(crate) async fn before_first_write(
     lake: &Lake,
     repo: Option<&Repo>,
     remote: Option<&str>,
@@ -67,7 +67,7 @@ pub async fn before_first_write(
 
 /// Runs the store check, or finds it remembered (unless `fresh`); a passed one is remembered,
 /// and a store that takes only unquoted ETags is written to in that form from now on.
-pub async fn check(store: &Store, fresh: bool) -> Checked {
+pub(crate) async fn check(store: &Store, fresh: bool) -> Checked {
     if !store.needs_condition_check() {
         return Checked::NotNeeded;
     }

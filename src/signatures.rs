@@ -11,11 +11,11 @@ use std::path::Path;
 use ssh_key::{HashAlg, PublicKey, SshSig};
 
 /// The namespace assumed for version signatures (the format does not publish one).
-pub const DEFAULT_NAMESPACE: &str = "fdl";
+pub(crate) const DEFAULT_NAMESPACE: &str = "fdl";
 
 /// A remote's demand that every fetched version be signed by a trusted key.
 #[derive(Debug, Clone)]
-pub struct Policy {
+pub(crate) struct Policy {
     pub trusted: AllowedSigners,
     pub namespace: String,
 }
@@ -33,7 +33,7 @@ struct Entry {
 
 /// An allowed-signers file that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SignersError {
+pub(crate) enum SignersError {
     #[error("cannot read the allowed signers file {path}: {message}")]
     Unreadable { path: String, message: String },
     #[error("{path}: line {line}: {why}")]
@@ -47,19 +47,19 @@ pub enum SignersError {
 /// A line of an allowed-signers text that cannot be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("line {line}: {why}")]
-pub struct BadLine {
+pub(crate) struct BadLine {
     pub line: usize,
     pub why: String,
 }
 
 /// The keys the user trusts, and for whom.
 #[derive(Debug, Clone, Default)]
-pub struct AllowedSigners {
+pub(crate) struct AllowedSigners {
     entries: Vec<Entry>,
 }
 
 impl AllowedSigners {
-    pub fn load(path: &Path) -> Result<AllowedSigners, SignersError> {
+    pub(crate) fn load(path: &Path) -> Result<AllowedSigners, SignersError> {
         let text = std::fs::read_to_string(path).map_err(|e| SignersError::Unreadable {
             path: path.display().to_string(),
             message: e.to_string(),
@@ -72,7 +72,7 @@ impl AllowedSigners {
     }
 
     /// Parses the `allowed_signers` format: `principals [options] keytype base64 [comment]`.
-    pub fn parse(text: &str) -> Result<AllowedSigners, BadLine> {
+    pub(crate) fn parse(text: &str) -> Result<AllowedSigners, BadLine> {
         let mut entries = Vec::new();
         for (n, raw) in text.lines().enumerate() {
             let line = raw.trim();
@@ -133,10 +133,6 @@ impl AllowedSigners {
             entries.push(entry);
         }
         Ok(AllowedSigners { entries })
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
     }
 }
 
@@ -200,7 +196,7 @@ impl fmt::Display for Verdict {
 }
 
 /// What is checked for one version.
-pub struct Subject<'a> {
+pub(crate) struct Subject<'a> {
     pub record: &'a [u8],
     pub signature: Option<&'a [u8]>,
     /// The author's email: the principal the key must be allowed for.
@@ -210,7 +206,7 @@ pub struct Subject<'a> {
 }
 
 /// Checks one version's signature. `lake_signers` are `fdl.json`'s lines, only for messages.
-pub fn verify(
+pub(crate) fn verify(
     subject: &Subject,
     trusted: &AllowedSigners,
     namespace: &str,

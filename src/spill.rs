@@ -8,20 +8,20 @@ use std::sync::Mutex;
 
 /// Where a piece was put.
 #[derive(Debug, Clone, Copy)]
-pub struct Spilled {
+pub(crate) struct Spilled {
     offset: u64,
     len: usize,
 }
 
 /// The spill file, made on first use; gone when the process ends (it has no name).
 #[derive(Default)]
-pub struct Spill {
+pub(crate) struct Spill {
     file: Mutex<Option<(File, u64)>>,
 }
 
 impl Spill {
     /// Appends `bytes`; `None` if no temporary file can be written (then keep them in memory).
-    pub fn put(&self, bytes: &[u8]) -> Option<Spilled> {
+    pub(crate) fn put(&self, bytes: &[u8]) -> Option<Spilled> {
         let mut guard = self.file.lock().expect("spill lock");
         if guard.is_none() {
             // Unnamed in the temporary folder (`TMPDIR`): nothing to remove, whatever ends the process.
@@ -38,7 +38,7 @@ impl Spill {
     }
 
     /// Reads a piece back.
-    pub fn get(&self, at: Spilled) -> std::io::Result<Vec<u8>> {
+    pub(crate) fn get(&self, at: Spilled) -> std::io::Result<Vec<u8>> {
         let guard = self.file.lock().expect("spill lock");
         let (file, _) = guard
             .as_ref()

@@ -4,16 +4,16 @@
 use std::io::Write;
 
 /// The environment variable that turns tracing on.
-pub const ENV: &str = "GIT_REMOTE_FDL_DEBUG";
+pub(crate) const ENV: &str = "GIT_REMOTE_FDL_DEBUG";
 
-pub fn enabled() -> bool {
+pub(crate) fn enabled() -> bool {
     std::env::var_os(ENV).is_some_and(|v| !v.is_empty() && v != "0" && v != "false")
 }
 
 static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
 
 /// Writes one trace line (`fdl: [seconds since start] ...`) to stderr.
-pub fn line(text: &str) {
+pub(crate) fn line(text: &str) {
     let t = START
         .get_or_init(std::time::Instant::now)
         .elapsed()

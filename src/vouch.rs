@@ -23,14 +23,14 @@ use crate::mapping::ObjectId;
 use crate::repo::Repo;
 
 /// Where remembered commits are looked for: the repository, and the packs kept for it.
-pub struct LocalObjects<'a> {
+pub(crate) struct LocalObjects<'a> {
     repo: &'a Repo,
     kept: KeptObjects,
 }
 
 impl<'a> LocalObjects<'a> {
     /// The objects of `repo` and of the packs whose indexes are `kept`.
-    pub fn new(repo: &'a Repo, kept: &[PathBuf]) -> LocalObjects<'a> {
+    pub(crate) fn new(repo: &'a Repo, kept: &[PathBuf]) -> LocalObjects<'a> {
         LocalObjects {
             repo,
             kept: KeptObjects::open(kept),
@@ -38,7 +38,7 @@ impl<'a> LocalObjects<'a> {
     }
 
     /// What the objects say of `c` as the commit of `v` (with those parents, when given).
-    pub fn vouch(&self, v: &VersionId, c: &ObjectId, parents: Option<&[ObjectId]>) -> Seen {
+    pub(crate) fn vouch(&self, v: &VersionId, c: &ObjectId, parents: Option<&[ObjectId]>) -> Seen {
         let data = match self.repo.object(c) {
             Some((gix::object::Kind::Commit, data)) => data,
             Some(_) => return Seen::Contradicted,
@@ -60,7 +60,7 @@ impl<'a> LocalObjects<'a> {
 
 /// What the objects say of a remembered commit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Seen {
+pub(crate) enum Seen {
     /// It is there, and names the version (with the parents expected).
     Holds,
     /// It is there and says otherwise (another version, other parents, no commit): an edit.
@@ -71,7 +71,7 @@ pub enum Seen {
 
 /// The cache's commits as a walk looks them up ([`Known`]), each checked against `objects`
 /// the first time (none when there is no repository: then they are taken as they are).
-pub struct Vetted<'a> {
+pub(crate) struct Vetted<'a> {
     entries: &'a HashMap<VersionId, ObjectId>,
     parents: &'a HashMap<VersionId, Vec<VersionId>>,
     objects: Option<&'a LocalObjects<'a>>,
@@ -79,7 +79,7 @@ pub struct Vetted<'a> {
 }
 
 impl<'a> Vetted<'a> {
-    pub fn new(
+    pub(crate) fn new(
         entries: &'a HashMap<VersionId, ObjectId>,
         parents: &'a HashMap<VersionId, Vec<VersionId>>,
         objects: Option<&'a LocalObjects<'a>>,
@@ -119,7 +119,7 @@ impl<'a> Vetted<'a> {
 
     /// The commit `v` must map to when it is read again: the one remembered, unless the
     /// objects contradict it (an edit is no record of what the repository read).
-    pub fn expected(&self, v: &VersionId) -> Option<ObjectId> {
+    pub(crate) fn expected(&self, v: &VersionId) -> Option<ObjectId> {
         let c = self.entries.get(v)?;
         (self.seen(v, c) != Seen::Contradicted).then_some(*c)
     }
@@ -138,7 +138,10 @@ impl Known for Vetted<'_> {
 
 /// A version a listing read again (its remembered commit found nowhere to check) that maps to
 /// another commit than the one remembered: `(version, remembered, computed)`.
-pub fn rewritten(resolved: &Resolved, vetted: &Vetted) -> Option<(VersionId, ObjectId, ObjectId)> {
+pub(crate) fn rewritten(
+    resolved: &Resolved,
+    vetted: &Vetted,
+) -> Option<(VersionId, ObjectId, ObjectId)> {
     resolved.order.iter().find_map(|v| {
         let (cached, computed) = (vetted.expected(v)?, *resolved.commits.get(v)?);
         (cached != computed).then(|| (v.clone(), cached, computed))
@@ -147,7 +150,10 @@ pub fn rewritten(resolved: &Resolved, vetted: &Vetted) -> Option<(VersionId, Obj
 
 /// Where remembered commits are checked: the repository, and the packs kept
 /// in `cache`; `None` outside a repository.
-pub fn objects_in<'a>(repo: Option<&'a Repo>, cache: Option<&Cache>) -> Option<LocalObjects<'a>> {
+pub(crate) fn objects_in<'a>(
+    repo: Option<&'a Repo>,
+    cache: Option<&Cache>,
+) -> Option<LocalObjects<'a>> {
     let kept = cache.map(Cache::kept_packs).unwrap_or_default();
     repo.map(|r| LocalObjects::new(r, &kept))
 }

@@ -8,21 +8,21 @@ use crate::repo::Repo;
 use crate::store::{Store, StoreUrl};
 
 /// Opens a lake from an address typed by a human (with or without `fdl::`).
-pub async fn open_lake(address: &str) -> Result<Lake, Fatal> {
+pub(crate) async fn open_lake(address: &str) -> Result<Lake, Fatal> {
     let url = store_url(address)?;
     let store = Store::open(&url, &[]).map_err(|e| Fatal::cannot_open(&url, &e))?;
     Ok(Lake::open(store).await?)
 }
 
 /// The store address a human typed (with or without `fdl::`), from the current folder.
-pub fn store_url(address: &str) -> Result<StoreUrl, Fatal> {
+pub(crate) fn store_url(address: &str) -> Result<StoreUrl, Fatal> {
     let address = address.strip_prefix("fdl::").unwrap_or(address);
     StoreUrl::parse(address, &current_dir()?).map_err(|e| Fatal::new(e.to_string()))
 }
 
 /// The repository the command runs in: Git's `GIT_DIR`, else the one around the current
 /// folder; `None` outside any repository.
-pub fn local_repo() -> Result<Option<Repo>, Fatal> {
+pub(crate) fn local_repo() -> Result<Option<Repo>, Fatal> {
     if std::env::var_os("GIT_DIR").is_some() {
         return Repo::from_env().map_err(|e| Fatal::new(e.to_string()));
     }
@@ -36,14 +36,14 @@ pub fn local_repo() -> Result<Option<Repo>, Fatal> {
 
 /// The fdl remotes of `repo`: `(name, url)` for every `remote.<name>.url` that starts with
 /// `fdl::`, read from Git's configuration through gix.
-pub fn fdl_remotes(repo: &Repo) -> Vec<(String, String)> {
+pub(crate) fn fdl_remotes(repo: &Repo) -> Vec<(String, String)> {
     let mut remotes = repo.remote_urls();
     remotes.retain(|(_, url)| url.starts_with("fdl::"));
     remotes
 }
 
 /// The fdl remote of `repo` a command works on: `wanted` if given, else its only one.
-pub fn fdl_remote(repo: &Repo, wanted: Option<&str>) -> Result<String, Fatal> {
+pub(crate) fn fdl_remote(repo: &Repo, wanted: Option<&str>) -> Result<String, Fatal> {
     let remotes = fdl_remotes(repo);
     if let Some(w) = wanted {
         return match remotes.iter().any(|(n, _)| n == w) {
@@ -73,7 +73,7 @@ pub fn fdl_remote(repo: &Repo, wanted: Option<&str>) -> Result<String, Fatal> {
 }
 
 /// Opens the lake of fdl remote `name`, with the remote's configuration.
-pub async fn open_remote_lake(repo: &Repo, name: &str) -> Result<Lake, Fatal> {
+pub(crate) async fn open_remote_lake(repo: &Repo, name: &str) -> Result<Lake, Fatal> {
     let url = remote_store_url(repo, name)?;
     let opts = config::store_options(Some(repo), name)?;
     let store = Store::open(&url, &opts).map_err(|e| Fatal::cannot_open(&url, &e))?;
@@ -84,7 +84,7 @@ pub async fn open_remote_lake(repo: &Repo, name: &str) -> Result<Lake, Fatal> {
 /// helpers at the top of the work tree (in a bare repository, or with `GIT_DIR` and no work
 /// tree, where the command runs), so a relative path is taken from there, whatever subfolder
 /// the command runs in.
-pub fn remote_store_url(repo: &Repo, name: &str) -> Result<StoreUrl, Fatal> {
+pub(crate) fn remote_store_url(repo: &Repo, name: &str) -> Result<StoreUrl, Fatal> {
     let url = repo
         .config(&format!("remote.{name}.url"))
         .ok_or_else(|| Fatal::new(format!("remote '{name}' has no url")))?;
@@ -103,7 +103,7 @@ pub fn remote_store_url(repo: &Repo, name: &str) -> Result<StoreUrl, Fatal> {
 
 /// The fdl remote of `repo` whose lake `address` (typed by a human, from the current folder)
 /// names, compared as the helper resolves both: a folder by the path the system resolves.
-pub fn remote_of_address(repo: &Repo, address: &str) -> Option<String> {
+pub(crate) fn remote_of_address(repo: &Repo, address: &str) -> Option<String> {
     let address = address.strip_prefix("fdl::").unwrap_or(address);
     let typed = StoreUrl::parse(address, &current_dir().ok()?).ok()?;
     let typed = comparable(&typed);
@@ -129,6 +129,6 @@ fn current_dir() -> Result<std::path::PathBuf, Fatal> {
     std::env::current_dir().map_err(|e| Fatal::new(format!("no current folder: {e}")))
 }
 
-pub fn git_output(args: &[&str]) -> Option<String> {
+pub(crate) fn git_output(args: &[&str]) -> Option<String> {
     crate::git::Git::new(args).value()
 }

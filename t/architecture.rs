@@ -168,7 +168,7 @@ fn every_library_module_is_in_the_layer_table() {
     let lib = std::fs::read_to_string(root().join("src/lib.rs")).unwrap();
     let declared: Vec<&str> = lib
         .lines()
-        .filter_map(|l| l.strip_prefix("pub mod "))
+        .filter_map(|l| l.strip_prefix("pub mod ").or_else(|| l.strip_prefix("mod ")))
         .map(|l| l.trim_end_matches(';'))
         .collect();
     let mut listed: Vec<&str> = table.iter().map(String::as_str).collect();
@@ -379,6 +379,40 @@ fn checked_files() -> Vec<(String, String)> {
         .collect()
 }
 
+/// Issue 32, item 1: the library's surface is what the binary, `t/`, `benches/` and `fuzz/`
+/// use, nothing more: every `pub mod` of `src/lib.rs` is named from one of them, every other
+/// module is private (so rustc sees dead code), and the lints that keep it so are on
+/// (`unreachable_pub`, `missing_docs`; `make lint` turns warnings into errors).
+#[test]
+fn the_library_exposes_only_what_its_users_use() {
+    let lib = std::fs::read_to_string(root().join("src/lib.rs")).unwrap();
+    let mut users = String::new();
+    for file in ["src/main.rs", "src/cli.rs"] {
+        users += &std::fs::read_to_string(root().join(file)).unwrap();
+    }
+    for dir in ["t", "benches", "fuzz/fuzz_targets"] {
+        for file in rust_files(&root().join(dir)) {
+            if !file.ends_with("architecture.rs") {
+                users += &std::fs::read_to_string(file).unwrap();
+            }
+        }
+    }
+    let public: Vec<&str> = lib
+        .lines()
+        .filter_map(|l| l.strip_prefix("pub mod ")?.strip_suffix(';'))
+        .collect();
+    assert!(public.contains(&"store"), "{public:?}");
+    let unused: Vec<&&str> = public
+        .iter()
+        .filter(|m| !users.contains(&format!("git_remote_fdl::{m}")))
+        .collect();
+    assert!(unused.is_empty(), "make these modules private: {unused:?}");
+    let cargo = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    for lint in ["unreachable_pub = \"warn\"", "missing_docs = \"warn\""] {
+        assert!(cargo.contains(lint), "Cargo.toml's [lints.rust] lacks {lint}");
+    }
+}
+
 /// The error types of every `Result<T, E>` written in `text` (generics balanced).
 fn result_error_types(text: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -533,15 +567,21 @@ fn module_exists(module: &[String]) -> bool {
             || src.join(format!("{joined}/mod.rs")).is_file())
 }
 
-/// The statements of a folder's `mod.rs` that give names (`pub use child::Name;`), which are
+/// The statements of a folder's `mod.rs` that give names (`pub use child::Name;`, or
+/// `pub(crate) use`), which are
 /// not uses of the child: the text without them, and the paths they give, by name.
 fn re_exports(text: &str, module: &[String]) -> (String, BTreeMap<String, Vec<String>>) {
     let mut kept = String::new();
     let mut names = BTreeMap::new();
     let mut rest = text;
-    while let Some(at) = rest.find("pub use ") {
+    // Whichever of the two comes first.
+    let next = |t: &str| {
+        let found = ["pub(crate) use ", "pub use "].map(|w| t.find(w).map(|at| (at, w.len())));
+        found.into_iter().flatten().min()
+    };
+    while let Some((at, len)) = next(rest) {
         kept.push_str(&rest[..at]);
-        let statement = &rest[at + "pub use ".len()..];
+        let statement = &rest[at + len..];
         let end = statement.find(';').unwrap_or(statement.len());
         for path in path_tree(&statement[..end]).0 {
             let full = absolute(module, &path);

@@ -14,7 +14,7 @@ pub(super) const HEADER: &str =
 
 /// What the commits file holds, read apart from the [`Cache`] it belongs to (on a blocking
 /// thread, while the first round trip is under way).
-pub struct Commits {
+pub(crate) struct Commits {
     pub(super) entries: HashMap<VersionId, ObjectId>,
     pub(super) parents: HashMap<VersionId, Vec<VersionId>>,
     pub(super) rewrite: bool,

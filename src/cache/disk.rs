@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Where caches are kept: the repository's `fdl/` folder, else the user's cache.
-pub fn root_for(git_dir: Option<&Path>) -> Option<PathBuf> {
+pub(crate) fn root_for(git_dir: Option<&Path>) -> Option<PathBuf> {
     match git_dir {
         Some(d) => Some(d.join("fdl")),
         None => user_cache_root(),
@@ -59,7 +59,7 @@ pub(super) fn open_regular(path: &Path, append: bool) -> Option<std::fs::File> {
 /// The bytes of the cache file at `path`: `None` if it is missing, no regular file, or larger
 /// than [`CACHE_FILE_LIMIT`]. A cache is only an accelerator: what it cannot give is computed
 /// again, and the file written anew in its place.
-pub fn read_cache_file(path: &Path) -> Option<Vec<u8>> {
+pub(crate) fn read_cache_file(path: &Path) -> Option<Vec<u8>> {
     use std::io::Read;
     let file = open_regular(path, false)?;
     let len = file.metadata().ok()?.len();
@@ -106,7 +106,7 @@ pub(super) fn replace_with(
 /// Where the helper keeps caches when it runs outside any repository (`git ls-remote fdl::...`,
 /// `git-remote-fdl ls`): `$XDG_CACHE_HOME/git-remote-fdl`, else `~/.cache/git-remote-fdl`.
 /// `None` when neither is known (a relative `XDG_CACHE_HOME` is ignored, as the XDG spec says).
-pub fn user_cache_root() -> Option<PathBuf> {
+pub(crate) fn user_cache_root() -> Option<PathBuf> {
     let absolute = |v: std::ffi::OsString| Some(PathBuf::from(v)).filter(|p| p.is_absolute());
     let base = std::env::var_os("XDG_CACHE_HOME")
         .and_then(absolute)

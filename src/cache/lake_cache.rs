@@ -14,7 +14,7 @@ use crate::lake::VersionId;
 use crate::mapping::ObjectId;
 
 /// The cache of one lake in one repository.
-pub struct Cache {
+pub(crate) struct Cache {
     dir: PathBuf,
     refs_path: PathBuf,
     /// The repository's `$GIT_DIR` the cache is kept in, which it never makes
@@ -42,20 +42,20 @@ pub struct Cache {
 
 impl Cache {
     /// The cache for the lake at `lake_url` (with `fdl.json`'s `id`, if any) in `git_dir`.
-    pub fn load(git_dir: &Path, lake_url: &str, lake_id: Option<&str>) -> Cache {
+    pub(crate) fn load(git_dir: &Path, lake_url: &str, lake_id: Option<&str>) -> Cache {
         Cache::load_under(&git_dir.join("fdl"), lake_url, lake_id).inside(Some(git_dir))
     }
 
     /// The cache kept in the repository at `git_dir` (`None`: the user's): written only while
     /// that `$GIT_DIR` exists.
-    pub fn inside(mut self, git_dir: Option<&Path>) -> Cache {
+    pub(crate) fn inside(mut self, git_dir: Option<&Path>) -> Cache {
         self.anchor = git_dir.map(Path::to_path_buf);
         self
     }
 
     /// The cache for a lake in `root`, one folder a lake (keyed by its URL and `id`): a
     /// repository's `fdl/`, or the user's cache outside any repository ([`user_cache_root`]).
-    pub fn load_under(root: &Path, lake_url: &str, lake_id: Option<&str>) -> Cache {
+    pub(crate) fn load_under(root: &Path, lake_url: &str, lake_id: Option<&str>) -> Cache {
         let mut cache = Cache::open(root, lake_url, lake_id, remembered(root, lake_url));
         cache.load_commits();
         cache
@@ -65,7 +65,7 @@ impl Cache {
     /// not read yet: [`Cache::load_commits`] or [`Cache::take_commits`] when they are needed.
     /// The file of refs is kept by URL alone: what it remembers of another lake once at that
     /// URL (another `id`), or of a lake it cannot name, is not taken.
-    pub fn open(
+    pub(crate) fn open(
         root: &Path,
         lake_url: &str,
         lake_id: Option<&str>,
@@ -94,49 +94,49 @@ impl Cache {
     }
 
     /// Each version's commit, as far as the commits file was read.
-    pub fn commits(&self) -> &HashMap<VersionId, ObjectId> {
+    pub(crate) fn commits(&self) -> &HashMap<VersionId, ObjectId> {
         &self.entries
     }
 
     /// Each version's parents, as far as the commits file was read.
-    pub fn parents(&self) -> &HashMap<VersionId, Vec<VersionId>> {
+    pub(crate) fn parents(&self) -> &HashMap<VersionId, Vec<VersionId>> {
         &self.parents
     }
 
     /// Each ref file's ETag in the last listing, with the version it held.
-    pub fn ref_files(&self) -> &HashMap<String, (String, VersionId)> {
+    pub(crate) fn ref_files(&self) -> &HashMap<String, (String, VersionId)> {
         &self.refs
     }
 
     /// The commit of each version the refs held at the last listing.
-    pub fn tips(&self) -> &HashMap<VersionId, ObjectId> {
+    pub(crate) fn tips(&self) -> &HashMap<VersionId, ObjectId> {
         &self.tips
     }
 
     /// Forgets a tip's commit that the repository contradicts.
-    pub fn forget_tip(&mut self, version: &VersionId) {
+    pub(crate) fn forget_tip(&mut self, version: &VersionId) {
         self.tips.remove(version);
     }
 
     /// Lines dropped on loading because their checksum failed.
-    pub fn damaged(&self) -> usize {
+    pub(crate) fn damaged(&self) -> usize {
         self.damaged
     }
 
     /// Whether the commits file was read.
-    pub fn is_loaded(&self) -> bool {
+    pub(crate) fn is_loaded(&self) -> bool {
         self.loaded
     }
 
     /// Reads the commits file, if not read yet.
-    pub fn load_commits(&mut self) {
+    pub(crate) fn load_commits(&mut self) {
         if !self.loaded {
             self.take_commits(Commits::load(&self.path(), &AtomicBool::new(false)));
         }
     }
 
     /// Takes the commits file as a [`Preload`] read it.
-    pub fn take_commits(&mut self, commits: Commits) {
+    pub(crate) fn take_commits(&mut self, commits: Commits) {
         self.entries = commits.entries;
         self.parents = commits.parents;
         self.rewrite = commits.rewrite;
@@ -146,7 +146,7 @@ impl Cache {
     }
 
     /// The commit of `version` as far as known without reading the commits file: a tip.
-    pub fn known_commit(&self, version: &VersionId) -> Option<ObjectId> {
+    pub(crate) fn known_commit(&self, version: &VersionId) -> Option<ObjectId> {
         self.tips
             .get(version)
             .or_else(|| self.entries.get(version))
@@ -154,19 +154,19 @@ impl Cache {
     }
 
     /// Whether this is the cache of the lake whose `fdl.json` has `lake_id`.
-    pub fn is_of(&self, lake_id: Option<&str>) -> bool {
+    pub(crate) fn is_of(&self, lake_id: Option<&str>) -> bool {
         self.lake_id == lake_id.unwrap_or("")
     }
 
     /// Makes room for `more` versions at once (a clone adds every version of the lake).
-    pub fn reserve(&mut self, more: usize) {
+    pub(crate) fn reserve(&mut self, more: usize) {
         self.load_commits();
         self.entries.reserve(more);
         self.parents.reserve(more);
     }
 
     /// Adds versions with their commits and parents; written by [`Cache::save`].
-    pub fn extend(
+    pub(crate) fn extend(
         &mut self,
         more: impl IntoIterator<Item = (VersionId, ObjectId, Vec<VersionId>)>,
     ) {
@@ -185,24 +185,24 @@ impl Cache {
     }
 
     /// The file of versions and commits (for messages).
-    pub fn path(&self) -> PathBuf {
+    pub(crate) fn path(&self) -> PathBuf {
         self.dir.join("commits")
     }
 
     /// Where packs of objects read but not fetched wait for the next fetch.
-    pub fn kept_packs_dir(&self) -> PathBuf {
+    pub(crate) fn kept_packs_dir(&self) -> PathBuf {
         self.dir.join("packs")
     }
 
     /// [`Cache::kept_packs_dir`], made if missing; `None` if it cannot be (its `$GIT_DIR` is
     /// gone: nothing is kept for a repository that is no more).
-    pub fn made_kept_packs_dir(&self) -> Option<PathBuf> {
+    pub(crate) fn made_kept_packs_dir(&self) -> Option<PathBuf> {
         let dir = self.kept_packs_dir();
         make_dir(&dir, self.anchor.as_deref()).then_some(dir)
     }
 
     /// The indexes of the packs waiting there.
-    pub fn kept_packs(&self) -> Vec<PathBuf> {
+    pub(crate) fn kept_packs(&self) -> Vec<PathBuf> {
         let Ok(entries) = std::fs::read_dir(self.kept_packs_dir()) else {
             return Vec::new();
         };
@@ -219,7 +219,7 @@ impl Cache {
     }
 
     /// Remembers the refs of a listing: `(name, etag, version)`.
-    pub fn set_refs(&mut self, refs: HashMap<String, (String, VersionId)>) {
+    pub(crate) fn set_refs(&mut self, refs: HashMap<String, (String, VersionId)>) {
         if refs != self.refs {
             self.refs = refs;
             self.refs_changed = true;
@@ -227,7 +227,7 @@ impl Cache {
     }
 
     /// Remembers the commit of each version the refs of a listing held.
-    pub fn set_tips(&mut self, tips: HashMap<VersionId, ObjectId>) {
+    pub(crate) fn set_tips(&mut self, tips: HashMap<VersionId, ObjectId>) {
         if tips != self.tips {
             self.tips = tips;
             self.refs_changed = true;
@@ -236,7 +236,7 @@ impl Cache {
 
     /// Remembers ref files written since the last listing: `(name, etag, version)`, and the
     /// version's commit where it is known.
-    pub fn remember_refs(&mut self, written: Vec<(String, String, VersionId)>) {
+    pub(crate) fn remember_refs(&mut self, written: Vec<(String, String, VersionId)>) {
         for (name, e_tag, v) in written {
             if let Some(c) = self.known_commit(&v) {
                 self.tips.insert(v.clone(), c);
@@ -249,7 +249,7 @@ impl Cache {
     /// Writes what changed. New versions are appended; a missing or unusable file is written
     /// whole, to a temporary file renamed into place. Failure to write is not an error: it is
     /// only a cache.
-    pub fn save(&mut self) {
+    pub(crate) fn save(&mut self) {
         if (self.pending.is_empty() && !self.rewrite) && !self.refs_changed {
             return;
         }

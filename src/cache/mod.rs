@@ -27,9 +27,10 @@ mod preload;
 mod refs_file;
 mod stores;
 
-pub use commits::Commits;
-pub use disk::{read_cache_file, root_for, user_cache_root};
-pub use lake_cache::Cache;
-pub use preload::Preload;
-pub use refs_file::{remembered, remembered_names, Remembered};
-pub use stores::{forget_store_checked, remember_store_checked, store_checked, StoreChecked};
+pub(crate) use disk::root_for;
+pub(crate) use lake_cache::Cache;
+pub(crate) use preload::Preload;
+pub(crate) use refs_file::{remembered, remembered_names};
+pub(crate) use stores::{
+    forget_store_checked, remember_store_checked, store_checked, StoreChecked,
+};

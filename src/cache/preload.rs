@@ -10,14 +10,14 @@ use super::lake_cache::Cache;
 /// The commits file of a cache being read on a blocking thread. Dropped unused (every ref
 /// was known from the file of refs), it stops reading within a few thousand lines, so the
 /// session ends without waiting for it.
-pub struct Preload {
+pub(crate) struct Preload {
     handle: Option<tokio::task::JoinHandle<Commits>>,
     cancel: Arc<AtomicBool>,
 }
 
 impl Preload {
     /// Starts reading the commits file of `cache` (inside a tokio runtime).
-    pub fn start(cache: &Cache) -> Preload {
+    pub(crate) fn start(cache: &Cache) -> Preload {
         let (path, cancel) = (cache.path(), Arc::new(AtomicBool::new(false)));
         let flag = cancel.clone();
         let handle = tokio::task::spawn_blocking(move || Commits::load(&path, &flag));
@@ -28,7 +28,7 @@ impl Preload {
     }
 
     /// What was read; `None` if the reading thread failed.
-    pub async fn wait(mut self) -> Option<Commits> {
+    pub(crate) async fn wait(mut self) -> Option<Commits> {
         self.handle.take()?.await.ok()
     }
 }

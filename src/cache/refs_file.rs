@@ -27,7 +27,7 @@ pub(super) fn refs_path(root: &Path, lake_url: &str) -> PathBuf {
 
 /// What the file of refs of a lake URL remembers.
 #[derive(Default)]
-pub struct Remembered {
+pub(crate) struct Remembered {
     /// `name -> (etag, version)`.
     pub refs: HashMap<String, (String, VersionId)>,
     /// The commit of each version the refs held.
@@ -73,14 +73,14 @@ fn remembered_refs(path: &Path) -> Remembered {
 
 /// What the file of refs of the lake at `lake_url` under `root` remembers: where to split a
 /// listing of the refs, and which cache to load, before `fdl.json` is read.
-pub fn remembered(root: &Path, lake_url: &str) -> Remembered {
+pub(crate) fn remembered(root: &Path, lake_url: &str) -> Remembered {
     remembered_refs(&refs_path(root, lake_url))
 }
 
 /// The names of the refs the file of refs of `lake_url` under `root` remembers, sorted: where
 /// to split a listing of the refs. Quicker than [`remembered`] (nothing parsed, nothing kept),
 /// so that the first requests leave sooner.
-pub fn remembered_names(root: &Path, lake_url: &str) -> Vec<String> {
+pub(crate) fn remembered_names(root: &Path, lake_url: &str) -> Vec<String> {
     let mut names = Vec::new();
     checked_lines(&refs_path(root, lake_url), REFS_HEADER, |line| {
         if let Some(name) = line

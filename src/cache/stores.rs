@@ -13,7 +13,7 @@ const HEADER: &str = "# git-remote-fdl store check v1: <store> | @at <unix secon
 
 /// What the cache remembers of one store's check.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoreChecked {
+pub(crate) struct StoreChecked {
     /// When it passed, in seconds since the epoch.
     pub at: u64,
     /// The store takes `If-Match` only with unquoted ETags (Ceph RGW 16).
@@ -30,7 +30,7 @@ fn path_of(store: &str) -> Option<PathBuf> {
 
 /// The check that passed for `store` (as [`crate::store::Store::check_key`] names it), if the
 /// cache remembers one.
-pub fn store_checked(store: &str) -> Option<StoreChecked> {
+pub(crate) fn store_checked(store: &str) -> Option<StoreChecked> {
     let path = path_of(store)?;
     let (mut named, mut at, mut unquoted) = (false, None, false);
     checked_lines(&path, HEADER, |line| {
@@ -51,7 +51,7 @@ pub fn store_checked(store: &str) -> Option<StoreChecked> {
 
 /// Remembers that `store` passed the check (`false` when the cache cannot be written: the
 /// next write checks again).
-pub fn remember_store_checked(store: &str, checked: &StoreChecked) -> bool {
+pub(crate) fn remember_store_checked(store: &str, checked: &StoreChecked) -> bool {
     let Some(path) = path_of(store) else {
         return false;
     };
@@ -68,7 +68,7 @@ pub fn remember_store_checked(store: &str, checked: &StoreChecked) -> bool {
 }
 
 /// Forgets `store`'s check (a store that failed it now).
-pub fn forget_store_checked(store: &str) {
+pub(crate) fn forget_store_checked(store: &str) {
     if let Some(path) = path_of(store) {
         let _ = std::fs::remove_file(path);
     }

@@ -18,7 +18,9 @@ use target::{Output, Target};
 
 /// What `catalog` was asked for.
 pub struct CatalogRequest {
+    /// The commit (any revision Git resolves) whose version's catalog is wanted.
     pub commit: String,
+    /// Where to write it (`-o`); `None`: beside the repository, named by the version.
     pub output: Option<PathBuf>,
     /// A DuckLake format other than the default catalog's (`catalogs/<format>.duckdb`).
     pub format: Option<String>,

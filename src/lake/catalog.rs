@@ -10,7 +10,7 @@ use super::json::{self, At, Skip, Text};
 use super::{Lake, LakeError, VersionId, VersionRecord};
 
 /// The largest catalog the helper downloads (a catalog holds metadata, not data).
-pub const CATALOG_LIMIT: u64 = 16 << 30;
+pub(crate) const CATALOG_LIMIT: u64 = 16 << 30;
 
 /// A format name no catalog can have (printable).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -55,7 +55,7 @@ impl CatalogFormat {
 /// The sha256 (lower-case hex) the record gives for a catalog: `sha256` for the default one;
 /// for another format, `catalogs.<format>` as a digest or as an object with a `sha256`
 /// (docs/format-assumptions.md).
-pub fn expected_sha256(record: &VersionRecord, format: &CatalogFormat) -> Option<String> {
+pub(crate) fn expected_sha256(record: &VersionRecord, format: &CatalogFormat) -> Option<String> {
     let digest = match format {
         CatalogFormat::Default => record.sha256.clone()?,
         CatalogFormat::Other(f) => {
@@ -121,7 +121,7 @@ impl<'de> Visitor<'de> for Digest {
 
 /// A sha256 as a record gives it, in lower case: 64 hex digits, either case, blanks around
 /// them trimmed (a tolerant reader); anything else (a prefix, a digit short) is no digest.
-pub fn parse_digest(given: &str) -> Option<String> {
+pub(crate) fn parse_digest(given: &str) -> Option<String> {
     let digest = given.trim().to_ascii_lowercase();
     (digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_hexdigit())).then_some(digest)
 }

@@ -31,7 +31,7 @@ pub(super) fn proves(tag: &str, version: &VersionId) -> bool {
 /// ETag of a single-part upload, GCS's); `None` for any other ETag (a multipart upload's
 /// `-<parts>`, Azure's opaque ones). A store whose ETags are 32 digits but no MD5 only makes a
 /// comparison fail, and the file is read.
-pub fn content_md5(tag: &str) -> Option<[u8; 16]> {
+pub(crate) fn content_md5(tag: &str) -> Option<[u8; 16]> {
     let hex = tag.trim_matches('"');
     if hex.len() != 32 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
@@ -44,7 +44,7 @@ pub fn content_md5(tag: &str) -> Option<[u8; 16]> {
 }
 
 /// Whether `tag` can name anything: not empty, nor the empty quoted string (weak or not).
-pub fn names_something(tag: &str) -> bool {
+pub(crate) fn names_something(tag: &str) -> bool {
     let tag = tag.strip_prefix("W/").unwrap_or(tag);
     !matches!(tag, "" | "\"\"")
 }

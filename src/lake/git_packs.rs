@@ -10,20 +10,20 @@ use super::VersionId;
 use crate::store::{Listed, StoreError, Token, Versioned, WriteError, WriteMode};
 
 /// The folder at the lake's root that holds the packs, their records and their list.
-pub const PACKS_DIR: &str = "git-packs/";
+pub(crate) const PACKS_DIR: &str = "git-packs/";
 /// The list of packs, written last, on condition.
 const LIST: &str = "git-packs/list.json";
 /// A pack's record larger than this is not read (about 300 bytes a version).
-pub const RECORD_LIMIT: u64 = 256 << 20;
+pub(crate) const RECORD_LIMIT: u64 = 256 << 20;
 /// A `list.json` larger than this is not read: it names at most about 30 packs (more are
 /// merged), some 50 bytes each.
-pub const LIST_LIMIT: u64 = 64 << 10;
+pub(crate) const LIST_LIMIT: u64 = 64 << 10;
 /// A pack larger than this is not downloaded.
-pub const PACK_LIMIT: u64 = 16 << 30;
+pub(crate) const PACK_LIMIT: u64 = 16 << 30;
 
 /// Whether `name` is a pack's name as Git makes it (`pack-` and 40 lower-case hex digits):
 /// only such names become paths.
-pub fn is_pack_name(name: &str) -> bool {
+pub(crate) fn is_pack_name(name: &str) -> bool {
     name.strip_prefix("pack-").is_some_and(|h| {
         h.len() == 40
             && h.bytes()
@@ -39,7 +39,9 @@ pub struct VersionFileEtags {
 }
 
 /// Each version's mapped files and their ETags, from the parts of a listing of `versions/`.
-pub fn listed_files(parts: &[Listed]) -> std::collections::HashMap<VersionId, VersionFileEtags> {
+pub(crate) fn listed_files(
+    parts: &[Listed],
+) -> std::collections::HashMap<VersionId, VersionFileEtags> {
     let mut out: std::collections::HashMap<VersionId, VersionFileEtags> = Default::default();
     for part in parts {
         for key in &part.files {

@@ -12,12 +12,12 @@ use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 /// The key through which serde_json's `arbitrary_precision` hands a number to a visitor, as a
 /// map of one entry holding its text. A `Value` also reads an object of JSON text whose first
 /// key is this one as a number (refusing it unless its value is a number's text).
-pub const NUMBER_TOKEN: &str = "$serde_json::private::Number";
+pub(crate) const NUMBER_TOKEN: &str = "$serde_json::private::Number";
 
 /// A value skipped. `AS_VALUE`: an object whose first key is [`NUMBER_TOKEN`] is checked as a
 /// `Value` checks it (mapping v1's rules for `version.json`); without, it is any object.
 #[derive(Clone, Copy, Default)]
-pub struct Skip<const AS_VALUE: bool>;
+pub(crate) struct Skip<const AS_VALUE: bool>;
 
 impl<'de, const AS_VALUE: bool> serde::Deserialize<'de> for Skip<AS_VALUE> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -70,7 +70,7 @@ impl<'de, const AS_VALUE: bool> Visitor<'de> for Skip<AS_VALUE> {
 }
 
 /// Skips what is left of a map, keys checked as strings.
-pub fn rest_of_map<'de, const AS_VALUE: bool, A: MapAccess<'de>>(
+pub(crate) fn rest_of_map<'de, const AS_VALUE: bool, A: MapAccess<'de>>(
     mut map: A,
 ) -> Result<(), A::Error> {
     while map.next_key_seed(Key)?.is_some() {
@@ -80,7 +80,7 @@ pub fn rest_of_map<'de, const AS_VALUE: bool, A: MapAccess<'de>>(
 }
 
 /// The first key of a map as a `Value` reads it.
-pub enum FirstKey {
+pub(crate) enum FirstKey {
     Empty,
     /// The map was a number (its text, which its value held and which was checked): nothing
     /// more may follow, as the parser checks.
@@ -90,7 +90,7 @@ pub enum FirstKey {
 
 /// Reads the first key of a map, and if it is [`NUMBER_TOKEN`] the number's text after it,
 /// refused as a `Value` refuses it when it is not a number.
-pub fn first_key<'de, A: MapAccess<'de>>(map: &mut A) -> Result<FirstKey, A::Error> {
+pub(crate) fn first_key<'de, A: MapAccess<'de>>(map: &mut A) -> Result<FirstKey, A::Error> {
     match map.next_key_seed(Key)? {
         None => Ok(FirstKey::Empty),
         Some(k) if k == NUMBER_TOKEN => Ok(FirstKey::Number(map.next_value_seed(NumberText)?)),
@@ -99,7 +99,7 @@ pub fn first_key<'de, A: MapAccess<'de>>(map: &mut A) -> Result<FirstKey, A::Err
 }
 
 /// A key, as a string.
-pub struct Key;
+pub(crate) struct Key;
 
 impl<'de> DeserializeSeed<'de> for Key {
     type Value = String;
@@ -142,20 +142,20 @@ impl Visitor<'_> for NumberText {
 
 /// A value whose only use is as a string: a string, `null`, or anything else (skipped).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Text<const AS_VALUE: bool> {
+pub(crate) enum Text<const AS_VALUE: bool> {
     Null,
     Str(String),
     Other,
 }
 
 impl<const AS_VALUE: bool> Text<AS_VALUE> {
-    pub fn as_str(&self) -> Option<&str> {
+    pub(crate) fn as_str(&self) -> Option<&str> {
         match self {
             Text::Str(s) => Some(s),
             _ => None,
         }
     }
-    pub fn into_string(self) -> Option<String> {
+    pub(crate) fn into_string(self) -> Option<String> {
         match self {
             Text::Str(s) => Some(s),
             _ => None,
@@ -215,7 +215,7 @@ const EXCERPT_BYTES: usize = 256;
 /// `Display` writes it (a repeated key shown each time), at most [`EXCERPT_BYTES`] long: the
 /// rest is checked and skipped. For a message that shows what a field held.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TextOrExcerpt {
+pub(crate) enum TextOrExcerpt {
     Null,
     Str(String),
     Other(String),
@@ -384,7 +384,7 @@ impl<'de> Visitor<'de> for Excerpting<'_> {
 /// The value under `key` of an object (its last occurrence, the one a `Value` keeps), read by
 /// `seed`; `None` when there is none or the value is not an object. The rest is skipped.
 #[derive(Clone, Copy)]
-pub struct At<'k, S> {
+pub(crate) struct At<'k, S> {
     pub key: &'k str,
     pub seed: S,
 }
@@ -442,7 +442,7 @@ impl<'de, S: DeserializeSeed<'de> + Clone> Visitor<'de> for At<'_, S> {
 }
 
 /// Parses `raw` with `seed`, as `serde_json::from_slice` does (trailing blanks only).
-pub fn from_slice_seed<'de, S: DeserializeSeed<'de>>(
+pub(crate) fn from_slice_seed<'de, S: DeserializeSeed<'de>>(
     raw: &'de [u8],
     seed: S,
 ) -> Result<S::Value, serde_json::Error> {

@@ -1,39 +1,39 @@
 //! The FDL layout on top of a store: `fdl.json`, `HEAD`, refs (listed or from `refs.json`) and
 //! version records, each read with a size limit and validated before use. One file per
 //! concern: errors, opening, reading refs, writing refs, versions; the small files' formats
-//! in `files.rs`, names in `names.rs`, records in `record.rs`.
+//! in `small_files.rs`, names in `names.rs`, records in `record.rs`.
 
-pub mod catalog;
+pub(crate) mod catalog;
 mod error;
 mod etags;
-pub mod git_packs;
+pub(crate) mod git_packs;
 mod handle;
-pub mod json;
-pub mod names;
-pub mod record;
+pub(crate) mod json;
+pub(crate) mod names;
+pub(crate) mod record;
 mod ref_writes;
 mod refs;
-pub mod refs_json;
+pub(crate) mod refs_json;
 mod refs_render;
-pub mod small_files;
+pub(crate) mod small_files;
 mod versions;
 
-pub use error::LakeError;
-pub use etags::{content_md5, names_something};
-pub use handle::Lake;
-pub use names::{check_ref_name, check_writable_ref, printable, VersionId};
-pub use record::VersionRecord;
-pub use refs::{without_conflicts, RefsSeen, WithoutConflicts};
-pub use small_files::FdlConfig;
-pub use versions::{listed_versions, VersionData};
+pub(crate) use error::LakeError;
+pub(crate) use etags::{content_md5, names_something};
+pub(crate) use handle::Lake;
+pub use names::check_ref_name;
+pub(crate) use names::{check_writable_ref, printable, VersionId};
+pub(crate) use record::VersionRecord;
+pub(crate) use refs::RefsSeen;
+pub(crate) use versions::listed_versions;
 
 use crate::store::{Listed, Store, StoreError};
 
 /// Size limits: a hostile lake cannot make the helper read a huge file.
-pub const SMALL_FILE_LIMIT: u64 = 1 << 20;
-pub const REFS_JSON_LIMIT: u64 = 64 << 20;
-pub const VERSION_JSON_LIMIT: u64 = 16 << 20;
-pub const DATASET_JSON_LIMIT: u64 = 64 << 20;
+pub(crate) const SMALL_FILE_LIMIT: u64 = 1 << 20;
+pub(crate) const REFS_JSON_LIMIT: u64 = 64 << 20;
+pub(crate) const VERSION_JSON_LIMIT: u64 = 16 << 20;
+pub(crate) const DATASET_JSON_LIMIT: u64 = 64 << 20;
 /// Names a listing is split at: one range per this many names remembered, fewer than a
 /// page holds (1000), so that each range takes one request even after some refs are added.
 const LIST_SPLIT: usize = 900;
@@ -109,7 +109,7 @@ async fn list_ref_folders(store: &Store, sorted: &[String]) -> Result<Listed, St
 
 #[cfg(test)]
 mod tests {
-    use super::without_conflicts;
+    use super::refs::without_conflicts;
 
     #[test]
     fn a_ref_and_refs_below_it_keep_the_shortest() {

@@ -133,7 +133,7 @@ impl fmt::Debug for VersionId {
 }
 
 /// Shows untrusted text safely in a message: control characters escaped, long text cut.
-pub fn printable(s: &str) -> String {
+pub(crate) fn printable(s: &str) -> String {
     let mut out: String = s.chars().take(80).flat_map(char::escape_debug).collect();
     if s.chars().count() > 80 {
         out.push('…');
@@ -202,7 +202,7 @@ fn describe(e: &gix::validate::reference::name::Error) -> &'static str {
 }
 
 /// [`check_ref_name`] plus the layout's rule that paths are lower case.
-pub fn check_writable_ref(full: &str) -> Result<(), RefNameProblem> {
+pub(crate) fn check_writable_ref(full: &str) -> Result<(), RefNameProblem> {
     check_ref_name(full)?;
     if full.chars().any(|c| c.is_uppercase()) {
         return Err(RefNameProblem::UpperCase);

@@ -9,7 +9,7 @@ use super::json::{self, FirstKey, Skip, Text, TextOrExcerpt};
 use super::names::{printable, VersionId};
 
 /// Keys accepted for the version's time, in order of preference (RFC 3339 strings).
-pub const TIME_KEYS: [&str; 4] = ["created_at", "created", "timestamp", "time"];
+pub(crate) const TIME_KEYS: [&str; 4] = ["created_at", "created", "timestamp", "time"];
 
 /// Who made a version.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -308,7 +308,7 @@ fn trim_blanks(s: &str) -> &str {
 }
 
 /// `"Name <email>"` or a plain name.
-pub fn parse_author_string(s: &str) -> Author {
+pub(crate) fn parse_author_string(s: &str) -> Author {
     let t = trim_blanks(s);
     if let (Some(lt), true) = (t.find('<'), t.ends_with('>')) {
         if lt < t.len() - 1 {
@@ -328,7 +328,7 @@ pub fn parse_author_string(s: &str) -> Author {
 /// times before 1970 become 0. Strict, so that every implementation accepts the same strings:
 /// `YYYY-MM-DD`, `T` or `t`, `hh:mm:ss`, an optional fraction (`.` and digits, dropped), then
 /// `Z`, `z` or `+hh:mm` / `-hh:mm`; no blanks; each field in its range (seconds up to 60).
-pub fn parse_rfc3339_seconds(s: &str) -> Option<u64> {
+pub(crate) fn parse_rfc3339_seconds(s: &str) -> Option<u64> {
     let b = s.as_bytes();
     let num = |from: usize, len: usize| -> Option<i64> {
         let part = b.get(from..from + len)?;

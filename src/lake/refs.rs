@@ -29,12 +29,12 @@ pub(super) fn is_writer_file(path: &str) -> bool {
 }
 
 /// Refs a reader keeps, and those it leaves out, each with the kept ref in its way.
-pub type WithoutConflicts<T> = (Vec<(String, T)>, Vec<(String, String)>);
+pub(crate) type WithoutConflicts<T> = (Vec<(String, T)>, Vec<(String, String)>);
 
 /// Git cannot hold a ref and refs below it (`a` and `a/b`), which an object store can. Of
 /// refs sorted by name, keeps each one no kept ref is a folder of; returns the others, each
 /// with the kept ref in its way.
-pub fn without_conflicts<T>(refs: Vec<(String, T)>) -> WithoutConflicts<T> {
+pub(crate) fn without_conflicts<T>(refs: Vec<(String, T)>) -> WithoutConflicts<T> {
     let mut kept_names = std::collections::HashSet::new();
     let (mut kept, mut dropped) = (Vec::new(), Vec::new());
     for (name, value) in refs {

@@ -7,11 +7,11 @@ use serde::de::{Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess
 
 use super::json::{self, Skip, Text};
 use super::names::printable;
-pub use super::refs_render::render_refs_json;
+pub(crate) use super::refs_render::render_refs_json;
 
 /// Why `refs.json` gives no refs (names made printable).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum RefsJsonError {
+pub(crate) enum RefsJsonError {
     #[error("refs.json is not valid JSON: {0}")]
     NotJson(String),
     #[error("refs.json is not a JSON object")]
@@ -34,7 +34,7 @@ pub enum RefsJsonError {
 /// `{"heads": {...}, "tags": {...}}` with short names. A value may also be an object with a
 /// `"version"` or `"id"` key. A name given twice with different versions (a repeated JSON key
 /// included) is an error: a reader cannot tell which one the writers meant.
-pub fn parse_refs_json(raw: &[u8]) -> Result<Vec<(String, String)>, RefsJsonError> {
+pub(crate) fn parse_refs_json(raw: &[u8]) -> Result<Vec<(String, String)>, RefsJsonError> {
     let top =
         json::from_slice_seed(raw, TopSeed).map_err(|e| RefsJsonError::NotJson(e.to_string()))?;
     let Some(top) = top else {

@@ -11,7 +11,7 @@ use super::names::VersionId;
 /// there is none): the branches and tags are `refs`, sorted; everything else the file holds
 /// (a host's own entries such as `refs/requests/7`, `HEAD`, unknown keys) is kept as it is,
 /// in every shape. Pretty-printed, ending in a newline.
-pub fn render_refs_json(existing: Option<&[u8]>, refs: &[(String, VersionId)]) -> Vec<u8> {
+pub(crate) fn render_refs_json(existing: Option<&[u8]>, refs: &[(String, VersionId)]) -> Vec<u8> {
     let old = existing.and_then(members_of_file).unwrap_or_default();
     let is = |key: &str, open: u8| {
         old.iter()

@@ -10,7 +10,7 @@ use super::json::{self, FirstKey, Skip, Text, TextOrExcerpt};
 use super::names::{check_ref_name, printable, VersionId};
 
 /// The major versions of the FDL specification this reader knows.
-pub const KNOWN_MAJOR: &[u64] = &[0];
+pub(crate) const KNOWN_MAJOR: &[u64] = &[0];
 
 /// Why `fdl.json` cannot be used. Only a major version this helper does not know asks for an
 /// upgrade, so it is told apart by its kind, not by its message.
@@ -27,7 +27,7 @@ pub enum FdlJsonError {
 /// What makes `data_dir` no folder under the lake's root, if anything: a control character
 /// (a newline would start a line of its own in the statements `catalog` prints), a leading
 /// `/`, a scheme (`s3:`), or a `..` component (each points `DATA_PATH` outside the lake).
-pub fn data_dir_problem(data_dir: &str) -> Option<&'static str> {
+pub(crate) fn data_dir_problem(data_dir: &str) -> Option<&'static str> {
     let scheme = data_dir.split_once(':').is_some_and(|(s, _)| {
         !s.is_empty()
             && s.chars()
@@ -201,7 +201,7 @@ impl<'de> Visitor<'de> for SignersVisitor {
 
 /// Why `HEAD` or a ref file holds no ref or version (what it holds, made printable).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SmallFileError {
+pub(crate) enum SmallFileError {
     #[error("HEAD is not UTF-8 text")]
     HeadNotText,
     #[error("HEAD holds '{0}', not 'ref: refs/heads/<name>'")]
@@ -215,7 +215,7 @@ pub enum SmallFileError {
 }
 
 /// `HEAD`'s content: `ref: refs/heads/<name>`, blanks around it allowed.
-pub fn parse_head(raw: &[u8]) -> Result<String, SmallFileError> {
+pub(crate) fn parse_head(raw: &[u8]) -> Result<String, SmallFileError> {
     let text = std::str::from_utf8(raw).map_err(|_| SmallFileError::HeadNotText)?;
     let target = text
         .trim()
@@ -229,14 +229,14 @@ pub fn parse_head(raw: &[u8]) -> Result<String, SmallFileError> {
 }
 
 /// A ref file's content: a version ID, blanks around it allowed.
-pub fn parse_ref_value(raw: &[u8]) -> Result<VersionId, SmallFileError> {
+pub(crate) fn parse_ref_value(raw: &[u8]) -> Result<VersionId, SmallFileError> {
     let text = std::str::from_utf8(raw).map_err(|_| SmallFileError::RefNotText)?;
     VersionId::parse(text.trim())
         .map_err(|_| SmallFileError::RefNotAVersion(printable(text.trim())))
 }
 
 /// What a ref file holds: the version ID and a newline.
-pub fn render_ref_value(version: &VersionId) -> Vec<u8> {
+pub(crate) fn render_ref_value(version: &VersionId) -> Vec<u8> {
     format!("{version}\n").into_bytes()
 }
 

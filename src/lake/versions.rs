@@ -167,7 +167,7 @@ impl Lake {
 
 /// The versions a listing of `versions/` in parts ([`Lake::list_version_files`]) shows with a
 /// record (after `after`), each with whether it has a `dataset.json`.
-pub fn listed_versions(
+pub(crate) fn listed_versions(
     parts: &[Listed],
     after: Option<&VersionId>,
 ) -> Vec<(VersionId, Option<bool>)> {

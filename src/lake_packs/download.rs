@@ -8,13 +8,13 @@ use crate::repo::{Repo, RepoError};
 
 /// A temporary file in `objects/pack/` to download a lake's pack into, removed (with the index
 /// and reverse index Git writes beside it) if a signal ends the helper.
-pub fn download_path(repo: &Repo) -> Result<PathBuf, RepoError> {
+pub(crate) fn download_path(repo: &Repo) -> Result<PathBuf, RepoError> {
     repo.temporary_pack_file("lake", ".pack", &["idx", "rev"])
 }
 
 /// Removes pack `name` (its index and reverse index first, so that Git never sees an index
 /// without its pack); a part already gone is no error.
-pub fn remove(repo: &Repo, name: &str) {
+pub(crate) fn remove(repo: &Repo, name: &str) {
     let dir = repo.pack_dir();
     for ext in ["idx", "rev", "pack"] {
         let _ = std::fs::remove_file(dir.join(format!("{name}.{ext}")));
@@ -22,14 +22,14 @@ pub fn remove(repo: &Repo, name: &str) {
 }
 
 /// Whether the repository holds pack `name` (pack and index).
-pub fn has(repo: &Repo, name: &str) -> bool {
+pub(crate) fn has(repo: &Repo, name: &str) -> bool {
     let dir = repo.pack_dir();
     dir.join(format!("{name}.pack")).is_file() && dir.join(format!("{name}.idx")).is_file()
 }
 
 /// What installs downloaded packs into `repo`, owned, so that it can run on a blocking thread
 /// of its own while other downloads go on.
-pub fn installer(repo: &Repo) -> PackInstaller {
+pub(crate) fn installer(repo: &Repo) -> PackInstaller {
     PackInstaller {
         git_dir: repo.git_dir().to_path_buf(),
         pack_dir: repo.pack_dir(),
@@ -38,7 +38,7 @@ pub fn installer(repo: &Repo) -> PackInstaller {
 
 /// Why a downloaded pack was not installed.
 #[derive(Debug, thiserror::Error)]
-pub enum InstallError {
+pub(crate) enum InstallError {
     #[error("cannot run git index-pack: {0}")]
     CannotRun(crate::git::GitError),
     #[error("git index-pack refused it: {0}")]
@@ -51,7 +51,7 @@ pub enum InstallError {
 }
 
 /// Installs downloaded packs into one repository's `objects/pack` ([`installer`]).
-pub struct PackInstaller {
+pub(crate) struct PackInstaller {
     git_dir: PathBuf,
     pack_dir: PathBuf,
 }
@@ -60,7 +60,7 @@ impl PackInstaller {
     /// Indexes a downloaded pack with Git's own `index-pack`, which checks the pack's checksum
     /// and hashes every object (a thin or damaged pack is refused), then renames pack and index
     /// into place as `pack-<checksum>`, whose name it returns. The temporary files go either way.
-    pub fn install(&self, tmp: &Path) -> Result<String, InstallError> {
+    pub(crate) fn install(&self, tmp: &Path) -> Result<String, InstallError> {
         let idx = tmp.with_extension("idx");
         // Git 2.41 and later write a reverse index beside `-o` (pack.writeReverseIndex): it is
         // named with the pack, as Git's own fetch keeps it, or removed.

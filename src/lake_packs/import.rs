@@ -23,13 +23,13 @@ const DOWNLOADS: usize = 8;
 
 /// What the packs gave: versions with their verified commits and parents, and warnings.
 #[derive(Default)]
-pub struct Imported {
+pub(crate) struct Imported {
     pub verified: Vec<Taken>,
     pub warnings: Vec<String>,
 }
 
 /// A version taken from a pack: its commit checked, and its parents.
-pub struct Taken {
+pub(crate) struct Taken {
     pub version: VersionId,
     pub commit: ObjectId,
     pub parents: Vec<VersionId>,
@@ -38,14 +38,14 @@ pub struct Taken {
 /// How far packs are believed: `Listed` checks each version against the store's listing (one
 /// under way, awaited while the packs download; if it gives none, one made here); `Trusted` (a
 /// store that cannot list, with `fdlTrustPacks`) only recomputes commits.
-pub enum Trust<'a> {
+pub(crate) enum Trust<'a> {
     Listed(BoxFuture<'a, Option<HashMap<VersionId, VersionFileEtags>>>),
     Trusted,
 }
 
 /// Uses the packs `list` (the bytes of `git-packs/list.json`) names. `newest`: the newest
 /// version a ref names (where the listing's ranges end); `known`: commits already known.
-pub async fn import(
+pub(crate) async fn import(
     lake: &Lake,
     repo: &Repo,
     list: &[u8],
@@ -175,7 +175,7 @@ type Checked = Vec<Result<Parents, Unverified>>;
 
 /// Why a listed pack gives nothing (said in a warning, after the pack's name).
 #[derive(Debug, thiserror::Error)]
-pub enum Unusable {
+pub(crate) enum Unusable {
     #[error("{0}")]
     Store(#[from] crate::store::StoreError),
     #[error("it has no record")]
@@ -285,7 +285,7 @@ fn take(
                 .iter()
                 .find(|p| claimed.contains_key(*p) && !taken.contains(*p));
             match untaken {
-                Some(p) => Err(Unverified::ParentUnverified(p.clone())),
+                Some(p) => Err(Unverified::ParentFailed(p.clone())),
                 None => Ok(parents),
             }
         });

@@ -21,7 +21,7 @@ use crate::store::{WriteError, WriteMode};
 
 /// Why packing stopped; nothing in the lake changed unless it says so.
 #[derive(Debug, thiserror::Error)]
-pub enum PackError {
+pub(crate) enum PackError {
     #[error("lake '{lake}': {source}")]
     Format { lake: String, source: FormatError },
     #[error("lake '{lake}': cannot read git-packs/: {why}")]
@@ -44,7 +44,7 @@ pub enum PackError {
 
 /// Why a step of Git in the clone gave nothing to pack.
 #[derive(Debug, thiserror::Error)]
-pub enum GitStepError {
+pub(crate) enum GitStepError {
     #[error(transparent)]
     Git(#[from] GitError),
     #[error("'{0}' is not a commit ID")]
@@ -73,7 +73,7 @@ pub struct PackSummary {
 
 /// What the packer is given: the lake, the address Git reaches it at (`fdl::` prefixed) and
 /// the remote's `fdl*` configuration, for the clone that reads the versions.
-pub struct PackJob<'a> {
+pub(crate) struct PackJob<'a> {
     pub lake: &'a Lake,
     pub address: String,
     pub remote_config: Vec<(String, String)>,
@@ -81,7 +81,7 @@ pub struct PackJob<'a> {
 }
 
 /// Runs a `pack`.
-pub async fn pack(job: &PackJob<'_>) -> Result<PackSummary, PackError> {
+pub(crate) async fn pack(job: &PackJob<'_>) -> Result<PackSummary, PackError> {
     let lake = job.lake;
     let name = lake.name();
     let read_err = |why: String| PackError::Read {

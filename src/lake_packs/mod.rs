@@ -5,10 +5,10 @@
 //! and those blobs matched against what the store lists now (`import.rs`). Nothing a pack says
 //! can give a commit that reading the version would not give. The files' formats are here.
 
-pub mod download;
-pub mod import;
-pub mod make;
-pub mod verify;
+pub(crate) mod download;
+pub(crate) mod import;
+pub(crate) mod make;
+pub(crate) mod verify;
 
 use std::fmt;
 
@@ -20,16 +20,16 @@ use crate::lake::VersionId;
 use crate::mapping::ObjectId;
 
 /// The format of `list.json` and of a pack's record this helper writes and reads.
-pub const FORMAT: u64 = 1;
+pub(crate) const FORMAT: u64 = 1;
 
 /// Packs merged into one when a run would leave more than this many (Git's bundle lists
 /// merge at about 30).
-pub const MERGE_AT: usize = 30;
+pub(crate) const MERGE_AT: usize = 30;
 
 /// One version as a pack's record holds it: its commit, and the ETags its mapped files had in
 /// the listing made before they were read.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PackedVersion {
+pub(crate) struct PackedVersion {
     pub id: VersionId,
     pub commit: ObjectId,
     pub version_json: String,
@@ -39,7 +39,7 @@ pub struct PackedVersion {
 /// A pack's record (`git-packs/<pack>.json`): the lake it was made from and its versions,
 /// parents first.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Record {
+pub(crate) struct Record {
     pub lake: Option<String>,
     pub pack: String,
     pub versions: Vec<PackedVersion>,
@@ -47,7 +47,7 @@ pub struct Record {
 
 /// Why a file of `git-packs/` cannot be read.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum FormatError {
+pub(crate) enum FormatError {
     #[error("{file} is not JSON: {why}")]
     NotJson { file: String, why: String },
     #[error("{file} has format {found}; this git-remote-fdl reads format {FORMAT}")]
@@ -58,7 +58,7 @@ pub enum FormatError {
 
 /// The packs `list.json` names, in order, each once (a name repeated would be fetched and
 /// checked again for nothing).
-pub fn parse_list(raw: &[u8]) -> Result<Vec<String>, FormatError> {
+pub(crate) fn parse_list(raw: &[u8]) -> Result<Vec<String>, FormatError> {
     let file = "git-packs/list.json";
     let top = parse_top(file, raw, ListSeed)?;
     let names = top.fields.ok_or(bad(file, "no \"packs\" list"))?;
@@ -246,7 +246,7 @@ impl<'de, T: Deserialize<'de>, U, F: Fn(T) -> Option<U>> Visitor<'de> for Items<
 }
 
 /// `list.json` naming `packs`.
-pub fn render_list(packs: &[String]) -> Vec<u8> {
+pub(crate) fn render_list(packs: &[String]) -> Vec<u8> {
     let v = serde_json::json!({ "format": FORMAT, "packs": packs });
     let mut out = serde_json::to_vec_pretty(&v).expect("a list renders");
     out.push(b'\n');
@@ -254,7 +254,7 @@ pub fn render_list(packs: &[String]) -> Vec<u8> {
 }
 
 /// A pack's record as written.
-pub fn render_record(record: &Record) -> Vec<u8> {
+pub(crate) fn render_record(record: &Record) -> Vec<u8> {
     let versions: Vec<serde_json::Value> = record
         .versions
         .iter()
@@ -281,7 +281,7 @@ pub fn render_record(record: &Record) -> Vec<u8> {
 }
 
 /// A pack's record; `name` is the pack's, which the record must name too.
-pub fn parse_record(name: &str, raw: &[u8]) -> Result<Record, FormatError> {
+pub(crate) fn parse_record(name: &str, raw: &[u8]) -> Result<Record, FormatError> {
     let file = format!("git-packs/{name}.json");
     let top = parse_top(&file, raw, RecordSeed)?.fields;
     if top.pack.as_ref().and_then(Text::as_str) != Some(name) {

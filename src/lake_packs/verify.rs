@@ -13,7 +13,7 @@ use crate::lake::{content_md5, VersionId, VersionRecord, DATASET_JSON_LIMIT, VER
 use crate::mapping::{self, ObjectId};
 
 /// Where a pack's objects are read (the repository, once the pack is installed).
-pub trait InstalledObjects {
+pub(crate) trait InstalledObjects {
     fn get(&self, id: &ObjectId) -> Option<(gix::object::Kind, Vec<u8>)>;
     /// An object's kind and size, from its header: a pack's object is inflated only once its
     /// size is known to fit.
@@ -31,7 +31,7 @@ impl InstalledObjects for crate::repo::Repo {
 
 /// Why a packed version cannot be taken from its pack (said in a warning, after the version).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Unverified {
+pub(crate) enum Unverified {
     #[error("it is not in the lake now")]
     NotInLake,
     #[error("it was rewritten after it was packed")]
@@ -51,7 +51,7 @@ pub enum Unverified {
     #[error("{0}")]
     BadRecord(String),
     #[error("its parent {0} is not verified")]
-    ParentUnverified(VersionId),
+    ParentFailed(VersionId),
     #[error("{0}")]
     Mapping(String),
     #[error("its commit is not what mapping v1 makes of its files")]
@@ -95,18 +95,18 @@ fn read(
 /// What a check holds against: the store's listing of `versions/` (`None`: a store that cannot
 /// list, whose packs the user trusts), and the commits already known of versions a pack's
 /// versions descend from.
-pub struct Against<'a> {
+pub(crate) struct Against<'a> {
     pub listed: Option<&'a HashMap<VersionId, VersionFileEtags>>,
     pub known: &'a (dyn Fn(&VersionId) -> Option<ObjectId> + Sync),
 }
 
 /// The parents of a version whose commit was verified.
-pub type Parents = Vec<VersionId>;
+pub(crate) type Parents = Vec<VersionId>;
 
 /// Checks `packed`, its parents' commits taken from `verified` (what the records claim, which
 /// the caller holds to) or else known; on success returns its parents. The error says why, for
 /// a warning.
-pub fn verify(
+pub(crate) fn verify(
     packed: &PackedVersion,
     objects: &dyn InstalledObjects,
     against: &Against,
@@ -150,16 +150,16 @@ pub fn verify(
     let mut parent_commits = Vec::with_capacity(record.parents.len());
     for p in &record.parents {
         let c = verified.get(p).copied().or_else(|| (against.known)(p));
-        parent_commits.push(c.ok_or_else(|| Unverified::ParentUnverified(p.clone()))?);
+        parent_commits.push(c.ok_or_else(|| Unverified::ParentFailed(p.clone()))?);
     }
-    let made = mapping::version_objects(
+    let made = mapping::version_commit(
         &packed.id,
         &record,
         dataset.map(Into::into),
         &parent_commits,
     )
     .map_err(|e| Unverified::Mapping(e.to_string()))?;
-    match made.commit.id == packed.commit {
+    match made.id == packed.commit {
         true => Ok(record.parents),
         false => Err(Unverified::OtherCommit),
     }

@@ -3,7 +3,7 @@
 
 /// One request from Git, with batches (`fetch`, `push`) gathered up to their blank line.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Request {
+pub(crate) enum Request {
     Capabilities,
     List {
         for_push: bool,
@@ -19,14 +19,14 @@ pub enum Request {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FetchItem {
+pub(crate) struct FetchItem {
     pub oid: String,
     pub name: String,
 }
 
 /// `push [+]<src>:<dst>`; an empty `src` deletes `dst`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PushItem {
+pub(crate) struct PushItem {
     pub force: bool,
     pub src: String,
     pub dst: String,
@@ -35,7 +35,7 @@ pub struct PushItem {
 /// A line Git would never send: what was wrong with it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub struct ProtocolError(pub String);
+pub(crate) struct ProtocolError(pub String);
 
 #[derive(Debug, Default)]
 enum Batch {
@@ -47,13 +47,13 @@ enum Batch {
 
 /// Turns lines (without their `\n`) into requests.
 #[derive(Debug, Default)]
-pub struct Parser {
+pub(crate) struct Parser {
     batch: Batch,
 }
 
 impl Parser {
     /// Feeds one line; returns a request when one is complete.
-    pub fn feed(&mut self, line: &str) -> Result<Option<Request>, ProtocolError> {
+    pub(crate) fn feed(&mut self, line: &str) -> Result<Option<Request>, ProtocolError> {
         let line = line.strip_suffix('\r').unwrap_or(line);
         if line.is_empty() {
             return Ok(Some(match std::mem::take(&mut self.batch) {
@@ -152,7 +152,7 @@ fn parse_push(rest: &str) -> Result<PushItem, ProtocolError> {
 }
 
 /// The reply to `capabilities`.
-pub fn capabilities(push: bool) -> String {
+pub(crate) fn capabilities(push: bool) -> String {
     // `check-connectivity`: Git then asks whether a clone's pack holds everything it needs.
     let mut out = String::from("fetch\ncheck-connectivity\noption\n");
     if push {
@@ -164,7 +164,7 @@ pub fn capabilities(push: bool) -> String {
 
 /// One line of a `list` reply.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ListLine {
+pub(crate) enum ListLine {
     /// `<oid> <name>`
     Ref { oid: String, name: String },
     /// `@<target> <name>`: a symbolic ref such as HEAD.
@@ -172,7 +172,7 @@ pub enum ListLine {
 }
 
 /// The reply to `list`: optional `:object-format`, the refs, a blank line.
-pub fn list(lines: &[ListLine], object_format: bool) -> String {
+pub(crate) fn list(lines: &[ListLine], object_format: bool) -> String {
     // One string of the reply's size: a thousand refs make no string each.
     let size = lines.iter().map(|l| match l {
         ListLine::Ref { oid, name } => oid.len() + name.len() + 2,
@@ -200,14 +200,14 @@ pub fn list(lines: &[ListLine], object_format: bool) -> String {
 
 /// The answer to one `option` line.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum OptionReply {
+pub(crate) enum OptionReply {
     Ok,
     Unsupported,
     Error(String),
 }
 
 impl OptionReply {
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         match self {
             OptionReply::Ok => "ok\n".into(),
             OptionReply::Unsupported => "unsupported\n".into(),
@@ -218,7 +218,7 @@ impl OptionReply {
 
 /// The options Git can set, as the helper holds them.
 #[derive(Debug, Clone)]
-pub struct Options {
+pub(crate) struct Options {
     pub verbosity: u32,
     pub progress: bool,
     pub cloning: bool,
@@ -227,7 +227,6 @@ pub struct Options {
     pub object_format: bool,
     pub dry_run: bool,
     pub atomic: bool,
-    pub push_options: Vec<String>,
     /// `--force-with-lease` expectations: ref name → expected object ID (hex, or empty).
     pub cas: Vec<(String, String)>,
 }
@@ -243,7 +242,6 @@ impl Default for Options {
             object_format: false,
             dry_run: false,
             atomic: false,
-            push_options: Vec::new(),
             cas: Vec::new(),
         }
     }
@@ -251,7 +249,7 @@ impl Default for Options {
 
 impl Options {
     /// Applies `option <name> <value>`. `push` says whether push options are understood.
-    pub fn set(&mut self, name: &str, value: &str, push: bool) -> OptionReply {
+    pub(crate) fn set(&mut self, name: &str, value: &str, push: bool) -> OptionReply {
         let boolean = |v: &str| match v {
             "true" => Ok(true),
             "false" => Ok(false),
@@ -313,7 +311,7 @@ impl Options {
 /// Undoes Git's C-style quoting (`"a\"b"`), with which Git sends `cas` and `push-option` values
 /// (`quote_c_style`, undone by gix as Git's `unquote_c_style` does). A value that is not quoted,
 /// or not quoted as Git quotes, is taken as it is.
-pub fn unquote(s: &str) -> String {
+pub(crate) fn unquote(s: &str) -> String {
     match gix::quote::ansi_c::undo(s.as_bytes().into()) {
         Ok((text, consumed)) if consumed == s.len() => String::from_utf8_lossy(&text).into_owned(),
         _ => s.to_string(),
@@ -322,16 +320,16 @@ pub fn unquote(s: &str) -> String {
 
 /// Status words Git recognises after `error <ref>` and turns into its own statuses and advice
 /// (transport-helper.c); anything else shows as `[remote rejected] (<why>)`.
-pub const NON_FAST_FORWARD: &str = "non-fast forward";
-pub const FETCH_FIRST: &str = "fetch first";
-pub const ALREADY_EXISTS: &str = "already exists";
-pub const STALE_INFO: &str = "stale info";
+pub(crate) const NON_FAST_FORWARD: &str = "non-fast forward";
+pub(crate) const FETCH_FIRST: &str = "fetch first";
+pub(crate) const ALREADY_EXISTS: &str = "already exists";
+pub(crate) const STALE_INFO: &str = "stale info";
 /// The note after `ok <ref>` that marks a forced update.
-pub const FORCED_UPDATE: &str = "forced update";
+pub(crate) const FORCED_UPDATE: &str = "forced update";
 
 /// What a `push` reply says of one ref.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PushStatus<'a> {
+pub(crate) enum PushStatus<'a> {
     /// `ok <ref>`.
     Ok,
     /// `ok <ref> <note>` ([`FORCED_UPDATE`]).
@@ -341,7 +339,7 @@ pub enum PushStatus<'a> {
 }
 
 /// One line of a `push` reply.
-pub fn push_status(dst: &str, status: &PushStatus) -> String {
+pub(crate) fn push_status(dst: &str, status: &PushStatus) -> String {
     match status {
         PushStatus::Ok => format!("ok {dst}\n"),
         PushStatus::OkWith(note) => format!("ok {dst} {note}\n"),

@@ -19,10 +19,10 @@ use crate::lake::VersionId;
 use crate::remote::{Listing, Remote};
 
 use updates::{Action, Plans};
-pub use updates::{PushOptions, PushReport, RefResult, RefUpdate, Rejection};
+pub(crate) use updates::{PushOptions, PushReport, RefResult, RefUpdate, Rejection};
 
 /// Checks and performs one batch of `push` lines.
-pub async fn push(
+pub(crate) async fn push(
     remote: &mut Remote,
     listing: &Listing,
     updates: &[RefUpdate],

@@ -9,7 +9,7 @@ use crate::store::Token;
 
 /// One ref Git asks to update: `[+]<src>:<dst>`; an empty `src` deletes `dst`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RefUpdate {
+pub(crate) struct RefUpdate {
     pub force: bool,
     pub src: String,
     pub dst: String,
@@ -17,7 +17,7 @@ pub struct RefUpdate {
 
 /// The options of one push batch.
 #[derive(Debug, Clone, Default)]
-pub struct PushOptions {
+pub(crate) struct PushOptions {
     pub dry_run: bool,
     pub atomic: bool,
     /// `--force-with-lease`: ref → expected commit (hex; empty for "must not exist").
@@ -27,7 +27,7 @@ pub struct PushOptions {
 /// Why a ref was not pushed. The first kinds are the ones Git knows and turns into its own
 /// statuses and advice.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Rejection {
+pub(crate) enum Rejection {
     NonFastForward,
     FetchFirst,
     AlreadyExists,
@@ -51,7 +51,7 @@ impl Rejection {
     }
 
     /// Whether the ref may have changed after all.
-    pub fn is_uncertain(&self) -> bool {
+    pub(crate) fn is_uncertain(&self) -> bool {
         matches!(self, Rejection::Unknown(_) | Rejection::Left(_))
     }
 }
@@ -76,11 +76,11 @@ impl fmt::Display for Rejection {
 
 /// The result for one ref: `Ok(forced)` when it was pushed (`forced`: a non-fast-forward
 /// update), or why not.
-pub type RefResult = Result<bool, Rejection>;
+pub(crate) type RefResult = Result<bool, Rejection>;
 
 /// What a push did, beyond the per-ref results.
 #[derive(Debug, Default)]
-pub struct PushReport {
+pub(crate) struct PushReport {
     pub results: Vec<(String, RefResult)>,
     /// Problems that did not fail the push (refs.json left stale, an undo that failed).
     pub warnings: Vec<String>,

@@ -20,7 +20,7 @@ use crate::vouch::{LocalObjects, Vetted};
 
 /// A commit Git asks for, and the ref it asked for it under.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Want {
+pub(crate) struct Want {
     pub oid: String,
     pub name: String,
 }
@@ -30,7 +30,7 @@ type Computed = HashMap<VersionId, (ObjectId, BuiltVersion)>;
 
 /// What a fetch wrote.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct FetchOutcome {
+pub(crate) struct FetchOutcome {
     pub versions: usize,
     pub objects: usize,
     /// Every object the wanted commits reach was written now (nothing was already there), so
@@ -45,7 +45,7 @@ impl Remote {
     /// Writes into the local repository every object the wanted commits need and it lacks.
     /// With `lock_pack`, a pack that holds all they reach is kept by a `.keep` file for Git,
     /// which can then skip its own walk over the objects (`check-connectivity`).
-    pub async fn fetch(
+    pub(crate) async fn fetch(
         &mut self,
         listing: &mut Listing,
         wants: &[Want],

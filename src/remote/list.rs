@@ -28,18 +28,21 @@ struct ReadRefs {
 
 impl Remote {
     /// Reads HEAD and the refs, and computes the commit of every ref.
-    pub async fn list(&mut self, progress: &dyn Progress) -> Result<Listing, RemoteError> {
+    pub(crate) async fn list(&mut self, progress: &dyn Progress) -> Result<Listing, RemoteError> {
         self.list_with(progress, false).await
     }
 
     /// `list for-push`: also the ref files' tokens, and `refs.json` (read beside the refs, or
     /// before them: a later rewrite of `refs.json` is conditional on it).
-    pub async fn list_for_push(&mut self, progress: &dyn Progress) -> Result<Listing, RemoteError> {
+    pub(crate) async fn list_for_push(
+        &mut self,
+        progress: &dyn Progress,
+    ) -> Result<Listing, RemoteError> {
         self.list_with(progress, true).await
     }
 
     /// Computes the commit of `version` (reading it and any ancestors not known yet).
-    pub async fn commit_of(
+    pub(crate) async fn commit_of(
         &mut self,
         version: &VersionId,
         named_by: &str,

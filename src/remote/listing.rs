@@ -9,7 +9,7 @@ use crate::store::{Token, Versioned};
 
 /// What `list` found: refs, HEAD, and every version's commit it had to compute.
 #[derive(Default)]
-pub struct Listing {
+pub(crate) struct Listing {
     pub head: Option<String>,
     pub refs: Vec<(String, VersionId)>,
     pub commits: HashMap<VersionId, ObjectId>,
@@ -30,7 +30,7 @@ pub struct Listing {
 
 impl Listing {
     /// The version token of the ref file `name`, as a push's listing found it.
-    pub fn token(&self, name: &str) -> Option<&Token> {
+    pub(crate) fn token(&self, name: &str) -> Option<&Token> {
         let at = self
             .refs
             .binary_search_by(|(n, _)| n.as_str().cmp(name))
@@ -40,7 +40,7 @@ impl Listing {
 
     /// Each ref file as a push's listing found it, by name: its ETag and version (files listed
     /// without an ETag are left out).
-    pub fn ref_files_seen(&self) -> HashMap<String, (String, VersionId)> {
+    pub(crate) fn ref_files_seen(&self) -> HashMap<String, (String, VersionId)> {
         let with_tags = self
             .refs
             .iter()
@@ -63,19 +63,9 @@ impl Listing {
 
     /// The branch HEAD names, when that branch exists: a HEAD naming a missing branch is left
     /// out, as Git's own servers do.
-    pub fn listed_head(&self) -> Option<&str> {
+    pub(crate) fn listed_head(&self) -> Option<&str> {
         self.head
             .as_deref()
             .filter(|h| self.refs.iter().any(|(n, _)| n == h))
-    }
-
-    /// The version a listed commit stands for.
-    pub fn version_of(&self, oid: &ObjectId) -> Option<&VersionId> {
-        self.refs
-            .iter()
-            .map(|(_, v)| v)
-            .find(|v| self.commits.get(*v) == Some(oid))
-            // Git may ask for any commit it saw (`git fetch <lake> <commit>`), not only tips.
-            .or_else(|| self.commits.iter().find(|(_, c)| *c == oid).map(|(v, _)| v))
     }
 }

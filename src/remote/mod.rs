@@ -9,7 +9,7 @@ mod listing;
 mod packed;
 mod state;
 
-pub use error::RemoteError;
-pub use fetch::{FetchOutcome, Want};
-pub use listing::Listing;
-pub use state::{Remote, Saving};
+pub(crate) use error::RemoteError;
+pub(crate) use fetch::Want;
+pub(crate) use listing::Listing;
+pub(crate) use state::Remote;

@@ -14,7 +14,7 @@ use crate::session_pack::PackSink;
 use crate::signatures::Policy;
 
 /// A lake opened as a remote of (maybe) a local repository.
-pub struct Remote {
+pub(crate) struct Remote {
     pub(super) lake: Lake,
     pub(super) repo: Option<Repo>,
     pub(super) cache: Option<Cache>,
@@ -30,11 +30,11 @@ pub struct Remote {
 }
 
 /// A cache being saved on a blocking thread ([`Remote::remember_written_refs`]).
-pub struct Saving(Option<tokio::task::JoinHandle<Cache>>);
+pub(crate) struct Saving(Option<tokio::task::JoinHandle<Cache>>);
 
 impl Saving {
     /// The cache, once saved (`None` if none was lent).
-    pub async fn done(self) -> Option<Cache> {
+    pub(crate) async fn done(self) -> Option<Cache> {
         self.0?.await.ok()
     }
 }
@@ -49,7 +49,7 @@ impl Remote {
     /// Keeps the objects read for a listing that no fetch took, for the next fetch. Done when
     /// the remote is dropped, or before a cloud session ends without dropping it: whatever
     /// must happen when a remote goes away belongs here, not in `drop`.
-    pub fn end(&mut self) {
+    pub(crate) fn end(&mut self) {
         let writer = self.sink.take().and_then(|s| s.take());
         if let (Some(w), Some(_), Some(cache)) = (writer, &self.repo, &self.cache) {
             match cache.made_kept_packs_dir() {
@@ -64,22 +64,22 @@ impl Remote {
 }
 
 impl Remote {
-    pub fn new(lake: Lake, repo: Option<Repo>) -> Remote {
+    pub(crate) fn new(lake: Lake, repo: Option<Repo>) -> Remote {
         Remote::with_cache(lake, repo, None, None)
     }
 
     /// The lake this remote reads and writes.
-    pub fn lake(&self) -> &Lake {
+    pub(crate) fn lake(&self) -> &Lake {
         &self.lake
     }
 
     /// The local repository, if the remote has one.
-    pub fn repo(&self) -> Option<&Repo> {
+    pub(crate) fn repo(&self) -> Option<&Repo> {
         self.repo.as_ref()
     }
 
     /// Makes a fetch bring only versions signed by a key `policy` trusts (none: any version).
-    pub fn require_signatures(&mut self, policy: Option<Policy>) {
+    pub(crate) fn require_signatures(&mut self, policy: Option<Policy>) {
         self.require_signatures = policy;
     }
 
@@ -93,13 +93,13 @@ impl Remote {
 
     /// Takes the lake's packs on a store that cannot list (plain HTTP), where only their
     /// commits can be checked, not that their blobs are still the lake's files.
-    pub fn trust_packs(&mut self, trusted: bool) {
+    pub(crate) fn trust_packs(&mut self, trusted: bool) {
         self.trust_packs = trusted;
     }
 
     /// A remote with the lake's cache `opened` already, its commits file maybe being read by
     /// `preload` (the whole cache is loaded here when `None`).
-    pub fn with_cache(
+    pub(crate) fn with_cache(
         lake: Lake,
         repo: Option<Repo>,
         opened: Option<Cache>,
@@ -198,7 +198,10 @@ impl Remote {
     /// finds them unchanged need not read them back. The cache is lent to a blocking thread
     /// that saves it while the push's last round trip is under way; [`Remote::take_back`]
     /// takes it back.
-    pub fn remember_written_refs(&mut self, written: Vec<(String, String, VersionId)>) -> Saving {
+    pub(crate) fn remember_written_refs(
+        &mut self,
+        written: Vec<(String, String, VersionId)>,
+    ) -> Saving {
         let Some(mut cache) = self.cache.take_if(|_| !written.is_empty()) else {
             return Saving(None);
         };
@@ -210,7 +213,7 @@ impl Remote {
     }
 
     /// The cache back from [`Remote::remember_written_refs`], once saved.
-    pub fn take_back(&mut self, saved: Option<Cache>) {
+    pub(crate) fn take_back(&mut self, saved: Option<Cache>) {
         if saved.is_some() {
             self.cache = saved;
         }
@@ -238,7 +241,7 @@ impl Remote {
     }
 
     /// Warnings gathered so far, for the caller to show on stderr.
-    pub fn take_warnings(&self) -> Vec<String> {
+    pub(crate) fn take_warnings(&self) -> Vec<String> {
         let mut w = self.lake.take_warnings();
         w.append(&mut self.warnings.lock().expect("warnings lock"));
         w

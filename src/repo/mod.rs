@@ -4,7 +4,7 @@
 //! and the lake's (`lake_packs`); the temporary files they start as are `temporary.rs`.
 
 mod temporary;
-pub use temporary::{temporary_name, write_error};
+pub(crate) use temporary::{temporary_name, write_error};
 
 use std::path::{Path, PathBuf};
 
@@ -24,21 +24,21 @@ pub enum RepoError {
 }
 
 /// The local repository, opened from `GIT_DIR`.
-pub struct Repo {
+pub(crate) struct Repo {
     repo: gix::Repository,
 }
 
 impl Repo {
     /// Opens the repository in `GIT_DIR`, if Git gave one (`git ls-remote` outside a repository
     /// does not).
-    pub fn from_env() -> Result<Option<Repo>, RepoError> {
+    pub(crate) fn from_env() -> Result<Option<Repo>, RepoError> {
         let Some(dir) = std::env::var_os("GIT_DIR") else {
             return Ok(None);
         };
         Repo::open(Path::new(&dir)).map(Some)
     }
 
-    pub fn open(dir: &Path) -> Result<Repo, RepoError> {
+    pub(crate) fn open(dir: &Path) -> Result<Repo, RepoError> {
         let mut repo = match gix::open(dir) {
             Ok(r) => r,
             Err(e) => {
@@ -60,12 +60,12 @@ impl Repo {
         Ok(Repo { repo })
     }
 
-    pub fn git_dir(&self) -> &Path {
+    pub(crate) fn git_dir(&self) -> &Path {
         self.repo.git_dir()
     }
 
     /// Refuses repositories whose objects are not SHA-1.
-    pub fn check_sha1(&self) -> Result<(), RepoError> {
+    pub(crate) fn check_sha1(&self) -> Result<(), RepoError> {
         match self.repo.object_hash() {
             gix::hash::Kind::Sha1 => Ok(()),
             other => Err(RepoError::Sha256(other.to_string())),
@@ -74,7 +74,7 @@ impl Repo {
 
     /// Whether the repository holds no object at all (a fresh clone): then no object needs
     /// looking up, which on a large history spares a probe of the loose objects per version.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         let objects = self.repo.objects.store_ref().path().to_path_buf();
         if objects.join("info/alternates").exists() {
             return false;
@@ -97,13 +97,13 @@ impl Repo {
             })
     }
 
-    pub fn has(&self, id: &ObjectId) -> bool {
+    pub(crate) fn has(&self, id: &ObjectId) -> bool {
         self.repo.has_object(gix::ObjectId::from(*id))
     }
 
     /// The object a push source names: a full ref name (symbolic refs followed, tags not
     /// peeled) or a hex object ID.
-    pub fn resolve(&self, src: &str) -> Option<ObjectId> {
+    pub(crate) fn resolve(&self, src: &str) -> Option<ObjectId> {
         if let Some(id) = ObjectId::from_hex(src) {
             return Some(id);
         }
@@ -121,21 +121,21 @@ impl Repo {
     }
 
     /// An object's kind and content.
-    pub fn object(&self, id: &ObjectId) -> Option<(gix::object::Kind, Vec<u8>)> {
+    pub(crate) fn object(&self, id: &ObjectId) -> Option<(gix::object::Kind, Vec<u8>)> {
         let oid = gix::ObjectId::from(*id);
         let obj = self.repo.try_find_object(oid).ok()??.detach();
         Some((obj.kind, obj.data))
     }
 
     /// An object's kind and size from its header, without inflating it.
-    pub fn object_header(&self, id: &ObjectId) -> Option<(gix::object::Kind, u64)> {
+    pub(crate) fn object_header(&self, id: &ObjectId) -> Option<(gix::object::Kind, u64)> {
         let oid = gix::ObjectId::from(*id);
         let header = self.repo.try_find_header(oid).ok()??;
         Some((header.kind(), header.size()))
     }
 
     /// The parents of a local commit (empty if it is not a commit or not here).
-    pub fn parents(&self, id: &ObjectId) -> Vec<ObjectId> {
+    pub(crate) fn parents(&self, id: &ObjectId) -> Vec<ObjectId> {
         match self.object(id) {
             Some((gix::object::Kind::Commit, data)) => commit_parents(&data),
             _ => Vec::new(),
@@ -143,12 +143,12 @@ impl Repo {
     }
 
     /// Whether `old` is `new` or one of its ancestors, walking the local commits.
-    pub fn is_ancestor(&self, old: &ObjectId, new: &ObjectId) -> bool {
+    pub(crate) fn is_ancestor(&self, old: &ObjectId, new: &ObjectId) -> bool {
         crate::graph::reaches(vec![*new], old, |c| self.parents(c))
     }
 
     /// A configuration value, e.g. `remote.origin.fdlEndpoint`.
-    pub fn config(&self, key: &str) -> Option<String> {
+    pub(crate) fn config(&self, key: &str) -> Option<String> {
         self.repo
             .config_snapshot()
             .string(key)
@@ -157,13 +157,13 @@ impl Repo {
 
     /// A boolean as Git reads it (`true`, `yes`, `on`, `1`, a key without `=`, ...): `None`
     /// when unset, an error when the value is not a boolean.
-    pub fn config_bool(&self, key: &str) -> Result<Option<bool>, gix::Error> {
+    pub(crate) fn config_bool(&self, key: &str) -> Result<Option<bool>, gix::Error> {
         self.repo.config_snapshot().try_boolean(key)
     }
 
     /// Every remote's URL as `(name, url)`, in the order of Git's configuration (a remote
     /// with several URLs once for each).
-    pub fn remote_urls(&self) -> Vec<(String, String)> {
+    pub(crate) fn remote_urls(&self) -> Vec<(String, String)> {
         let snapshot = self.repo.config_snapshot();
         let Some(sections) = snapshot.plumbing().sections_by_name("remote") else {
             return Vec::new();
@@ -181,7 +181,7 @@ impl Repo {
     }
 
     /// Every value of a multi-valued key.
-    pub fn config_all(&self, key: &str) -> Vec<String> {
+    pub(crate) fn config_all(&self, key: &str) -> Vec<String> {
         self.repo
             .config_snapshot()
             .plumbing()
@@ -193,14 +193,14 @@ impl Repo {
     }
 
     /// `objects/pack/`, where Git reads packs.
-    pub fn pack_dir(&self) -> PathBuf {
+    pub(crate) fn pack_dir(&self) -> PathBuf {
         self.repo.objects.store_ref().path().join("pack")
     }
 }
 
 /// The parents of a raw commit object, as gix's commit parser reads them (up to where a
 /// malformed commit stops making sense).
-pub fn commit_parents(data: &[u8]) -> Vec<ObjectId> {
+pub(crate) fn commit_parents(data: &[u8]) -> Vec<ObjectId> {
     gix::objs::CommitRefIter::from_bytes(data, gix::hash::Kind::Sha1)
         .parent_ids()
         .filter_map(|id| ObjectId::try_from(id.as_ref()).ok())
@@ -209,7 +209,7 @@ pub fn commit_parents(data: &[u8]) -> Vec<ObjectId> {
 
 /// A value of the user's and the system's Git configuration, for a command run outside any
 /// repository (inside one, [`Repo::config`] reads them with the repository's own).
-pub fn global_config(key: &str) -> Option<String> {
+pub(crate) fn global_config(key: &str) -> Option<String> {
     let file = gix::config::File::from_globals().ok()?;
     file.string(key).map(|v| v.to_string())
 }

@@ -9,7 +9,7 @@ impl Repo {
     /// A new temporary file name in `objects/pack/` (the folder made if missing), `<what><n>`
     /// and `ext`, removed if a signal ends the helper; with each extension of `also`, the same
     /// name with that extension too (the index and reverse index Git writes beside a pack).
-    pub fn temporary_pack_file(
+    pub(crate) fn temporary_pack_file(
         &self,
         what: &str,
         ext: &str,
@@ -30,13 +30,13 @@ impl Repo {
 
     /// Removes temporary pack files a killed fetch left (this host, a process that no longer
     /// exists); returns a note for each.
-    pub fn remove_killed_fetch_temporaries(&self) -> Vec<String> {
+    pub(crate) fn remove_killed_fetch_temporaries(&self) -> Vec<String> {
         remove_stale_temporaries(&self.pack_dir())
     }
 }
 
 /// The error of a write under `path`.
-pub fn write_error(path: &Path, source: std::io::Error) -> RepoError {
+pub(crate) fn write_error(path: &Path, source: std::io::Error) -> RepoError {
     RepoError::Write {
         path: path.to_path_buf(),
         source,
@@ -45,7 +45,7 @@ pub fn write_error(path: &Path, source: std::io::Error) -> RepoError {
 
 /// `tmp_fdl_<pid>_<host>_<what>`: `tmp_` as Git's own temporary files (git gc removes old
 /// ones); whose they are after it, so that a later fetch can tell one a killed fetch left.
-pub fn temporary_name(what: &str) -> String {
+pub(crate) fn temporary_name(what: &str) -> String {
     format!(
         "tmp_fdl_{}_{}_{what}",
         std::process::id(),

@@ -15,7 +15,7 @@ const MIN_MATCH: usize = 4;
 const MAX_MATCH: usize = 258;
 
 /// A compressor for many small streams, one after the other.
-pub struct SmallDeflate {
+pub(crate) struct SmallDeflate {
     /// Per hash of 4 bytes: `base + position + 1` of the last place it was seen (0: never).
     table: Box<[u32]>,
     /// Where the current stream starts on the running count of positions.
@@ -33,7 +33,7 @@ impl Default for SmallDeflate {
 
 impl SmallDeflate {
     /// Appends the zlib stream of `data` (at most [`SMALL_MAX`] bytes) to `out`.
-    pub fn compress(&mut self, data: &[u8], out: &mut Vec<u8>) {
+    pub(crate) fn compress(&mut self, data: &[u8], out: &mut Vec<u8>) {
         assert!(data.len() <= SMALL_MAX, "SmallDeflate takes small inputs");
         if self.base as usize + data.len() + 1 >= u32::MAX as usize {
             self.table.fill(0);

@@ -10,7 +10,7 @@ use crate::repo::{temporary_name, write_error, Repo, RepoError};
 
 /// A pack file to write fetched objects into, as they are made: a temporary file in the
 /// repository's `objects/pack/`, removed unless [`install`] takes it.
-pub fn writer_in(repo: &Repo) -> Result<PackWriter, RepoError> {
+pub(crate) fn writer_in(repo: &Repo) -> Result<PackWriter, RepoError> {
     let tmp = repo.temporary_pack_file("pack", "", &[])?;
     PackWriter::create(&tmp).map_err(|e| write_error(&tmp, e))
 }
@@ -19,7 +19,7 @@ pub fn writer_in(repo: &Repo) -> Result<PackWriter, RepoError> {
 /// each complete on disk before its rename. With `locked`, a `.keep` file is made beside it
 /// before Git can see it (as `git index-pack --keep` does), for Git to remove once the fetch
 /// is over. Returns how many objects it holds, and the `.keep` file.
-pub fn install(
+pub(crate) fn install(
     repo: &Repo,
     writer: PackWriter,
     locked: bool,

@@ -15,11 +15,11 @@ use crate::mapping::{Kind, ObjectId};
 
 mod deflate;
 mod install;
-pub use deflate::SmallDeflate;
-pub use install::{install, writer_in};
+pub(crate) use deflate::SmallDeflate;
+pub(crate) use install::{install, writer_in};
 
 /// A pack's checksum (a SHA-1, as gix names one) in lower-case hex: the pack's name.
-pub fn hex(checksum: &[u8]) -> String {
+pub(crate) fn hex(checksum: &[u8]) -> String {
     gix::hash::oid::try_from_bytes(checksum)
         .expect("a pack's checksum is a SHA-1")
         .to_string()
@@ -30,7 +30,7 @@ pub fn hex(checksum: &[u8]) -> String {
 const STREAM_FROM: usize = 1 << 20;
 
 /// Writes objects into a pack file as they come, each once.
-pub struct PackWriter {
+pub(crate) struct PackWriter {
     file: BufWriter<File>,
     path: PathBuf,
     len: u64,
@@ -45,7 +45,7 @@ pub struct PackWriter {
 }
 
 /// A pack file complete on disk (count and checksum written), and its index's bytes.
-pub struct FinishedPack {
+pub(crate) struct FinishedPack {
     pub path: PathBuf,
     pub checksum: [u8; 20],
     pub index: Vec<u8>,
@@ -54,7 +54,7 @@ pub struct FinishedPack {
 
 impl PackWriter {
     /// Creates the pack file at `path` (which must not exist) and writes its header.
-    pub fn create(path: &Path) -> std::io::Result<PackWriter> {
+    pub(crate) fn create(path: &Path) -> std::io::Result<PackWriter> {
         let mut file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
@@ -76,14 +76,14 @@ impl PackWriter {
 
     /// Makes room for `more` objects at once: tables that grow by doubling hold the old and
     /// the new copy at the moment they grow, and leave the old one as a hole in the heap.
-    pub fn reserve(&mut self, more: usize) {
+    pub(crate) fn reserve(&mut self, more: usize) {
         self.entries.reserve(more);
         let entries = &self.entries;
         self.seen
             .reserve(more, |&i| id_hash(&entries[i as usize].0));
     }
 
-    pub fn contains(&self, id: &ObjectId) -> bool {
+    pub(crate) fn contains(&self, id: &ObjectId) -> bool {
         let entries = &self.entries;
         self.seen
             .find(id_hash(id), |&i| entries[i as usize].0 == *id)
@@ -98,16 +98,16 @@ impl PackWriter {
             .insert_unique(id_hash(id), index, |&i| id_hash(&entries[i as usize].0));
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.entries.len()
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
 
     /// Appends an entry encoded by [`encode_entry`], unless the object is there already.
-    pub fn append_encoded(&mut self, id: ObjectId, entry: &[u8]) {
+    pub(crate) fn append_encoded(&mut self, id: ObjectId, entry: &[u8]) {
         if self.failed.is_some() || self.contains(&id) {
             return;
         }
@@ -123,7 +123,7 @@ impl PackWriter {
     }
 
     /// Compresses and appends `data` in pieces, never holding its compressed form whole.
-    pub fn append(&mut self, kind: Kind, id: ObjectId, data: &[u8]) {
+    pub(crate) fn append(&mut self, kind: Kind, id: ObjectId, data: &[u8]) {
         if self.failed.is_some() || self.contains(&id) {
             return;
         }
@@ -155,7 +155,7 @@ impl PackWriter {
 
     /// Writes the object count and the checksum (read back from the file: the count at its
     /// start was not known until now), and makes the index.
-    pub fn finish(mut self) -> std::io::Result<FinishedPack> {
+    pub(crate) fn finish(mut self) -> std::io::Result<FinishedPack> {
         if let Some(e) = self.failed.take() {
             return Err(e);
         }
@@ -225,12 +225,12 @@ impl Drop for PackWriter {
 }
 
 /// A [`PackWriter`] shared by the tasks that read versions, until it is taken to be finished.
-pub struct PackSink {
+pub(crate) struct PackSink {
     writer: Mutex<Option<PackWriter>>,
 }
 
 impl PackSink {
-    pub fn new(writer: PackWriter) -> PackSink {
+    pub(crate) fn new(writer: PackWriter) -> PackSink {
         PackSink {
             writer: Mutex::new(Some(writer)),
         }
@@ -246,11 +246,11 @@ impl PackSink {
 
     /// Adds an object (once). Small objects are compressed on the caller's thread first.
     /// See [`PackWriter::reserve`].
-    pub fn reserve(&self, more: usize) {
+    pub(crate) fn reserve(&self, more: usize) {
         self.with(|w| w.reserve(more));
     }
 
-    pub fn add(&self, kind: Kind, id: ObjectId, data: &[u8]) {
+    pub(crate) fn add(&self, kind: Kind, id: ObjectId, data: &[u8]) {
         if data.len() >= STREAM_FROM {
             self.with(|w| w.append(kind, id, data));
             return;
@@ -264,13 +264,13 @@ impl PackSink {
     }
 
     /// The writer, to be finished; objects added afterwards are dropped.
-    pub fn take(&self) -> Option<PackWriter> {
+    pub(crate) fn take(&self) -> Option<PackWriter> {
         self.writer.lock().expect("pack writer lock").take()
     }
 }
 
 /// An object's pack entry: type and size, then its zlib stream.
-pub fn encode_entry(kind: Kind, data: &[u8], out: &mut Vec<u8>) {
+pub(crate) fn encode_entry(kind: Kind, data: &[u8], out: &mut Vec<u8>) {
     entry_header(kind, data.len(), out);
     thread_local! {
         static SMALL: std::cell::RefCell<SmallDeflate> = std::cell::RefCell::default();

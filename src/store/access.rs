@@ -41,7 +41,7 @@ pub struct S3Access {
 
 /// The settings of `url` with the remote's `options` and the environment, as the store is
 /// built from them (`store/url.rs`).
-pub fn describe(url: &StoreUrl, options: &[(String, String)]) -> DataAccess {
+pub(crate) fn describe(url: &StoreUrl, options: &[(String, String)]) -> DataAccess {
     match url {
         StoreUrl::Local(_) => DataAccess::Folder,
         StoreUrl::Http(_) => DataAccess::Http,

@@ -6,17 +6,17 @@ use bytes::Bytes;
 
 /// The bytes of files read and not yet let go, across every read of a store: a fixed budget,
 /// whatever the number and size of the files (docs/git-remote-fdl.md, LIMITS).
-pub const MEMORY_BUDGET: u32 = 128 << 20;
+pub(crate) const MEMORY_BUDGET: u32 = 128 << 20;
 
 /// A semaphore counting bytes: a read waits until its file's size fits in what is left.
 #[derive(Debug, Clone)]
-pub struct Budget {
+pub(crate) struct Budget {
     bytes: Arc<tokio::sync::Semaphore>,
     total: u32,
 }
 
 impl Budget {
-    pub fn new(total: u32) -> Budget {
+    pub(crate) fn new(total: u32) -> Budget {
         Budget {
             bytes: Arc::new(tokio::sync::Semaphore::new(total as usize)),
             total,
@@ -24,7 +24,7 @@ impl Budget {
     }
 
     /// Waits for room for `size` bytes (a file larger than the whole budget takes all of it).
-    pub async fn reserve(&self, size: u64) -> tokio::sync::OwnedSemaphorePermit {
+    pub(crate) async fn reserve(&self, size: u64) -> tokio::sync::OwnedSemaphorePermit {
         let n = size.min(u64::from(self.total)) as u32;
         self.bytes
             .clone()

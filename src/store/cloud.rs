@@ -158,12 +158,15 @@ impl Backend for Cloud {
     }
 
     async fn download(&self, rel: &str, sink: &mut Sink<'_>) -> Result<bool, StoreError> {
+        // The same error path as every other request: a missing bucket is not a missing file,
+        // and the store's hints and throttling words reach the caller.
         let mut stream = match self.store.get(&self.path(rel)?).await {
-            Err(object_store::Error::NotFound { .. }) => return Ok(false),
-            Err(e) => return Err(failed(rel, e)),
+            Err(e) if self.is_absent(&e) => return Ok(false),
+            Err(e) => return Err(self.request_failed(rel, &e)),
             Ok(res) => res.into_stream(),
         };
-        while let Some(chunk) = stream.try_next().await.map_err(|e| failed(rel, e))? {
+        let next = |e: object_store::Error| self.request_failed(rel, &e);
+        while let Some(chunk) = stream.try_next().await.map_err(next)? {
             sink(&chunk)?;
         }
         Ok(true)

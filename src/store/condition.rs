@@ -8,14 +8,18 @@ use super::error::StoreError;
 /// A store's version of an object, for writing on condition.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Token {
+    /// The object's ETag, as the store gave it.
     pub e_tag: Option<String>,
+    /// The object's version, where the store keeps versions (a local folder's file token).
     pub version: Option<String>,
 }
 
 /// A file's content with its version token.
 #[derive(Debug, Clone)]
 pub struct Versioned {
+    /// The content.
     pub bytes: Bytes,
+    /// The version it was read at.
     pub token: Token,
 }
 

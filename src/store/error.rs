@@ -5,41 +5,84 @@ use crate::redact::redact;
 /// What went wrong talking to a store. Messages name the path at fault (relative to the lake).
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    /// A file larger than the limit for its kind, refused before it is read whole.
     #[error("{path}: larger than the {limit}-byte limit for this file")]
-    TooLarge { path: String, limit: u64 },
+    TooLarge {
+        /// The file, relative to the lake's root.
+        path: String,
+        /// The limit, in bytes.
+        limit: u64,
+    },
+    /// A path of a local folder that leads outside the lake's root.
     #[error("{path}: leads outside the lake's root (a symlink?)")]
-    OutsideRoot { path: String },
+    OutsideRoot {
+        /// The path asked for, relative to the lake's root.
+        path: String,
+    },
+    /// A request that failed, in the store's words.
     #[error("{}", at_path(path, message))]
-    Failed { path: String, message: String },
+    Failed {
+        /// The file or folder, relative to the lake's root.
+        path: String,
+        /// What the store or the system said.
+        message: String,
+    },
     /// A request the store refused or could not make, in words, with what to do.
     #[error("{}", at_path(path, message))]
     Request {
+        /// The file or folder, relative to the lake's root.
         path: String,
+        /// The cause, in words.
         message: String,
+        /// What to do about it.
         hint: Option<String>,
     },
     /// A request the store refused because it is busy (503, 429, S3's `SlowDown`): said as
     /// [`StoreError::Request`] is; the gate slows down on it and tries a read again.
     #[error("{}", at_path(path, message))]
     Throttled {
+        /// The file or folder, relative to the lake's root.
         path: String,
+        /// The store's answer, in words.
         message: String,
+        /// What to do about it.
         hint: Option<String>,
     },
+    /// A local folder's lock file another writer holds.
     #[error("{path} exists: another writer holds this lock ({holder})")]
-    Locked { path: String, holder: String },
+    Locked {
+        /// The lock file, relative to the lake's root.
+        path: String,
+        /// Who holds it (process, host, since when), as its file says.
+        holder: String,
+    },
+    /// A key in a listing that no lake path can be (an empty segment, a control character).
     #[error("{path}: the store lists a key no lake path can be ({message})")]
-    InvalidKey { path: String, message: String },
+    InvalidKey {
+        /// The folder listed.
+        path: String,
+        /// What is wrong with the key.
+        message: String,
+    },
+    /// An address or option that names no store this helper can open.
     #[error("{0}")]
     Config(String),
     /// A store that cannot be set up as configured, with the variable or key to change.
     #[error("{message}")]
     Setup {
+        /// What cannot be set up.
         message: String,
+        /// The variable or key to change.
         hint: Option<String>,
     },
+    /// A store that refuses or ignores the conditional writes pushes need.
     #[error("{path}: this store cannot write on condition: {message}")]
-    NoConditionalWrites { path: String, message: String },
+    NoConditionalWrites {
+        /// The file being written.
+        path: String,
+        /// What the store answered.
+        message: String,
+    },
 }
 
 impl StoreError {

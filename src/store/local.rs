@@ -11,7 +11,7 @@ use super::error::StoreError;
 
 /// A folder that holds a lake. Every path is checked to stay below `root` after symlinks.
 #[derive(Debug, Clone)]
-pub struct LocalDir {
+pub(crate) struct LocalDir {
     pub(super) root: PathBuf,
     /// Folders already seen to be real folders (not symlinks) below the root.
     checked: Arc<Mutex<HashSet<PathBuf>>>,
@@ -23,7 +23,7 @@ pub struct LocalDir {
 
 impl LocalDir {
     /// Opens `path`, which must be an existing folder.
-    pub fn open(path: &Path) -> Result<LocalDir, StoreError> {
+    pub(crate) fn open(path: &Path) -> Result<LocalDir, StoreError> {
         let hint = Some(
             "a folder lake is named by the folder that holds its fdl.json, HEAD and refs/: \
              check the path"
@@ -51,10 +51,6 @@ impl LocalDir {
             checked: Default::default(),
             notes: Default::default(),
         })
-    }
-
-    pub fn root(&self) -> &Path {
-        &self.root
     }
 
     /// The path of `rel`, or `None` if nothing is there; an error if it leads outside. Folders
@@ -150,7 +146,7 @@ impl LocalDir {
     }
 
     /// Whether `rel` is a regular file inside the root (a folder or nothing is not).
-    pub fn is_file(&self, rel: &str) -> Result<bool, StoreError> {
+    pub(crate) fn is_file(&self, rel: &str) -> Result<bool, StoreError> {
         match self.resolve(rel)? {
             Some(path) => Ok(std::fs::metadata(path).is_ok_and(|m| m.is_file())),
             None => Ok(false),
@@ -158,16 +154,12 @@ impl LocalDir {
     }
 
     /// Notes gathered by writes so far.
-    pub fn take_notes(&self) -> Vec<String> {
+    pub(crate) fn take_notes(&self) -> Vec<String> {
         std::mem::take(&mut *self.notes.lock().expect("notes lock"))
     }
 
-    pub fn get(&self, rel: &str, limit: u64) -> Result<Option<Vec<u8>>, StoreError> {
-        Ok(self.read(rel, limit)?.map(|(bytes, _)| bytes))
-    }
-
     /// The file's content with its version token ([`file_token`]).
-    pub fn get_versioned(
+    pub(crate) fn get_versioned(
         &self,
         rel: &str,
         limit: u64,
@@ -179,7 +171,7 @@ impl LocalDir {
     }
 
     /// Opens the regular file at `rel` for [`OpenFile::read_all`], its size known first.
-    pub fn open_for_read(&self, rel: &str) -> Result<Option<OpenFile>, StoreError> {
+    pub(crate) fn open_for_read(&self, rel: &str) -> Result<Option<OpenFile>, StoreError> {
         Ok(self.open_file(rel)?.map(|(file, meta)| OpenFile {
             file,
             len: meta.len(),
@@ -227,7 +219,7 @@ impl LocalDir {
     /// Every file below `prefix` (a folder path ending in `/`), as paths relative to the root,
     /// and what was passed over, with why. Symlinked folders are not followed; symlinked files
     /// are listed if they stay inside.
-    pub fn list(&self, prefix: &str) -> Result<Listed, StoreError> {
+    pub(crate) fn list(&self, prefix: &str) -> Result<Listed, StoreError> {
         let mut out = Listed::default();
         let start = prefix.trim_end_matches('/').to_string();
         // The prefix itself may be a symlink: follow it only if it stays inside the root.
@@ -287,7 +279,7 @@ impl LocalDir {
     }
 
     /// The names of the folders directly below `prefix`.
-    pub fn list_dirs(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
+    pub(crate) fn list_dirs(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
         let dir_rel = prefix.trim_end_matches('/');
         let Some(dir) = self.resolve(dir_rel)? else {
             return Ok(Vec::new());
@@ -312,23 +304,19 @@ impl LocalDir {
 }
 
 /// A file opened for reading, with its size as `fstat` gave it.
-pub struct OpenFile {
+pub(crate) struct OpenFile {
     file: std::fs::File,
     len: u64,
 }
 
 impl OpenFile {
-    pub fn len(&self) -> u64 {
+    pub(crate) fn len(&self) -> u64 {
         self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 
     /// Reads the whole file in as few reads as it takes. Lake files are written whole and
     /// renamed into place, so an open file does not grow; more than `limit` bytes is refused.
-    pub fn read_all(mut self, rel: &str, limit: u64) -> Result<Vec<u8>, StoreError> {
+    pub(crate) fn read_all(mut self, rel: &str, limit: u64) -> Result<Vec<u8>, StoreError> {
         let mut buf = vec![0u8; self.len.min(limit) as usize];
         let mut filled = 0;
         while filled < buf.len() {
@@ -463,7 +451,7 @@ pub(super) fn is_absent(e: &std::io::Error) -> bool {
 /// A folder's version token: the file's inode and modification time with its content's
 /// SHA-1. Every write renames a new file into place, so a file rewritten with the same bytes
 /// (A, then B, then A again) still gets a new token, as an ETag or a generation would.
-pub fn file_token(meta: &std::fs::Metadata, bytes: &[u8]) -> String {
+pub(crate) fn file_token(meta: &std::fs::Metadata, bytes: &[u8]) -> String {
     use sha1::Digest;
     use std::os::unix::fs::MetadataExt;
     let d: [u8; 20] = sha1::Sha1::digest(bytes).into();
@@ -486,7 +474,7 @@ pub(super) fn io_error(rel: &str, e: std::io::Error) -> StoreError {
 impl LocalDir {
     /// Opens the regular file at `rel` for a streamed read, confined to the root like every
     /// read; `None` if there is none.
-    pub fn open_read(&self, rel: &str) -> Result<Option<std::fs::File>, StoreError> {
+    pub(crate) fn open_read(&self, rel: &str) -> Result<Option<std::fs::File>, StoreError> {
         Ok(self.open_file(rel)?.map(|(file, _)| file))
     }
 }

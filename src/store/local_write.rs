@@ -5,14 +5,14 @@
 use std::path::{Path, PathBuf};
 
 use super::error::StoreError;
-pub use super::local::file_token;
+pub(crate) use super::local::file_token;
 use super::local::{io_error, is_absent, not_a_file, LocalDir};
 use super::lock::{self, Acquired, LockGuard};
 use crate::testhook;
 
 /// What a conditional write in a folder expects to find.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Expect {
+pub(crate) enum Expect {
     Absent,
     /// The token ([`file_token`]) of the file last read.
     Token(String),
@@ -20,7 +20,7 @@ pub enum Expect {
 
 /// Why a conditional write in a folder did not happen.
 #[derive(Debug)]
-pub enum LocalWriteError {
+pub(crate) enum LocalWriteError {
     /// The file exists (for a create) or holds something else (for an update or delete).
     Mismatch,
     Store(StoreError),
@@ -49,7 +49,12 @@ impl LocalDir {
     /// exclusively created `<rel>.lock`, with the new content renamed into place so readers
     /// see the old file or the new one, never a part. Returns the new token. Folders this
     /// write made are removed again when it fails.
-    pub fn put(&self, rel: &str, bytes: &[u8], expect: &Expect) -> Result<String, LocalWriteError> {
+    pub(crate) fn put(
+        &self,
+        rel: &str,
+        bytes: &[u8],
+        expect: &Expect,
+    ) -> Result<String, LocalWriteError> {
         self.check_length(rel)?;
         let mut made = Vec::new();
         let result = self.put_locked(rel, bytes, expect, &mut made);
@@ -103,7 +108,7 @@ impl LocalDir {
 
     /// Deletes `rel` if it holds what `expect` says, under the same lock as [`LocalDir::put`].
     /// Empty folders left behind below `refs/` are removed, as Git does.
-    pub fn delete(&self, rel: &str, expect: &Expect) -> Result<(), LocalWriteError> {
+    pub(crate) fn delete(&self, rel: &str, expect: &Expect) -> Result<(), LocalWriteError> {
         let mut made = Vec::new();
         let locked = self.lock(rel, false, &mut made);
         let (path, lock) = match locked {

@@ -3,7 +3,7 @@
 //! rest of the crate uses; below it one backend per kind of store (`folder.rs`, `cloud.rs`)
 //! behind the [`backend::Backend`] trait, wrapped in counting, tracing and the gate.
 
-pub mod access;
+pub(crate) mod access;
 mod aws;
 mod azure;
 mod backend;
@@ -18,8 +18,8 @@ mod folder;
 mod gcs;
 mod hints;
 mod http;
-pub mod local;
-pub mod local_write;
+pub(crate) mod local;
+pub(crate) mod local_write;
 mod lock;
 mod options;
 mod pages;
@@ -27,10 +27,10 @@ mod preflight;
 mod ranges;
 mod s3;
 mod stats;
-pub mod throttle;
+pub(crate) mod throttle;
 mod traced;
-pub mod url;
-pub mod write_check;
+pub(crate) mod url;
+pub(crate) mod write_check;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -38,14 +38,15 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use backend::{Backend, Range};
-pub use budget::{Budget, Held, MEMORY_BUDGET};
+pub(crate) use budget::{Budget, Held, MEMORY_BUDGET};
 pub use condition::{Token, Versioned, WriteError, WriteMode};
 pub(crate) use error::stopped;
 pub use error::StoreError;
-pub use local::Listed;
-pub use options::{CONCURRENCY_OPTION, DEFAULT_CONCURRENCY, MAX_CONCURRENCY};
-pub use ranges::{even_splits, joined};
-pub use stats::Stats;
+pub(crate) use local::Listed;
+pub(crate) use options::{CONCURRENCY_OPTION, DEFAULT_CONCURRENCY, MAX_CONCURRENCY};
+pub use ranges::even_splits;
+pub(crate) use ranges::joined;
+pub(crate) use stats::Stats;
 pub use url::StoreUrl;
 
 /// An opened store, rooted at the lake's root.
@@ -113,6 +114,7 @@ impl Store {
         self.concurrency
     }
 
+    /// The address the store was opened from.
     pub fn url(&self) -> &StoreUrl {
         &self.url
     }

@@ -113,17 +113,17 @@ pub(super) fn retry_config() -> object_store::RetryConfig {
 
 /// The store option (`remote.<name>.fdlConcurrency` in Git's configuration) that sets how many
 /// requests are in flight at once.
-pub const CONCURRENCY_OPTION: &str = "fdl_concurrency";
+pub(crate) const CONCURRENCY_OPTION: &str = "fdl_concurrency";
 
 /// Requests in flight at once on a cloud store unless configured: a round trip there costs
 /// tens of milliseconds, so only many at once make reading thousands of files quick.
-pub const DEFAULT_CONCURRENCY: usize = 256;
+pub(crate) const DEFAULT_CONCURRENCY: usize = 256;
 
 /// Reads in flight at once in a local folder (they are synchronous: this only spreads them).
 pub(super) const LOCAL_CONCURRENCY: usize = 48;
 
 /// The most requests a configuration may put in flight.
-pub const MAX_CONCURRENCY: usize = 4096;
+pub(crate) const MAX_CONCURRENCY: usize = 4096;
 
 /// Requests in flight for a store at `url`: the default for its kind, or the configured
 /// `fdlConcurrency` (1 to [`MAX_CONCURRENCY`]).

@@ -55,7 +55,7 @@ pub(super) async fn list_split(
 
 /// Listings of consecutive ranges as one, in order. The largest map of ETags is kept and
 /// the others added to it: most keys are in one folder.
-pub fn joined(mut parts: Vec<Listed>) -> Listed {
+pub(crate) fn joined(mut parts: Vec<Listed>) -> Listed {
     let largest = (0..parts.len()).max_by_key(|&i| parts[i].e_tags.len());
     let mut all = Listed {
         e_tags: largest.map_or_else(HashMap::new, |i| std::mem::take(&mut parts[i].e_tags)),

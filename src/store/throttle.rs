@@ -20,10 +20,10 @@ use super::local::Listed;
 
 /// How many times one request is tried again after the store throttled it (beyond the retries
 /// of the HTTP client itself); the pauses grow from 200 ms to 5 s, so at most about 30 s.
-pub const THROTTLE_RETRIES: u32 = 8;
+pub(crate) const THROTTLE_RETRIES: u32 = 8;
 
 #[derive(Debug)]
-pub struct Gate {
+pub(crate) struct Gate {
     permits: Semaphore,
     max: usize,
     state: Mutex<State>,
@@ -38,13 +38,13 @@ struct State {
 }
 
 /// One request's place among those in flight.
-pub struct Pass<'a> {
+pub(crate) struct Pass<'a> {
     gate: &'a Gate,
     permit: Option<SemaphorePermit<'a>>,
 }
 
 impl Gate {
-    pub fn new(max: usize) -> Gate {
+    pub(crate) fn new(max: usize) -> Gate {
         Gate {
             permits: Semaphore::new(max),
             max,
@@ -57,7 +57,7 @@ impl Gate {
     }
 
     /// Waits for a place among the requests in flight.
-    pub async fn enter(&self) -> Pass<'_> {
+    pub(crate) async fn enter(&self) -> Pass<'_> {
         let permit = self
             .permits
             .acquire()
@@ -70,14 +70,15 @@ impl Gate {
     }
 
     /// How many requests may be in flight now.
-    pub fn limit(&self) -> usize {
+    #[cfg(test)]
+    fn limit(&self) -> usize {
         self.state.lock().expect("gate lock").limit
     }
 }
 
 impl Pass<'_> {
     /// The request succeeded: after as many successes as the limit, one more may be in flight.
-    pub fn succeeded(self) {
+    pub(crate) fn succeeded(self) {
         let mut s = self.gate.state.lock().expect("gate lock");
         s.successes += 1;
         if s.successes >= s.limit && s.limit < self.gate.max {
@@ -92,7 +93,7 @@ impl Pass<'_> {
     }
 
     /// The store throttled the request: half as many in flight from now on.
-    pub fn throttled(self) {
+    pub(crate) fn throttled(self) {
         let mut s = self.gate.state.lock().expect("gate lock");
         let lower = (s.limit / 2).max(1);
         s.debt += s.limit - lower;
@@ -116,7 +117,7 @@ impl Drop for Pass<'_> {
 /// Whether an error from the store means "slow down": an answer with status 503 or 429, or an
 /// S3 error whose code is `SlowDown`. Only the answer itself is looked at, never the whole
 /// message, which holds the request's URL (a version ID, a port) and how long it took.
-pub fn is_throttling(e: &object_store::Error) -> bool {
+pub(crate) fn is_throttling(e: &object_store::Error) -> bool {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(s) = source {
         if let Some(answer) = answer_of(&s.to_string()) {
@@ -160,7 +161,7 @@ const FILES_KEPT: u64 = 64;
 
 /// How many requests may be in flight within the open files this process may have: the limit
 /// (raised once to the hard limit) less what the rest of the helper keeps open.
-pub fn open_files_room() -> usize {
+pub(crate) fn open_files_room() -> usize {
     static ROOM: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *ROOM.get_or_init(|| match crate::process::raise_open_files_limit() {
         None => super::options::MAX_CONCURRENCY,
@@ -298,7 +299,7 @@ impl Backend for Gated {
 
 /// The pauses before trying a throttled request again: from 100 ms doubling up to 5 s, with
 /// jitter so that the requests throttled together do not all come back together.
-pub fn backoff() -> crate::backoff::Backoff {
+pub(crate) fn backoff() -> crate::backoff::Backoff {
     crate::backoff::Backoff::new(Duration::from_millis(100), Duration::from_secs(5))
         .with_jitter(Duration::from_millis(100))
 }

@@ -11,9 +11,13 @@ use crate::redact::redact;
 /// The address of a lake's root.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StoreUrl {
+    /// A local folder (a path, or `file://`).
     Local(PathBuf),
+    /// `s3://<bucket>/<prefix>`.
     S3(Url),
+    /// `gs://<bucket>/<prefix>`.
     Gcs(Url),
+    /// `az://<container>/<prefix>` (and Azure's other spellings).
     Azure(Url),
     /// Plain HTTP(S): read-only, cannot list.
     Http(Url),
@@ -65,6 +69,7 @@ impl StoreUrl {
         }
     }
 
+    /// Whether the store can only be read (plain HTTP).
     pub fn is_read_only(&self) -> bool {
         matches!(self, StoreUrl::Http(_))
     }

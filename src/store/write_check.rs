@@ -99,7 +99,7 @@ impl Checks {
 }
 
 /// The scratch key's name: no lake path starts with it.
-pub const SCRATCH_PREFIX: &str = "fdl-store-check.";
+pub(crate) const SCRATCH_PREFIX: &str = "fdl-store-check.";
 
 /// How many times a failed request is tried again (object_store already retried it).
 const TRIES: usize = 3;
