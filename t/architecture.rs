@@ -168,7 +168,10 @@ fn every_library_module_is_in_the_layer_table() {
     let lib = std::fs::read_to_string(root().join("src/lib.rs")).unwrap();
     let declared: Vec<&str> = lib
         .lines()
-        .filter_map(|l| l.strip_prefix("pub mod ").or_else(|| l.strip_prefix("mod ")))
+        .filter_map(|l| {
+            l.strip_prefix("pub mod ")
+                .or_else(|| l.strip_prefix("mod "))
+        })
         .map(|l| l.trim_end_matches(';'))
         .collect();
     let mut listed: Vec<&str> = table.iter().map(String::as_str).collect();
@@ -409,7 +412,10 @@ fn the_library_exposes_only_what_its_users_use() {
     assert!(unused.is_empty(), "make these modules private: {unused:?}");
     let cargo = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
     for lint in ["unreachable_pub = \"warn\"", "missing_docs = \"warn\""] {
-        assert!(cargo.contains(lint), "Cargo.toml's [lints.rust] lacks {lint}");
+        assert!(
+            cargo.contains(lint),
+            "Cargo.toml's [lints.rust] lacks {lint}"
+        );
     }
 }
 

@@ -16,7 +16,7 @@
 //!
 //! One file per concern: the cache of one lake (`lake_cache.rs`), its commits file
 //! (`commits.rs`, read early by `preload.rs`), the file of refs (`refs_file.rs`), the line
-//! format with checksums (`lines.rs`), the files themselves (`files.rs`), and, in the user's cache,
+//! format with checksums (`lines.rs`), the files themselves (`disk.rs`), and, in the user's cache,
 //! which stores passed the store check (`stores.rs`).
 
 mod commits;

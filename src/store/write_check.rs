@@ -330,7 +330,7 @@ fn failed_all(why: String) -> Checks {
 }
 
 /// What a listing gives for a file just written: its ETag, and whether that is the MD5 of the
-/// content (then packs' blobs can be checked against the listing, `packs/verify.rs`).
+/// content (then packs' blobs can be checked against the listing, `lake_packs/verify.rs`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EtagCheck {
     /// The ETag the listing gave (`None`: none).
