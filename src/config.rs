@@ -110,7 +110,7 @@ pub(crate) fn store_options(
                 hint: Some(example.into()),
             });
         }
-        if is_boolean_option(k) && parse_bool(v).is_none() {
+        if is_boolean_option(k) && crate::store::parse_switch(v).is_none() {
             return Err(RemoteConfigError {
                 message: format!("{which}: '{k}' takes true or false"),
                 hint: Some(format!(
@@ -143,15 +143,6 @@ fn is_boolean_option(key: &str) -> bool {
     ];
     let key = key.to_ascii_lowercase();
     SWITCHES.iter().any(|s| key.ends_with(s))
-}
-
-/// A boolean as Git and the stores write one.
-fn parse_bool(v: &str) -> Option<bool> {
-    match v.to_ascii_lowercase().as_str() {
-        "true" | "yes" | "on" | "1" => Some(true),
-        "false" | "no" | "off" | "0" => Some(false),
-        _ => None,
-    }
 }
 
 /// The allowed-signers file for remote `name`: `remote.<name>.fdlAllowedSignersFile`, else

@@ -186,6 +186,17 @@ pub fn for_terminal(text: &str) -> String {
     sanitize(&redact(text))
 }
 
+/// A lake's name or value quoted in a message: at most 80 characters, each as Rust's
+/// `escape_debug` shows it (control and invisible characters, quotes and backslashes
+/// escaped), with `…` when it was cut. Mapping v1's refusals are worded with it.
+pub(crate) fn printable(s: &str) -> String {
+    let mut out: String = s.chars().take(80).flat_map(char::escape_debug).collect();
+    if s.chars().count() > 80 {
+        out.push('…');
+    }
+    out
+}
+
 /// At most `max` characters of `text`, with `…` when it was cut.
 pub fn excerpt(text: &str, max: usize) -> String {
     let mut out: String = text.chars().take(max).collect();

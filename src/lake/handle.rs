@@ -161,7 +161,8 @@ impl Lake {
         }
     }
 
-    pub(super) fn warn(&self, msg: String) {
+    /// A warning for the caller to show; every layer above the lake gathers its own here.
+    pub(crate) fn warn(&self, msg: String) {
         self.warnings.lock().expect("warnings lock").push(msg);
     }
 

@@ -57,8 +57,7 @@ fn id_number(id: &VersionId) -> u64 {
 /// How many ranges at most a listing is split into.
 const MAX_RANGES: u64 = 64;
 
-/// Files a cloud listing returns a request.
-const LIST_PAGE: usize = 1000;
+use crate::store::LIST_PAGE;
 
 /// Split points (ID prefixes, sorted) for listing the rest of `versions/` after `last`: as
 /// many ranges as pages the rest should take, judging by the density of the first page

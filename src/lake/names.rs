@@ -132,14 +132,7 @@ impl fmt::Debug for VersionId {
     }
 }
 
-/// Shows untrusted text safely in a message: control characters escaped, long text cut.
-pub(crate) fn printable(s: &str) -> String {
-    let mut out: String = s.chars().take(80).flat_map(char::escape_debug).collect();
-    if s.chars().count() > 80 {
-        out.push('…');
-    }
-    out
-}
+pub(crate) use crate::redact::printable;
 
 /// Why a ref name is refused.
 #[derive(Debug, Clone, PartialEq, Eq)]

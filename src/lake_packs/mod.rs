@@ -247,37 +247,65 @@ impl<'de, T: Deserialize<'de>, U, F: Fn(T) -> Option<U>> Visitor<'de> for Items<
 
 /// `list.json` naming `packs`.
 pub(crate) fn render_list(packs: &[String]) -> Vec<u8> {
-    let v = serde_json::json!({ "format": FORMAT, "packs": packs });
-    let mut out = serde_json::to_vec_pretty(&v).expect("a list renders");
+    let list = ListOut {
+        format: FORMAT,
+        packs,
+    };
+    let mut out = serde_json::to_vec_pretty(&list).expect("a list renders");
     out.push(b'\n');
     out
 }
 
-/// A pack's record as written.
+/// A pack's record as written: streamed from the record (serde's derive), never made a tree,
+/// however many versions it holds.
 pub(crate) fn render_record(record: &Record) -> Vec<u8> {
-    let versions: Vec<serde_json::Value> = record
-        .versions
-        .iter()
-        .map(|p| {
-            let mut o = serde_json::Map::new();
-            o.insert("id".into(), p.id.to_string().into());
-            o.insert("commit".into(), p.commit.to_hex().into());
-            o.insert("version.json".into(), p.version_json.clone().into());
-            if let Some(d) = &p.dataset_json {
-                o.insert("dataset.json".into(), d.clone().into());
-            }
-            serde_json::Value::Object(o)
-        })
-        .collect();
-    let v = serde_json::json!({
-        "format": FORMAT,
-        "lake": record.lake,
-        "pack": record.pack,
-        "versions": versions,
-    });
-    let mut out = serde_json::to_vec(&v).expect("a record renders");
-    out.push(b'\n');
-    out
+    let out = RecordOut {
+        format: FORMAT,
+        lake: record.lake.as_deref(),
+        pack: &record.pack,
+        versions: record.versions.iter().map(VersionOut::of).collect(),
+    };
+    let mut bytes = serde_json::to_vec(&out).expect("a record renders");
+    bytes.push(b'\n');
+    bytes
+}
+
+/// `list.json` as written, keys in this order.
+#[derive(serde::Serialize)]
+struct ListOut<'a> {
+    format: u64,
+    packs: &'a [String],
+}
+
+/// A pack's record as written, keys in this order.
+#[derive(serde::Serialize)]
+struct RecordOut<'a> {
+    format: u64,
+    lake: Option<&'a str>,
+    pack: &'a str,
+    versions: Vec<VersionOut<'a>>,
+}
+
+/// One version of a record as written.
+#[derive(serde::Serialize)]
+struct VersionOut<'a> {
+    id: String,
+    commit: String,
+    #[serde(rename = "version.json")]
+    version_json: &'a str,
+    #[serde(rename = "dataset.json", skip_serializing_if = "Option::is_none")]
+    dataset_json: Option<&'a str>,
+}
+
+impl<'a> VersionOut<'a> {
+    fn of(p: &'a PackedVersion) -> VersionOut<'a> {
+        VersionOut {
+            id: p.id.to_string(),
+            commit: p.commit.to_hex(),
+            version_json: &p.version_json,
+            dataset_json: p.dataset_json.as_deref(),
+        }
+    }
 }
 
 /// A pack's record; `name` is the pack's, which the record must name too.
@@ -415,6 +443,53 @@ fn bad(file: &str, why: &str) -> FormatError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The derived writer gives the bytes the earlier tree-built writer gave (`pack` of this
+    /// version and readers of the last agree on every file).
+    #[test]
+    fn records_and_lists_are_written_byte_for_byte_as_before() {
+        let version = |n: u8, dataset: Option<&str>| PackedVersion {
+            id: VersionId::parse(&format!("0190f3a2-7b4c-7d2e-8f10-0000000000{n:02x}")).unwrap(),
+            commit: ObjectId([n; 20]),
+            version_json: format!("\"etag-{n}\""),
+            dataset_json: dataset.map(str::to_string),
+        };
+        for lake in [Some("lake \"1\"\n"), None] {
+            let record = Record {
+                lake: lake.map(str::to_string),
+                pack: format!("pack-{}", "a".repeat(40)),
+                versions: vec![version(1, None), version(2, Some("\"d-2\""))],
+            };
+            let versions: Vec<serde_json::Value> = record
+                .versions
+                .iter()
+                .map(|p| {
+                    let mut o = serde_json::Map::new();
+                    o.insert("id".into(), p.id.to_string().into());
+                    o.insert("commit".into(), p.commit.to_hex().into());
+                    o.insert("version.json".into(), p.version_json.clone().into());
+                    if let Some(d) = &p.dataset_json {
+                        o.insert("dataset.json".into(), d.clone().into());
+                    }
+                    serde_json::Value::Object(o)
+                })
+                .collect();
+            let tree = serde_json::json!({
+                "format": FORMAT, "lake": record.lake, "pack": record.pack, "versions": versions,
+            });
+            let mut before = serde_json::to_vec(&tree).unwrap();
+            before.push(b'\n');
+            assert_eq!(render_record(&record), before);
+        }
+        let packs = vec![
+            format!("pack-{}", "b".repeat(40)),
+            format!("pack-{}", "c".repeat(40)),
+        ];
+        let tree = serde_json::json!({ "format": FORMAT, "packs": packs });
+        let mut before = serde_json::to_vec_pretty(&tree).unwrap();
+        before.push(b'\n');
+        assert_eq!(render_list(&packs), before);
+    }
 
     #[test]
     fn a_record_reads_back_as_written() {

@@ -20,7 +20,6 @@ pub(crate) struct Remote {
     pub(super) cache: Option<Cache>,
     /// The cache's commits file, being read while the first round trip is under way.
     preload: Option<Preload>,
-    pub(super) warnings: std::sync::Mutex<Vec<String>>,
     /// When set, a fetch brings only versions signed by a trusted key.
     pub(super) require_signatures: Option<Policy>,
     /// The pack this session's reads write objects into, installed by `fetch`.
@@ -118,7 +117,6 @@ impl Remote {
             repo,
             cache,
             preload,
-            warnings: Default::default(),
             require_signatures: None,
             sink: None,
             trust_packs: false,
@@ -236,14 +234,13 @@ impl Remote {
         }
     }
 
+    /// A warning about the lake, gathered with the lake's own (one sink, in order).
     pub(super) fn lake_warn(&self, msg: String) {
-        self.warnings.lock().expect("warnings lock").push(msg);
+        self.lake.warn(msg);
     }
 
     /// Warnings gathered so far, for the caller to show on stderr.
     pub(crate) fn take_warnings(&self) -> Vec<String> {
-        let mut w = self.lake.take_warnings();
-        w.append(&mut self.warnings.lock().expect("warnings lock"));
-        w
+        self.lake.take_warnings()
     }
 }

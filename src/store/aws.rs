@@ -147,12 +147,7 @@ impl std::error::Error for NoCredentials {}
 /// Whether instance metadata is turned off: `AWS_EC2_METADATA_DISABLED=true` (also `1`, `yes`,
 /// `on`: no request is sent then either).
 pub(super) fn metadata_disabled() -> bool {
-    std::env::var("AWS_EC2_METADATA_DISABLED").is_ok_and(|v| {
-        matches!(
-            v.trim().to_ascii_lowercase().as_str(),
-            "true" | "1" | "yes" | "on" | "y"
-        )
-    })
+    super::options::truthy(std::env::var("AWS_EC2_METADATA_DISABLED").ok())
 }
 
 /// The chain's settings that object_store's options may give.
@@ -316,11 +311,10 @@ fn metadata_address() -> String {
 /// `credential_process` command's arguments; a failing process's stderr is quoted, as the AWS
 /// CLI does (it is where such a process says what is wrong).
 fn cause_of(e: &CredentialsError) -> String {
-    let mut last: &(dyn std::error::Error + 'static) = e;
-    while let Some(s) = last.source() {
-        last = s;
-    }
-    let text = last.to_string();
+    let text = super::error::causes(e)
+        .last()
+        .map(|s| s.to_string())
+        .unwrap_or_default();
     let text = text
         .strip_prefix("Error retrieving credentials: ")
         .unwrap_or(&text);
@@ -396,14 +390,7 @@ fn generic(e: &NoCredentials) -> object_store::Error {
 
 /// The credentials error in `e`'s causes, if that is what failed.
 pub(super) fn no_credentials(e: &object_store::Error) -> Option<&NoCredentials> {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(s) = source {
-        if let Some(n) = s.downcast_ref::<NoCredentials>() {
-            return Some(n);
-        }
-        source = s.source();
-    }
-    None
+    super::error::causes(e).find_map(|s| s.downcast_ref::<NoCredentials>())
 }
 
 #[cfg(test)]

@@ -197,14 +197,7 @@ fn azure_container_url(
             (c.to_string(), Some(account.to_string()))
         }
     };
-    let truthy = |k: K| {
-        b.get_config_value(&k).is_some_and(|v| {
-            matches!(
-                v.to_ascii_lowercase().as_str(),
-                "true" | "1" | "on" | "yes" | "y"
-            )
-        })
-    };
+    let truthy = |k: K| super::options::truthy(b.get_config_value(&k));
     if truthy(K::UseFabricEndpoint) {
         return None;
     }

@@ -25,7 +25,7 @@ use crate::redact::redact;
 const MAX_KEY: usize = 1024;
 
 /// How many objects a listing page holds on the cloud stores (S3, GCS and Azure alike).
-pub(super) const LIST_PAGE: u64 = 1000;
+pub(crate) const LIST_PAGE: usize = 1000;
 
 /// What a cloud's builder makes: the client, how it deletes on condition, and how it lists
 /// in pages of a chosen size (none over plain HTTP, which cannot list).
@@ -185,7 +185,7 @@ impl Backend for Cloud {
         // more than that (a page of the store's size would mostly be past its end).
         let page = expected
             .filter(|_| until.is_some())
-            .map(|e| (e + e / 4 + 16).min(LIST_PAGE as usize));
+            .map(|e| (e + e / 4 + 16).min(LIST_PAGE));
         let requests = Arc::new(AtomicU64::new(0));
         let mut listing = self.listing(&path, offset.as_ref(), page, &requests);
         let mut out = Listed::default();
@@ -237,7 +237,7 @@ impl Backend for Cloud {
             }
         }
         let requests = match requests.load(Ordering::Relaxed) {
-            0 => seen.div_ceil(LIST_PAGE).max(1),
+            0 => seen.div_ceil(LIST_PAGE as u64).max(1),
             paged => paged,
         };
         Ok(Paged {
@@ -260,7 +260,7 @@ impl Backend for Cloud {
             .collect();
         Ok(Paged {
             found,
-            requests: n.div_ceil(LIST_PAGE).max(1),
+            requests: n.div_ceil(LIST_PAGE as u64).max(1),
         })
     }
 

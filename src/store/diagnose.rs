@@ -5,7 +5,7 @@
 
 use object_store::client::{HttpError, HttpErrorKind};
 
-use super::error::StoreError;
+use super::error::{causes, StoreError};
 use super::hints::{hint_allow_http, hint_credentials};
 use super::url::StoreUrl;
 use crate::redact::excerpt;
@@ -147,38 +147,26 @@ fn describe_connection(
 
 /// Whether the request failed for want of a file descriptor (`EMFILE`, `ENFILE`).
 fn out_of_open_files(e: &object_store::Error) -> bool {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(s) = source {
+    let too_many = causes(e).any(|s| {
         let errno = s
             .downcast_ref::<std::io::Error>()
             .and_then(std::io::Error::raw_os_error);
-        if matches!(errno, Some(libc::EMFILE | libc::ENFILE)) {
-            return true;
-        }
-        source = s.source();
+        matches!(errno, Some(libc::EMFILE | libc::ENFILE))
+    });
+    if too_many {
+        return true;
     }
     let text = deepest_source(e);
     text.contains("(os error 24)") || text.contains("(os error 23)")
 }
 
 fn http_error_kind(e: &object_store::Error) -> Option<HttpErrorKind> {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(s) = source {
-        if let Some(h) = s.downcast_ref::<HttpError>() {
-            return Some(h.kind());
-        }
-        source = s.source();
-    }
-    None
+    causes(e).find_map(|s| s.downcast_ref::<HttpError>().map(HttpError::kind))
 }
 
 /// The innermost cause (`Connection refused (os error 111)`), where the real reason is.
 fn deepest_source(e: &object_store::Error) -> String {
-    let mut last: &(dyn std::error::Error + 'static) = e;
-    while let Some(s) = last.source() {
-        last = s;
-    }
-    last.to_string()
+    causes(e).last().map(|s| s.to_string()).unwrap_or_default()
 }
 
 /// `http://host:port` of the request a client error names (`Error performing GET <url> ...`).

@@ -129,6 +129,13 @@ fn at_path(path: &str, message: &str) -> String {
 
 /// A task that read or listed `path` and stopped before it answered (`what`: "read",
 /// "listing"): the runtime went away, or the task panicked.
+/// An error and its causes, outermost first.
+pub(crate) fn causes<'a>(
+    e: &'a (dyn std::error::Error + 'static),
+) -> impl Iterator<Item = &'a (dyn std::error::Error + 'static)> {
+    std::iter::successors(Some(e), |s| s.source())
+}
+
 pub(crate) fn stopped(path: &str, what: &str, e: tokio::task::JoinError) -> StoreError {
     StoreError::Failed {
         path: path.to_string(),

@@ -366,23 +366,7 @@ fn foreign(kind: &std::fs::FileType) -> Option<&'static str> {
 
 /// One line of printable text, control characters escaped, cut to a readable length.
 fn sanitize(line: &str) -> String {
-    let line = line.trim();
-    let mut out: String = line
-        .chars()
-        .take(HOLDER_SHOWN)
-        .flat_map(|c| {
-            let escaped: Vec<char> = if c.is_control() {
-                c.escape_default().collect()
-            } else {
-                vec![c]
-            };
-            escaped
-        })
-        .collect();
-    if line.chars().count() > HOLDER_SHOWN {
-        out.push('…');
-    }
-    out
+    crate::redact::sanitize(&crate::redact::excerpt(line.trim(), HOLDER_SHOWN))
 }
 
 fn unix_now() -> u64 {

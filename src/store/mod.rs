@@ -39,11 +39,12 @@ use bytes::Bytes;
 
 use backend::{Backend, Range};
 pub(crate) use budget::{Budget, Held, MEMORY_BUDGET};
+pub(crate) use cloud::LIST_PAGE;
 pub use condition::{Token, Versioned, WriteError, WriteMode};
 pub(crate) use error::stopped;
 pub use error::StoreError;
 pub(crate) use local::Listed;
-pub(crate) use options::{CONCURRENCY_OPTION, DEFAULT_CONCURRENCY, MAX_CONCURRENCY};
+pub(crate) use options::{parse_switch, CONCURRENCY_OPTION, DEFAULT_CONCURRENCY, MAX_CONCURRENCY};
 pub use ranges::even_splits;
 pub(crate) use ranges::joined;
 pub(crate) use stats::Stats;

@@ -68,14 +68,20 @@ pub(super) fn with_plain_http(options: &[(String, String)], plain: bool) -> Vec<
     out
 }
 
-/// A boolean as object_store reads one.
+/// A switch as object_store writes one (`true`, `1`, `on`, `yes`, `y` and their opposites, any
+/// case); `None` for any other word, which object_store itself would read as false. Git's own
+/// booleans are read by gix (`Repo::config_bool`).
+pub(crate) fn parse_switch(value: &str) -> Option<bool> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "on" | "yes" | "y" => Some(true),
+        "0" | "false" | "off" | "no" | "n" => Some(false),
+        _ => None,
+    }
+}
+
+/// A switch as object_store reads one: on only if it says so.
 pub(super) fn truthy(value: Option<String>) -> bool {
-    value.is_some_and(|v| {
-        matches!(
-            v.to_ascii_lowercase().as_str(),
-            "1" | "true" | "on" | "yes" | "y"
-        )
-    })
+    value.is_some_and(|v| parse_switch(&v) == Some(true))
 }
 
 /// A client that cannot be built, in words. A value the client cannot parse is named by its

@@ -118,16 +118,17 @@ impl Drop for Pass<'_> {
 /// S3 error whose code is `SlowDown`. Only the answer itself is looked at, never the whole
 /// message, which holds the request's URL (a version ID, a port) and how long it took.
 pub(crate) fn is_throttling(e: &object_store::Error) -> bool {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(s) = source {
-        if let Some(answer) = answer_of(&s.to_string()) {
-            return answer.status == Some(503)
+    // The first cause that holds the store's answer decides.
+    let verdict = super::error::causes(e).find_map(|s| {
+        let text = s.to_string();
+        let answer = answer_of(&text)?;
+        Some(
+            answer.status == Some(503)
                 || answer.status == Some(429)
-                || error_code(answer.body) == Some("SlowDown");
-        }
-        source = s.source();
-    }
-    false
+                || error_code(answer.body) == Some("SlowDown"),
+        )
+    });
+    verdict.unwrap_or(false)
 }
 
 /// A store's answer as object_store words it (its `RequestError`, which is not public: its
