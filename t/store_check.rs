@@ -4,16 +4,8 @@
 //! push; one that takes `If-Match` only unquoted (Ceph RGW 16) is sent that form; `doctor`
 //! prints each check on every store the suite runs.
 
-use std::process::Output;
-
 use crate::support::s3lite::{self, Conditions, S3Lite};
-use crate::support::{LakeBuilder, TestEnv, Where};
-
-const HELPER: &str = env!("CARGO_BIN_EXE_git-remote-fdl");
-
-fn helper(t: &TestEnv, cwd: &str, args: &[&str]) -> Output {
-    t.command(HELPER, cwd, args).output().unwrap()
-}
+use crate::support::{helper, LakeBuilder, TestEnv, Where};
 
 fn lake() -> LakeBuilder {
     let mut l = LakeBuilder::new();
@@ -352,7 +344,7 @@ fn a_passed_check_older_than_a_day_is_made_again_before_the_next_push() {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_secs();
-    crate::hardening_caches::edit_cache_file(&files[0], |line| match line.strip_prefix("@at ") {
+    crate::cache::edit_cache_file(&files[0], |line| match line.strip_prefix("@at ") {
         Some(_) => format!("@at {}", now - 25 * 3600),
         None => line.to_string(),
     });

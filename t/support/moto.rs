@@ -238,3 +238,26 @@ fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
         .unwrap()
         .block_on(f)
 }
+
+/// An environment for S3 tests: moto's endpoint, no instance metadata service.
+pub fn s3_env(bucket: Option<&str>) -> super::TestEnv {
+    let m = moto();
+    if let Some(b) = bucket {
+        m.create_bucket(b);
+    }
+    let mut t = super::TestEnv::new();
+    for (k, v) in m.env() {
+        t.set(&k, &v);
+    }
+    t.set("AWS_EC2_METADATA_DISABLED", "true");
+    t
+}
+
+/// The endpoint of the S3 server a lake was put on.
+pub fn s3_endpoint(t: &super::TestEnv) -> String {
+    t.env
+        .iter()
+        .find(|(k, _)| k == "AWS_ENDPOINT_URL")
+        .map(|(_, v)| v.clone())
+        .expect("the S3 lake's endpoint")
+}
