@@ -5,7 +5,6 @@ use std::io::{BufReader, Write};
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use serde_json::json;
 
@@ -27,18 +26,12 @@ fn a_403_on_a_version_whose_id_starts_503_is_one_request() {
     let lake = t.lake_at(Where::S3, "lake", &l);
     let proxy = faults::start_denying(&s3_endpoint(&t), &format!("versions/{DIGITS_ID}/"));
     t.set("AWS_ENDPOINT_URL", &proxy.endpoint);
-    let start = Instant::now();
     let out = t.git(".", &["ls-remote", &lake.url]);
     let err = text(&out.stderr);
     assert!(!out.status.success(), "{err}");
     assert!(err.contains("access denied (403"), "{err}");
     let denied = proxy.counters.denied.load(Ordering::SeqCst);
     assert_eq!(denied, 1, "tried {denied} times: {err}");
-    assert!(
-        start.elapsed() < Duration::from_secs(5),
-        "{:?}",
-        start.elapsed()
-    );
 }
 
 /// A free port on 127.0.0.1 whose number holds 503 or 429, bound (or `None` if all are taken).
@@ -94,7 +87,6 @@ fn an_endpoint_on_a_port_holding_503_that_answers_403_is_not_retried() {
     let port = listener.local_addr().unwrap().port();
     let count = serve_403(listener);
     s3_env_at(&mut t, &format!("http://127.0.0.1:{port}"));
-    let start = Instant::now();
     let out = t.git(".", &["ls-remote", "fdl::s3://bucket/lake"]);
     let err = text(&out.stderr);
     assert!(!out.status.success(), "{err}");
@@ -102,11 +94,6 @@ fn an_endpoint_on_a_port_holding_503_that_answers_403_is_not_retried() {
     let n = count.load(Ordering::SeqCst);
     // Each file read when the lake is opened, once (31 requests when 403s were retried).
     assert!(n <= 10, "{n} requests: {err}");
-    assert!(
-        start.elapsed() < Duration::from_secs(5),
-        "{:?}",
-        start.elapsed()
-    );
 }
 
 #[test]
@@ -116,15 +103,14 @@ fn nothing_listening_on_a_port_holding_503_fails_in_seconds() {
     let port = listener.local_addr().unwrap().port();
     drop(listener);
     s3_env_at(&mut t, &format!("http://127.0.0.1:{port}"));
-    let start = Instant::now();
+    // The trace has a line for each request the helper makes, each of its own retries too.
+    t.set("GIT_REMOTE_FDL_DEBUG", "1");
     let out = t.git(".", &["ls-remote", "fdl::s3://bucket/lake"]);
     let err = text(&out.stderr);
     assert!(!out.status.success(), "{err}");
     assert!(err.contains("cannot connect"), "{err}");
-    // The HTTP client's own retries take about 1.5 s; the old check added 8 more rounds.
-    assert!(
-        start.elapsed() < Duration::from_secs(6),
-        "{:?}: {err}",
-        start.elapsed()
-    );
+    // Each file read when the lake is opened, once: the old check took the 503 in the port
+    // for throttling and tried each 8 more times (the HTTP client's own retries aside).
+    let tried = err.lines().filter(|l| l.contains("] store: ")).count();
+    assert!(tried <= 10, "{tried} requests: {err}");
 }

@@ -160,20 +160,37 @@ impl OpenWatch {
         OpenWatch { fd }
     }
 
-    /// Waits until some process opens `name` in the folder; fails the test after `limit`.
-    pub fn wait_for_open(&self, name: &str, limit: Duration) {
+    /// The names of the files opened in the folder since the last call (or the start).
+    pub fn opened(&self) -> Vec<String> {
+        let mut names = Vec::new();
         let mut buf = [0u8; 4096];
-        let mut seen = false;
-        wait_until(limit, &format!("nothing opened {name}"), || {
+        loop {
             let n = unsafe { libc::read(self.fd, buf.as_mut_ptr().cast(), buf.len()) };
+            if n <= 0 {
+                return names;
+            }
             let mut at = 0;
-            while n > 0 && at + 16 <= n as usize {
+            while at + 16 <= n as usize {
                 let len = u32::from_ne_bytes(buf[at + 12..at + 16].try_into().unwrap()) as usize;
                 let raw = &buf[at + 16..at + 16 + len];
-                let opened = raw.split(|b| *b == 0).next().unwrap_or_default();
-                seen |= opened == name.as_bytes();
+                let name = raw.split(|b| *b == 0).next().unwrap_or_default();
+                names.push(String::from_utf8_lossy(name).into_owned());
                 at += 16 + len;
             }
+        }
+    }
+
+    /// How many times `name` was opened in the folder since the last call: how often a
+    /// process tried a lock, say.
+    pub fn opens_of(&self, name: &str) -> usize {
+        self.opened().iter().filter(|n| *n == name).count()
+    }
+
+    /// Waits until some process opens `name` in the folder; fails the test after `limit`.
+    pub fn wait_for_open(&self, name: &str, limit: Duration) {
+        let mut seen = false;
+        wait_until(limit, &format!("nothing opened {name}"), || {
+            seen |= self.opened().iter().any(|n| n == name);
             seen
         });
     }
