@@ -441,8 +441,7 @@ fn nothing_configured_and_metadata_off_asks_no_metadata_service() {
             && err.contains("AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"),
         "{err}"
     );
-    std::thread::sleep(std::time::Duration::from_millis(200));
-    assert_eq!(imds.connections(), 0, "{:?}", imds.seen());
+    assert_eq!(imds.connections_settled(), 0, "{:?}", imds.seen());
 
     t.env.retain(|(k, _)| k != "AWS_EC2_METADATA_DISABLED");
     let err = one_fatal(&t, &["ls-remote", &url], &[]);
