@@ -2,8 +2,6 @@
 //! repository, and a fetched commit turned into its verified catalog, on a folder, on S3 and
 //! over plain HTTP.
 
-use std::process::Output;
-
 use sha2::{Digest, Sha256};
 
 use crate::support::http::serve;
@@ -524,7 +522,9 @@ fn cache_files_that_are_fifos_devices_or_huge_are_passed_over() {
                 std::fs::remove_file(f).unwrap();
                 make(f);
             }
-            let out = git_within(&t, "work.git", &["ls-remote", "origin"], 60);
+            let ls_remote = t.command("git", "work.git", &["ls-remote", "origin"]);
+            let out =
+                crate::support::run::run_within(ls_remote, std::time::Duration::from_secs(60));
             assert!(out.status.success(), "{what}: {}", text(&out.stderr));
             assert_eq!(text(&out.stdout), listed, "{what} ({place:?})");
             for f in &files {
@@ -540,22 +540,3 @@ fn cache_files_that_are_fifos_devices_or_huge_are_passed_over() {
 
 /// What stands in a cache file's place, and how to make it there.
 type StandIn<'a> = (&'a str, &'a dyn Fn(&std::path::Path));
-
-/// Runs git, killing it (and failing the test) if it has not ended within `secs` seconds.
-fn git_within(t: &TestEnv, cwd: &str, args: &[&str], secs: u64) -> Output {
-    let mut child = t
-        .command("git", cwd, args)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
-    while child.try_wait().unwrap().is_none() {
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("git {args:?} still running after {secs} s");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    child.wait_with_output().unwrap()
-}

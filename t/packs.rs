@@ -87,13 +87,7 @@ fn pack_names(list: &str) -> Vec<String> {
 
 #[test]
 fn a_packed_lake_clones_to_the_same_commits_through_its_packs_on_every_store() {
-    for place in [
-        Where::Local,
-        Where::S3,
-        Where::Gcs,
-        Where::Azure,
-        Where::SeaweedFs,
-    ] {
+    for place in Where::EVERY_STORE {
         let mut t = TestEnv::new();
         let at = t.lake_at(place, "packed", &lake(40, 20));
         let said = pack(&t, &at.url);
@@ -142,6 +136,18 @@ fn a_version_rewritten_after_packing_a_damaged_pack_or_a_lying_record_is_read_in
     }
 }
 
+/// Rewrites version `n`'s record in the lake (the same parent, the message "rewritten"), as
+/// no writer should after packing; gives its ID.
+fn rewrite_version(at: &LakeAt, n: u64) -> String {
+    let id = crate::support::lake::vid(n);
+    let rewritten = format!(
+        "{{\"parents\": [\"{}\"], \"message\": \"rewritten\", \"created_at\": \"2026-01-01T00:00:00Z\"}}",
+        crate::support::lake::vid(n - 1)
+    );
+    at.write(&format!("versions/{id}/version.json"), &rewritten);
+    id
+}
+
 fn pack_failures_fall_back(place: Where) {
     let mut t = TestEnv::new();
     let at = t.lake_at(place, "lies", &lake(30, 15));
@@ -149,12 +155,7 @@ fn pack_failures_fall_back(place: Where) {
     let name = listed_packs(&at).remove(0);
 
     // A version rewritten after packing: its commit (and its children's) change.
-    let v10 = crate::support::lake::vid(10);
-    let rewritten = format!(
-        "{{\"parents\": [\"{}\"], \"message\": \"rewritten\", \"created_at\": \"2026-01-01T00:00:00Z\"}}",
-        crate::support::lake::vid(9)
-    );
-    at.write(&format!("versions/{v10}/version.json"), &rewritten);
+    let v10 = rewrite_version(&at, 10);
     let expected = read_one_by_one(&t, &at.url);
     let (refs, _, stderr) = clone(&t, &at.url, "rewritten.git");
     same_refs(&expected, &refs);
@@ -731,22 +732,6 @@ fn a_pack_nothing_was_taken_from_is_not_left_in_the_repository() {
     cloned("misnamed.git", &format!("the pack's checksum names {name}"));
 }
 
-/// Waits (polling) for the helper to stop at its crash point, and gives its pid.
-fn pid_at_crash_point(pid_file: &std::path::Path) -> i32 {
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    loop {
-        let pid = std::fs::read_to_string(pid_file).ok();
-        if let Some(pid) = pid.and_then(|p| p.trim().parse::<i32>().ok()) {
-            return pid;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the helper never reached the crash point"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// Files under `dir` whose content holds `secret`.
 fn files_holding(dir: &std::path::Path, secret: &str) -> Vec<String> {
     let mut found = Vec::new();
@@ -791,7 +776,7 @@ fn an_interrupted_pack_removes_its_clone_and_never_writes_the_remotes_secrets() 
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        let pid = pid_at_crash_point(&pid_file);
+        let pid = crate::support::run::pid_at_crash_point(&pid_file);
         let clone_made = std::fs::read_dir(&tmp).unwrap().count();
         assert_eq!(clone_made, 1, "{code}: the clone is in TMPDIR");
         assert_eq!(files_holding(&tmp, secret), Vec::<String>::new(), "{code}");
@@ -830,12 +815,7 @@ fn a_record_naming_a_commit_the_clone_lacks_is_packed_again() {
         let at = t.lake_at(place, "rewritten", &lake(20, 10));
         pack(&t, &at.url);
         let name = listed_packs(&at).remove(0);
-        let v10 = crate::support::lake::vid(10);
-        let rewritten = format!(
-            "{{\"parents\": [\"{}\"], \"message\": \"rewritten\", \"created_at\": \"2026-01-01T00:00:00Z\"}}",
-            crate::support::lake::vid(9)
-        );
-        at.write(&format!("versions/{v10}/version.json"), &rewritten);
+        rewrite_version(&at, 10);
         // Its pack gone too (on a store that lists, a clone would take the old commits
         // from it, unreachable but there).
         remove(&at, &format!("git-packs/{name}.pack"));

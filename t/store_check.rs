@@ -199,13 +199,7 @@ fn a_store_that_takes_if_match_only_unquoted_is_sent_unquoted_etags() {
 /// trip; exit 0 where pushes are safe.
 #[test]
 fn doctor_prints_each_check_on_every_store() {
-    for place in [
-        Where::Local,
-        Where::S3,
-        Where::Gcs,
-        Where::Azure,
-        Where::SeaweedFs,
-    ] {
+    for place in Where::EVERY_STORE {
         let mut t = TestEnv::new();
         let at = t.lake_at(place, "doctor", &lake());
         let out = helper(&t, ".", &["doctor", &at.url]);

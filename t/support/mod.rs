@@ -179,6 +179,17 @@ pub enum Where {
     Rgw,
 }
 
+impl Where {
+    /// Every store the suite runs on its own (Ceph RGW needs `make test-ceph`).
+    pub const EVERY_STORE: [Where; 5] = [
+        Where::Local,
+        Where::S3,
+        Where::Gcs,
+        Where::Azure,
+        Where::SeaweedFs,
+    ];
+}
+
 /// A lake written for a test, with a way to look at its files directly.
 pub struct LakeAt {
     pub url: String,
