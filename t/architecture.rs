@@ -137,18 +137,11 @@ fn no_module_uses_one_below_it_in_the_layer_table() {
 /// Git is run one way (`src/git.rs`): no other file builds a `git` command of its own.
 #[test]
 fn git_is_run_only_through_the_git_module() {
-    let src = root().join("src");
     let mut found = Vec::new();
-    for file in rust_files(&src) {
-        let rel = file
-            .strip_prefix(&src)
-            .unwrap()
-            .to_string_lossy()
-            .to_string();
+    for (rel, text) in checked_files() {
         if rel == "git.rs" {
             continue;
         }
-        let text = std::fs::read_to_string(&file).unwrap();
         for (n, line) in text.lines().enumerate() {
             if line.contains("Command::new(\"git\")") {
                 found.push(format!("src/{rel}:{}", n + 1));
@@ -229,14 +222,11 @@ fn function_lengths(text: &str) -> Vec<(String, usize, usize)> {
 
 #[test]
 fn no_function_outside_tests_is_longer_than_80_lines() {
-    let src = root().join("src");
     let mut long = Vec::new();
-    for file in rust_files(&src) {
-        let text = std::fs::read_to_string(&file).unwrap();
+    for (rel, text) in checked_files() {
         for (name, at, n) in function_lengths(&text) {
             if n > MAX_FUNCTION_LINES {
-                let rel = file.strip_prefix(root()).unwrap().display().to_string();
-                long.push(format!("{rel}:{at}: fn {name} is {n} lines"));
+                long.push(format!("src/{rel}:{at}: fn {name} is {n} lines"));
             }
         }
     }
@@ -249,15 +239,8 @@ fn no_function_outside_tests_is_longer_than_80_lines() {
 
 #[test]
 fn every_module_says_what_it_is_for_and_only_the_io_loop_talks_to_the_terminal() {
-    let src = root().join("src");
     let mut wrong = Vec::new();
-    for file in rust_files(&src) {
-        let rel = file
-            .strip_prefix(&src)
-            .unwrap()
-            .to_string_lossy()
-            .to_string();
-        let text = std::fs::read_to_string(&file).unwrap();
+    for (rel, text) in checked_files() {
         if !text.starts_with("//! ") {
             wrong.push(format!("{rel}: does not start with a //! line"));
         }
@@ -300,13 +283,8 @@ fn the_checks_themselves_catch_what_they_look_for() {
 fn unsafe_code_is_only_the_one_audited_call() {
     let src = root().join("src");
     let mut found = Vec::new();
-    for file in rust_files(&src) {
-        let rel = file
-            .strip_prefix(&src)
-            .unwrap()
-            .to_string_lossy()
-            .to_string();
-        for (n, line) in code_lines(&std::fs::read_to_string(&file).unwrap()).enumerate() {
+    for (rel, text) in checked_files() {
+        for (n, line) in code_lines(&text).enumerate() {
             if line.contains("unsafe {") || line.contains("allow(unsafe_code)") {
                 found.push(format!("{rel}:{}", n + 1));
             }
@@ -501,6 +479,33 @@ fn no_file_of_src_has_more_than_600_lines_of_code() {
         .map(|(rel, text)| (rel, code_line_count(&text)))
         .filter(|(_, n)| *n > MAX_FILE_CODE_LINES)
         .map(|(rel, n)| format!("src/{rel}: {n} lines of code"))
+        .collect();
+    assert!(long.is_empty(), "split these files:\n{}", long.join("\n"));
+}
+
+/// The files of `t/` still over 600 lines of code, to be split by feature; none may join them.
+/// (`golden.rs` pins mapping v1 and stays as it is.)
+const LONG_FILES_OF_T: [&str; 5] = [
+    "architecture.rs",
+    "bad_lakes.rs",
+    "golden.rs",
+    "packs.rs",
+    "read.rs",
+];
+
+#[test]
+fn no_file_of_t_has_more_than_600_lines_of_code() {
+    let t = root().join("t");
+    let long: Vec<String> = rust_files(&t)
+        .into_iter()
+        .map(|f| f.strip_prefix(&t).unwrap().to_string_lossy().to_string())
+        .filter(|rel| !LONG_FILES_OF_T.contains(&rel.as_str()))
+        .map(|rel| {
+            let n = code_line_count(&std::fs::read_to_string(t.join(&rel)).unwrap());
+            (rel, n)
+        })
+        .filter(|(_, n)| *n > MAX_FILE_CODE_LINES)
+        .map(|(rel, n)| format!("t/{rel}: {n} lines of code"))
         .collect();
     assert!(long.is_empty(), "split these files:\n{}", long.join("\n"));
 }

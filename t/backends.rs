@@ -5,23 +5,13 @@
 //! scenarios themselves run on all four from `t/push.rs`.
 
 use crate::support::clouds::cloud;
-use crate::support::{azurite, gcs, parse_ls_remote, vid, LakeBuilder, TestEnv, Where};
-
-/// main: 1..4, feature/x: 5 (child of 2), tag v1: 2.
-fn lake() -> LakeBuilder {
-    let mut l = LakeBuilder::new();
-    l.chain(1, 4);
-    l.version(5, &[2], "side work");
-    l.branch("main", 4).branch("feature/x", 5).tag("v1", 2);
-    l.refs_json();
-    l
-}
+use crate::support::{azurite, branched_lake, gcs, parse_ls_remote, vid, TestEnv, Where};
 
 /// The same lake read from `place` and from a folder: same refs, same commits; then new
 /// versions written by another writer arrive with a fetch.
 fn read_path(place: Where) {
     let mut t = TestEnv::new();
-    let mut l = lake();
+    let mut l = branched_lake();
     let at = t.lake_at(place, "sales", &l);
     let listed = t.ok(".", &["ls-remote", "--symref", &at.url]);
     let local = t.local_lake("copy", &l);
@@ -144,7 +134,7 @@ fn push_killed_between_ref_and_refs_json_azure() {
 /// A lake in a fresh bucket of `place`, with an environment that does NOT reach it.
 fn unconfigured(place: Where, name: &str) -> (TestEnv, String) {
     let mut t = TestEnv::new();
-    let at = t.lake_at(place, name, &lake());
+    let at = t.lake_at(place, name, &branched_lake());
     for (k, _) in cloud(place).unwrap().env() {
         t.env.retain(|(key, _)| key != &k);
     }
@@ -381,7 +371,7 @@ pub(crate) fn open_store(place: Where, url: &str) -> git_remote_fdl::store::Stor
 fn delete_is_conditional(place: Where) -> bool {
     use git_remote_fdl::store::WriteError;
     let mut t = TestEnv::new();
-    let at = t.lake_at(place, "deletes", &lake());
+    let at = t.lake_at(place, "deletes", &branched_lake());
     let store = open_store(place, &at.url);
     let rt = tokio::runtime::Runtime::new().unwrap();
     let read = rt
@@ -476,7 +466,7 @@ fn s3_without_credentials_says_what_to_do() {
 /// tokens on each emulator) finds exactly what a whole listing finds in that range, also when
 /// the range has grown to several of those pages.
 fn ranges_list_in_pages(place: Where) {
-    let mut l = lake();
+    let mut l = branched_lake();
     for k in 1..=60 {
         l.tag(&format!("t{k:04}"), 1 + k % 4);
     }

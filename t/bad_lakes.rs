@@ -9,7 +9,7 @@ use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::support::http::serve;
-use crate::support::{vid, LakeBuilder, TestEnv};
+use crate::support::{text, vid, LakeBuilder, TestEnv};
 
 const DAMAGED: &str = "hint: the lake's history is damaged here; ask its owner to repair it\n";
 const BROKEN_FILE: &str = "hint: a writer left this file broken; fix or remove it in the lake\n";
@@ -21,10 +21,6 @@ fn base() -> LakeBuilder {
     l.chain(1, 3);
     l.branch("main", 3);
     l
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 /// The exit code and the whole stderr of a command that must fail with nothing on stdout.

@@ -14,22 +14,14 @@ use std::path::Path;
 
 use crate::support::moto::{auth_moto, AUTH_BUCKET, AUTH_ROLE};
 use crate::support::recorder;
-use crate::support::{vid, LakeBuilder, TestEnv};
-
-fn lake() -> LakeBuilder {
-    let mut l = LakeBuilder::new();
-    l.chain(1, 3);
-    l.branch("main", 3).tag("v1", 1);
-    l.refs_json();
-    l
-}
+use crate::support::{lake, vid, TestEnv};
 
 /// A lake below `<name>/` in the authenticating server's bucket, and an environment without a
 /// single credential variable: the endpoint, instance metadata off, and the AWS CLI's two files
 /// in the test's folder (written by [`aws_files`]).
 fn setup(name: &str) -> (TestEnv, String) {
     let m = auth_moto();
-    m.put_files(&format!("{name}/"), &lake().files);
+    m.put_files(&format!("{name}/"), &lake(3, 1).files);
     let mut t = TestEnv::new();
     std::fs::create_dir_all(t.path("aws")).unwrap();
     let (config, credentials) = (t.path("aws/config"), t.path("aws/credentials"));
@@ -130,7 +122,7 @@ fn profile_with_static_keys_from_aws_profile() {
 #[test]
 fn list_pages_the_helper_reads_itself_are_signed_as_aws_checks() {
     let m = auth_moto();
-    let mut l = lake();
+    let mut l = lake(3, 1);
     for k in 0..950 {
         l.tag(&format!("r{k:04}"), 1 + k % 3);
     }
@@ -449,8 +441,7 @@ fn nothing_configured_and_metadata_off_asks_no_metadata_service() {
             && err.contains("AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"),
         "{err}"
     );
-    std::thread::sleep(std::time::Duration::from_millis(200));
-    assert_eq!(imds.connections(), 0, "{:?}", imds.seen());
+    assert_eq!(imds.connections_settled(), 0, "{:?}", imds.seen());
 
     t.env.retain(|(k, _)| k != "AWS_EC2_METADATA_DISABLED");
     let err = one_fatal(&t, &["ls-remote", &url], &[]);

@@ -2,30 +2,10 @@
 //! repository, and a fetched commit turned into its verified catalog, on a folder, on S3 and
 //! over plain HTTP.
 
-use std::process::Output;
-
 use sha2::{Digest, Sha256};
 
 use crate::support::http::serve;
-use crate::support::{copy_dir, vid, LakeBuilder, TestEnv, Where};
-
-fn helper(t: &TestEnv, cwd: &str, args: &[&str]) -> Output {
-    t.command(env!("CARGO_BIN_EXE_git-remote-fdl"), cwd, args)
-        .output()
-        .unwrap()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-/// Versions 1..=4 in a chain, main at 4, tag v1 at 2, refs.json written.
-fn lake() -> LakeBuilder {
-    let mut l = LakeBuilder::new();
-    l.chain(1, 4);
-    l.branch("main", 4).tag("v1", 2).refs_json();
-    l
-}
+use crate::support::{copy_dir, helper, lake, text, vid, TestEnv, Where};
 
 fn sha256(bytes: &[u8]) -> String {
     Sha256::digest(bytes)
@@ -38,7 +18,7 @@ fn sha256(bytes: &[u8]) -> String {
 fn fsck_of_a_sound_lake_finds_nothing_on_every_store() {
     for place in [Where::Local, Where::S3, Where::Gcs, Where::Azure] {
         let mut t = TestEnv::new();
-        let at = t.lake_at(place, "lake", &lake());
+        let at = t.lake_at(place, "lake", &lake(4, 2));
         let out = helper(&t, ".", &["fsck", "--catalogs", &at.url]);
         assert_eq!(text(&out.stdout), "", "{place:?}: {}", text(&out.stderr));
         assert_eq!(out.status.code(), Some(0), "{place:?}");
@@ -54,7 +34,7 @@ fn fsck_of_a_sound_lake_finds_nothing_on_every_store() {
     }
     // Over plain HTTP, through refs.json.
     let t = TestEnv::new();
-    t.local_lake("lake", &lake());
+    t.local_lake("lake", &lake(4, 2));
     let server = serve(&t.path("lake"));
     let out = helper(&t, ".", &["fsck", "-q", &format!("fdl::{}", server.url)]);
     assert_eq!(
@@ -67,7 +47,7 @@ fn fsck_of_a_sound_lake_finds_nothing_on_every_store() {
 #[test]
 fn fsck_names_each_problem_and_exits_1() {
     let t = TestEnv::new();
-    let mut l = lake();
+    let mut l = lake(4, 2);
     // A branch whose history misses a version, a tag naming no version, refs.json stale,
     // HEAD naming a missing branch.
     l.version(6, &[5], "On a missing parent");
@@ -94,7 +74,7 @@ fn fsck_names_each_problem_and_exits_1() {
 fn fsck_finds_a_version_rewritten_after_a_clone_and_a_moved_tag() {
     for place in [Where::Local, Where::S3] {
         let mut t = TestEnv::new();
-        let at = t.lake_at(place, "lake", &lake());
+        let at = t.lake_at(place, "lake", &lake(4, 2));
         t.ok(".", &["clone", "-q", &at.url, "work"]);
         assert_eq!(
             helper(&t, "work", &["fsck", "-q", "origin"]).status.code(),
@@ -168,7 +148,7 @@ fn at_refs_json(refs: &[(&str, u64, bool)]) -> String {
 #[test]
 fn fsck_catalogs_finds_a_catalog_that_does_not_match_its_record() {
     let t = TestEnv::new();
-    let mut l = lake();
+    let mut l = lake(4, 2);
     l.put(
         &format!("versions/{}/ducklake.duckdb", vid(2)),
         b"tampered".to_vec(),
@@ -198,7 +178,7 @@ fn fsck_catalogs_finds_a_catalog_that_does_not_match_its_record() {
 fn catalog_writes_the_verified_catalog_and_prints_how_to_attach_it() {
     for place in [Where::Local, Where::S3, Where::Gcs, Where::Azure] {
         let mut t = TestEnv::new();
-        let at = t.lake_at(place, "lake", &lake());
+        let at = t.lake_at(place, "lake", &lake(4, 2));
         t.ok(".", &["clone", "-q", &at.url, "work"]);
         let out = helper(&t, "work", &["catalog", "v1", "-o", "sales.duckdb"]);
         assert_eq!(
@@ -257,7 +237,7 @@ fn catalog_writes_the_verified_catalog_and_prints_how_to_attach_it() {
 #[test]
 fn catalog_refuses_a_corrupted_catalog_and_writes_nothing() {
     let t = TestEnv::new();
-    let url = t.local_lake("lake", &lake());
+    let url = t.local_lake("lake", &lake(4, 2));
     t.ok(".", &["clone", "-q", &url, "work"]);
     let path = t.path(&format!("lake/versions/{}/ducklake.duckdb", vid(4)));
     std::fs::write(&path, b"not the catalog the record names").unwrap();
@@ -284,7 +264,7 @@ fn catalog_refuses_a_corrupted_catalog_and_writes_nothing() {
 #[test]
 fn catalog_refuses_commits_that_are_not_this_lakes_versions() {
     let t = TestEnv::new();
-    let url = t.local_lake("lake", &lake());
+    let url = t.local_lake("lake", &lake(4, 2));
     t.ok(".", &["clone", "-q", &url, "work"]);
     // A local commit: no trailer.
     t.ok("work", &["commit", "-q", "--allow-empty", "-m", "local"]);
@@ -348,7 +328,7 @@ fn catalog_refuses_commits_that_are_not_this_lakes_versions() {
 fn a_version_rewritten_after_it_was_read_stops_the_fetch_naming_both_commits() {
     for place in [Where::Local, Where::S3] {
         let mut t = TestEnv::new();
-        let at = t.lake_at(place, "lake", &lake());
+        let at = t.lake_at(place, "lake", &lake(4, 2));
         t.ok(".", &["init", "-q", "work"]);
         t.ok("work", &["remote", "add", "origin", &at.url]);
         // Listing maps every version and remembers the commits; nothing is fetched yet.
@@ -394,7 +374,7 @@ fn a_version_rewritten_after_it_was_read_stops_the_fetch_naming_both_commits() {
 #[test]
 fn a_cache_entry_edited_by_hand_is_not_trusted() {
     let t = TestEnv::new();
-    let url = t.local_lake("lake", &lake());
+    let url = t.local_lake("lake", &lake(4, 2));
     t.ok(".", &["clone", "-q", &url, "work"]);
     let main = t
         .ok("work", &["rev-parse", "origin/main"])
@@ -455,7 +435,7 @@ fn first_entry(
 fn a_no_op_fetch_answers_from_the_file_of_refs_and_never_reads_the_commits_file() {
     for place in [Where::Local, Where::S3] {
         let mut t = TestEnv::new();
-        let mut l = lake();
+        let mut l = lake(4, 2);
         let at = t.lake_at(place, "lake", &l);
         t.ok(".", &["clone", "-q", "--bare", &at.url, "work.git"]);
         let listed = t.ok("work.git", &["ls-remote", "origin"]);
@@ -516,7 +496,7 @@ fn a_no_op_fetch_answers_from_the_file_of_refs_and_never_reads_the_commits_file(
 fn cache_files_that_are_fifos_devices_or_huge_are_passed_over() {
     for place in [Where::Local, Where::S3] {
         let mut t = TestEnv::new();
-        let at = t.lake_at(place, "lake", &lake());
+        let at = t.lake_at(place, "lake", &lake(4, 2));
         t.ok(".", &["clone", "-q", "--bare", &at.url, "work.git"]);
         let listed = t.ok("work.git", &["ls-remote", "origin"]);
         let fdl = t.path("work.git/fdl");
@@ -542,7 +522,9 @@ fn cache_files_that_are_fifos_devices_or_huge_are_passed_over() {
                 std::fs::remove_file(f).unwrap();
                 make(f);
             }
-            let out = git_within(&t, "work.git", &["ls-remote", "origin"], 60);
+            let ls_remote = t.command("git", "work.git", &["ls-remote", "origin"]);
+            let out =
+                crate::support::run::run_within(ls_remote, std::time::Duration::from_secs(60));
             assert!(out.status.success(), "{what}: {}", text(&out.stderr));
             assert_eq!(text(&out.stdout), listed, "{what} ({place:?})");
             for f in &files {
@@ -558,22 +540,3 @@ fn cache_files_that_are_fifos_devices_or_huge_are_passed_over() {
 
 /// What stands in a cache file's place, and how to make it there.
 type StandIn<'a> = (&'a str, &'a dyn Fn(&std::path::Path));
-
-/// Runs git, killing it (and failing the test) if it has not ended within `secs` seconds.
-fn git_within(t: &TestEnv, cwd: &str, args: &[&str], secs: u64) -> Output {
-    let mut child = t
-        .command("git", cwd, args)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
-    while child.try_wait().unwrap().is_none() {
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("git {args:?} still running after {secs} s");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    child.wait_with_output().unwrap()
-}

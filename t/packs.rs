@@ -3,33 +3,17 @@
 //! lake's versions map to when read one by one (`git ls-remote` outside a repository, which
 //! never uses packs), so a pack can make a clone cheaper but never different.
 
-use std::process::Output;
 use std::time::Duration;
 
-use crate::hardening_read::{helper_peak_rss, peak_rss_of, zeros, BUDGET_KIB};
+use crate::support::memory::{helper_peak_rss, peak_rss_of, zeros, BUDGET_KIB};
 use crate::support::s3lite::{self, S3Lite};
-use crate::support::{parse_ls_remote, LakeAt, LakeBuilder, TestEnv, Where};
-
-const HELPER: &str = env!("CARGO_BIN_EXE_git-remote-fdl");
-
-fn helper(t: &TestEnv, cwd: &str, args: &[&str]) -> Output {
-    t.command(HELPER, cwd, args).output().unwrap()
-}
+use crate::support::{helper, lake, parse_ls_remote, LakeAt, TestEnv, Where, HELPER};
 
 fn pack(t: &TestEnv, url: &str) -> String {
     let out = helper(t, ".", &["pack", url]);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "pack {url}: {stderr}");
     stderr
-}
-
-fn lake(versions: u64) -> LakeBuilder {
-    let mut l = LakeBuilder::new();
-    l.chain(1, versions);
-    l.branch("main", versions);
-    l.tag("v1", versions / 2);
-    l.refs_json();
-    l
 }
 
 /// Each ref's commit as the lake's versions map to them read one by one.
@@ -72,8 +56,8 @@ fn same_refs(lake: &[(String, String)], cloned: &[(String, String)]) {
 /// new versions' files, then the branch, then `refs.json`. Files already there are left as they
 /// are (a rewrite would give them new ETags on some stores).
 fn grow(at: &LakeAt, was: u64, last: u64) {
-    let before = lake(was);
-    let mut more = lake(was);
+    let before = lake(was, was / 2);
+    let mut more = lake(was, was / 2);
     more.chain(was + 1, last);
     more.branch("main", last);
     more.refs_json();
@@ -103,15 +87,9 @@ fn pack_names(list: &str) -> Vec<String> {
 
 #[test]
 fn a_packed_lake_clones_to_the_same_commits_through_its_packs_on_every_store() {
-    for place in [
-        Where::Local,
-        Where::S3,
-        Where::Gcs,
-        Where::Azure,
-        Where::SeaweedFs,
-    ] {
+    for place in Where::EVERY_STORE {
         let mut t = TestEnv::new();
-        let at = t.lake_at(place, "packed", &lake(40));
+        let at = t.lake_at(place, "packed", &lake(40, 20));
         let said = pack(&t, &at.url);
         assert!(said.contains("40 new were packed"), "{place:?}: {said}");
         let packs = listed_packs(&at);
@@ -158,19 +136,26 @@ fn a_version_rewritten_after_packing_a_damaged_pack_or_a_lying_record_is_read_in
     }
 }
 
+/// Rewrites version `n`'s record in the lake (the same parent, the message "rewritten"), as
+/// no writer should after packing; gives its ID.
+fn rewrite_version(at: &LakeAt, n: u64) -> String {
+    let id = crate::support::lake::vid(n);
+    let rewritten = format!(
+        "{{\"parents\": [\"{}\"], \"message\": \"rewritten\", \"created_at\": \"2026-01-01T00:00:00Z\"}}",
+        crate::support::lake::vid(n - 1)
+    );
+    at.write(&format!("versions/{id}/version.json"), &rewritten);
+    id
+}
+
 fn pack_failures_fall_back(place: Where) {
     let mut t = TestEnv::new();
-    let at = t.lake_at(place, "lies", &lake(30));
+    let at = t.lake_at(place, "lies", &lake(30, 15));
     pack(&t, &at.url);
     let name = listed_packs(&at).remove(0);
 
     // A version rewritten after packing: its commit (and its children's) change.
-    let v10 = crate::support::lake::vid(10);
-    let rewritten = format!(
-        "{{\"parents\": [\"{}\"], \"message\": \"rewritten\", \"created_at\": \"2026-01-01T00:00:00Z\"}}",
-        crate::support::lake::vid(9)
-    );
-    at.write(&format!("versions/{v10}/version.json"), &rewritten);
+    let v10 = rewrite_version(&at, 10);
     let expected = read_one_by_one(&t, &at.url);
     let (refs, _, stderr) = clone(&t, &at.url, "rewritten.git");
     same_refs(&expected, &refs);
@@ -228,7 +213,7 @@ fn a_cold_clone_of_a_packed_lake_costs_a_few_requests_not_two_per_version() {
     // The test process holds only a few servers of s3lite's default size (each thread costs
     // memory maps): this one serves the 32 requests the packer keeps in flight.
     let server: S3Lite = s3lite::start_with(64);
-    server.put_files("packed", "lake/", &lake(VERSIONS).files);
+    server.put_files("packed", "lake/", &lake(VERSIONS, VERSIONS / 2).files);
     let mut t = TestEnv::new();
     for (k, v) in server.env() {
         t.set(&k, &v);
@@ -276,7 +261,7 @@ fn a_cold_clone_of_a_packed_lake_costs_a_few_requests_not_two_per_version() {
 #[test]
 fn two_pack_runs_at_once_both_land_in_the_list() {
     let mut t = TestEnv::new();
-    let at = t.lake_at(Where::S3, "racing", &lake(20));
+    let at = t.lake_at(Where::S3, "racing", &lake(20, 10));
     pack(&t, &at.url);
     grow(&at, 20, 30);
     let runs: Vec<_> = (0..2)
@@ -302,7 +287,7 @@ fn two_pack_runs_at_once_both_land_in_the_list() {
 #[test]
 fn over_plain_http_packs_are_used_only_when_trusted() {
     let t = TestEnv::new();
-    let url = t.local_lake("served", &lake(12));
+    let url = t.local_lake("served", &lake(12, 6));
     pack(&t, &url);
     let server = crate::support::http::serve(&t.path("served"));
     let http = format!("fdl::{}", server.url);
@@ -356,7 +341,7 @@ fn listed_packs_in(dir: &std::path::Path) -> Vec<String> {
 #[test]
 fn a_pack_no_list_names_is_ignored_and_the_next_run_finishes_the_job() {
     let mut t = TestEnv::new();
-    let at = t.lake_at(Where::S3, "killed", &lake(16));
+    let at = t.lake_at(Where::S3, "killed", &lake(16, 8));
     pack(&t, &at.url);
     let name = listed_packs(&at).remove(0);
     // What a run killed before its last write leaves: the pack and its record, no list.
@@ -396,7 +381,7 @@ fn a_pack_no_list_names_is_ignored_and_the_next_run_finishes_the_job() {
 #[test]
 fn a_run_that_would_leave_more_than_30_packs_merges_them_into_one() {
     let mut t = TestEnv::new();
-    let at = t.lake_at(Where::S3, "merged", &lake(10));
+    let at = t.lake_at(Where::S3, "merged", &lake(10, 5));
     pack(&t, &at.url);
     let real = listed_packs(&at).remove(0);
     let record = at.read(&format!("git-packs/{real}.json")).unwrap();
@@ -448,7 +433,7 @@ fn refs_of(t: &TestEnv, dir: &str) -> Vec<(String, String)> {
 fn a_list_or_record_with_a_huge_unknown_field_stays_within_the_memory_budget() {
     const MIB: usize = 1 << 20;
     let mut t = TestEnv::new();
-    let at = t.lake_at(Where::S3, "big", &lake(20));
+    let at = t.lake_at(Where::S3, "big", &lake(20, 10));
     pack(&t, &at.url);
     let name = listed_packs(&at).remove(0);
     let list = at.read("git-packs/list.json").unwrap();
@@ -490,7 +475,7 @@ fn a_list_or_record_with_a_huge_unknown_field_stays_within_the_memory_budget() {
 
     // On a folder, `pack` reads the list: a huge one is refused, not parsed.
     let t = TestEnv::new();
-    let url = t.local_lake("lake", &lake(20));
+    let url = t.local_lake("lake", &lake(20, 10));
     pack(&t, &url);
     std::fs::write(t.path("lake/git-packs/list.json"), &huge_list).unwrap();
     let (_, peak, stderr) = peak_rss_of(&t, HELPER, ".", &["pack", &url]);
@@ -546,7 +531,7 @@ fn pack_with_a_huge_record(t: &TestEnv, size: usize) -> (String, Vec<u8>, String
 fn a_packed_blob_over_the_limit_is_refused_before_it_is_inflated() {
     const MIB: usize = 1 << 20;
     let mut t = TestEnv::new();
-    let at = t.lake_at(Where::S3, "huge-blob", &lake(10));
+    let at = t.lake_at(Where::S3, "huge-blob", &lake(10, 5));
     pack(&t, &at.url);
     let good = listed_packs(&at).remove(0);
     let expected = read_one_by_one(&t, &at.url);
@@ -581,7 +566,7 @@ fn a_packed_blob_over_the_limit_is_refused_before_it_is_inflated() {
 #[test]
 fn a_pack_named_a_thousand_times_in_the_list_is_fetched_once() {
     let server: S3Lite = s3lite::start_with(64);
-    server.put_files("dup", "lake/", &lake(20).files);
+    server.put_files("dup", "lake/", &lake(20, 10).files);
     let mut t = TestEnv::new();
     for (k, v) in server.env() {
         t.set(&k, &v);
@@ -645,7 +630,7 @@ fn temporaries(dir: &std::path::Path) -> Vec<String> {
 #[test]
 fn a_clone_or_a_listing_from_a_packed_lake_leaves_no_temporary_file() {
     let mut t = TestEnv::new();
-    let at = t.lake_at(Where::S3, "rev", &lake(12));
+    let at = t.lake_at(Where::S3, "rev", &lake(12, 6));
     pack(&t, &at.url);
     let name = listed_packs(&at).remove(0);
     let (_, installed, _) = clone(&t, &at.url, "cloned.git");
@@ -684,7 +669,7 @@ fn a_clone_or_a_listing_from_a_packed_lake_leaves_no_temporary_file() {
 #[test]
 fn a_pack_nothing_was_taken_from_is_not_left_in_the_repository() {
     let mut t = TestEnv::new();
-    let at = t.lake_at(Where::S3, "untaken", &lake(12));
+    let at = t.lake_at(Where::S3, "untaken", &lake(12, 6));
     pack(&t, &at.url);
     let name = listed_packs(&at).remove(0);
     let record = at.read(&format!("git-packs/{name}.json")).unwrap();
@@ -747,22 +732,6 @@ fn a_pack_nothing_was_taken_from_is_not_left_in_the_repository() {
     cloned("misnamed.git", &format!("the pack's checksum names {name}"));
 }
 
-/// Waits (polling) for the helper to stop at its crash point, and gives its pid.
-fn pid_at_crash_point(pid_file: &std::path::Path) -> i32 {
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    loop {
-        let pid = std::fs::read_to_string(pid_file).ok();
-        if let Some(pid) = pid.and_then(|p| p.trim().parse::<i32>().ok()) {
-            return pid;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the helper never reached the crash point"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// Files under `dir` whose content holds `secret`.
 fn files_holding(dir: &std::path::Path, secret: &str) -> Vec<String> {
     let mut found = Vec::new();
@@ -788,7 +757,7 @@ fn files_holding(dir: &std::path::Path, secret: &str) -> Vec<String> {
 fn an_interrupted_pack_removes_its_clone_and_never_writes_the_remotes_secrets() {
     for (signal, code) in [(libc::SIGINT, 130), (libc::SIGTERM, 143)] {
         let mut t = TestEnv::new();
-        let at = t.lake_at(Where::S3, "interrupted", &lake(8));
+        let at = t.lake_at(Where::S3, "interrupted", &lake(8, 4));
         let tmp = t.path("tmp");
         std::fs::create_dir(&tmp).unwrap();
         t.set("TMPDIR", tmp.to_str().unwrap());
@@ -807,7 +776,7 @@ fn an_interrupted_pack_removes_its_clone_and_never_writes_the_remotes_secrets() 
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        let pid = pid_at_crash_point(&pid_file);
+        let pid = crate::support::run::pid_at_crash_point(&pid_file);
         let clone_made = std::fs::read_dir(&tmp).unwrap().count();
         assert_eq!(clone_made, 1, "{code}: the clone is in TMPDIR");
         assert_eq!(files_holding(&tmp, secret), Vec::<String>::new(), "{code}");
@@ -843,15 +812,10 @@ fn remove(at: &LakeAt, rel: &str) {
 fn a_record_naming_a_commit_the_clone_lacks_is_packed_again() {
     for place in [Where::Local, Where::S3] {
         let mut t = TestEnv::new();
-        let at = t.lake_at(place, "rewritten", &lake(20));
+        let at = t.lake_at(place, "rewritten", &lake(20, 10));
         pack(&t, &at.url);
         let name = listed_packs(&at).remove(0);
-        let v10 = crate::support::lake::vid(10);
-        let rewritten = format!(
-            "{{\"parents\": [\"{}\"], \"message\": \"rewritten\", \"created_at\": \"2026-01-01T00:00:00Z\"}}",
-            crate::support::lake::vid(9)
-        );
-        at.write(&format!("versions/{v10}/version.json"), &rewritten);
+        rewrite_version(&at, 10);
         // Its pack gone too (on a store that lists, a clone would take the old commits
         // from it, unreachable but there).
         remove(&at, &format!("git-packs/{name}.pack"));
@@ -891,7 +855,7 @@ fn a_record_naming_a_commit_the_clone_lacks_is_packed_again() {
 #[test]
 fn pack_reads_the_remotes_booleans_as_git_does_and_refuses_a_read_only_lake() {
     let mut t = TestEnv::new();
-    let at = t.lake_at(Where::S3, "bools", &lake(6));
+    let at = t.lake_at(Where::S3, "bools", &lake(6, 3));
     t.ok(".", &["init", "-q", "--bare", "maintainer.git"]);
     t.ok("maintainer.git", &["remote", "add", "lake", &at.url]);
     let config = t.path("maintainer.git/config");
@@ -915,7 +879,7 @@ fn pack_reads_the_remotes_booleans_as_git_does_and_refuses_a_read_only_lake() {
         "{stderr}"
     );
 
-    let url = t.local_lake("served", &lake(4));
+    let url = t.local_lake("served", &lake(4, 2));
     let server = crate::support::http::serve(&t.path("served"));
     let http = format!("fdl::{}", server.url);
     let out = helper(&t, ".", &["pack", &http]);

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::process::Stdio;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::support::{faults, vid, LakeAt, LakeBuilder, TestEnv, Where};
 
@@ -231,20 +231,7 @@ pub(crate) fn crash(place: Where) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let pid = loop {
-        if let Ok(p) = std::fs::read_to_string(&pid_file) {
-            if let Ok(p) = p.trim().parse::<i32>() {
-                break p;
-            }
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the helper never reached the crash point"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    crate::support::run::kill_at_crash_point(&pid_file);
     let status = push.wait().unwrap();
     assert!(!status.success(), "git reports the dead helper");
     // The ref was written; refs.json was not.

@@ -4,16 +4,8 @@
 //! push; one that takes `If-Match` only unquoted (Ceph RGW 16) is sent that form; `doctor`
 //! prints each check on every store the suite runs.
 
-use std::process::Output;
-
 use crate::support::s3lite::{self, Conditions, S3Lite};
-use crate::support::{LakeBuilder, TestEnv, Where};
-
-const HELPER: &str = env!("CARGO_BIN_EXE_git-remote-fdl");
-
-fn helper(t: &TestEnv, cwd: &str, args: &[&str]) -> Output {
-    t.command(HELPER, cwd, args).output().unwrap()
-}
+use crate::support::{helper, LakeBuilder, TestEnv, Where};
 
 fn lake() -> LakeBuilder {
     let mut l = LakeBuilder::new();
@@ -207,13 +199,7 @@ fn a_store_that_takes_if_match_only_unquoted_is_sent_unquoted_etags() {
 /// trip; exit 0 where pushes are safe.
 #[test]
 fn doctor_prints_each_check_on_every_store() {
-    for place in [
-        Where::Local,
-        Where::S3,
-        Where::Gcs,
-        Where::Azure,
-        Where::SeaweedFs,
-    ] {
+    for place in Where::EVERY_STORE {
         let mut t = TestEnv::new();
         let at = t.lake_at(place, "doctor", &lake());
         let out = helper(&t, ".", &["doctor", &at.url]);
@@ -352,7 +338,7 @@ fn a_passed_check_older_than_a_day_is_made_again_before_the_next_push() {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_secs();
-    crate::hardening_caches::edit_cache_file(&files[0], |line| match line.strip_prefix("@at ") {
+    crate::cache::edit_cache_file(&files[0], |line| match line.strip_prefix("@at ") {
         Some(_) => format!("@at {}", now - 25 * 3600),
         None => line.to_string(),
     });

@@ -3,16 +3,7 @@
 
 use crate::support::http::serve;
 use crate::support::moto::moto;
-use crate::support::{parse_ls_remote, vid, LakeBuilder, TestEnv};
-
-fn lake() -> LakeBuilder {
-    let mut l = LakeBuilder::new();
-    l.chain(1, 4);
-    l.version(5, &[2], "side work");
-    l.branch("main", 4).branch("feature/x", 5).tag("v1", 2);
-    l.refs_json();
-    l
-}
+use crate::support::{branched_lake, parse_ls_remote, vid, TestEnv};
 
 fn s3_env(bucket: &str) -> TestEnv {
     let m = moto();
@@ -27,7 +18,7 @@ fn s3_env(bucket: &str) -> TestEnv {
 #[test]
 fn s3_ls_remote_clone_fetch() {
     let t = s3_env("read-path");
-    let mut l = lake();
+    let mut l = branched_lake();
     l.write_s3(moto(), "read-path", "lakes/sales/");
     let url = "fdl::s3://read-path/lakes/sales/";
     let listed = parse_ls_remote(&t.ok(".", &["ls-remote", url]));
@@ -86,7 +77,7 @@ fn s3_errors_name_the_lake_and_never_show_secrets() {
 fn s3_config_from_git_config_per_remote() {
     let m = moto();
     m.create_bucket("configured");
-    let l = lake();
+    let l = branched_lake();
     l.write_s3(m, "configured", "lake/");
     // Only credentials in the environment; endpoint and HTTP permission come from git config.
     let mut t = TestEnv::new();
@@ -121,7 +112,7 @@ fn s3_config_from_git_config_per_remote() {
 #[test]
 fn http_reads_through_refs_json() {
     let t = TestEnv::new();
-    let l = lake();
+    let l = branched_lake();
     let local = t.local_lake("lake", &l);
     let server = serve(&t.path("lake"));
     let url = format!("fdl::{}", server.url);
@@ -147,7 +138,7 @@ fn http_reads_through_refs_json() {
 #[test]
 fn s3_keys_no_lake_path_can_name_do_not_break_a_listing() {
     let t = s3_env("odd-keys");
-    let l = lake();
+    let l = branched_lake();
     l.write_s3(moto(), "odd-keys", "lake/");
     moto().put_raw("odd-keys", "lake/refs/requests//junk", "x");
     moto().put_raw("odd-keys", "lake/refs/heads/x,y", &vid(2));
@@ -182,7 +173,7 @@ fn s3_keys_no_lake_path_can_name_do_not_break_a_listing() {
 #[test]
 fn s3_folder_markers_are_not_refs_and_do_not_block_a_push() {
     let t = s3_env("folder-markers");
-    let l = lake();
+    let l = branched_lake();
     l.write_s3(moto(), "folder-markers", "lake/");
     for marker in [
         "lake/refs/",

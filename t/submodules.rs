@@ -3,15 +3,7 @@
 //! version even after the lake's branch moved on. Git runs remote helpers for submodules only
 //! when `protocol.fdl.allow` says so; without it, the error says what to set.
 
-use crate::support::{vid, LakeBuilder, TestEnv};
-
-fn lake() -> LakeBuilder {
-    let mut l = LakeBuilder::new();
-    l.chain(1, 3);
-    l.branch("main", 3).tag("v1", 2);
-    l.refs_json();
-    l
-}
+use crate::support::{lake, vid, TestEnv};
 
 fn pinned_version(t: &TestEnv, dir: &str) -> String {
     t.ok(
@@ -29,7 +21,7 @@ fn pinned_version(t: &TestEnv, dir: &str) -> String {
 #[test]
 fn a_submodule_pins_a_lake_version() {
     let t = TestEnv::new();
-    let mut l = lake();
+    let mut l = lake(3, 2);
     let url = t.local_lake("lake", &l);
     t.ok(".", &["init", "-q", "--bare", "parent.git"]);
     t.ok(".", &["clone", "-q", "parent.git", "parent"]);

@@ -3,6 +3,7 @@
 //! bucket, and direct access to its objects as another writer would have.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::Arc;
 
 use futures::TryStreamExt;
@@ -88,30 +89,48 @@ pub fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
 /// process ends, and waits until `port` on 127.0.0.1 accepts connections. Its output goes to a
 /// log file, shown if it does not start.
 pub fn start_server(what: &str, command: &str, port: u16) {
-    use std::net::TcpStream;
-    use std::time::{Duration, Instant};
     let log = std::env::temp_dir().join(format!("fdl-test-{what}-{port}.log"));
+    spawn_watched(what, command, &log, "", &[]);
+    wait_for_port(what, port, &log);
+}
+
+/// Starts `command` in the background of a watchdog shell that, once this test process ends
+/// (or the server does), sends it SIGTERM and runs `after`; output goes to `log`. With `env`,
+/// the server gets those variables (and `PATH`) only.
+pub fn spawn_watched(what: &str, command: &str, log: &Path, after: &str, env: &[(&str, &str)]) {
     let watchdog = format!(
         "{command} >'{log}' 2>&1 & m=$!; \
          while kill -0 {pid} 2>/dev/null && kill -0 $m 2>/dev/null; do sleep 1; done; \
-         kill $m 2>/dev/null",
+         kill $m 2>/dev/null; {after}",
         log = log.display(),
         pid = std::process::id()
     );
+    let mut sh = std::process::Command::new("sh");
+    sh.arg("-c")
+        .arg(watchdog)
+        .stdin(std::process::Stdio::null());
+    if !env.is_empty() {
+        sh.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .envs(env.iter().copied());
+    }
     // The watchdog outlives this process by design; nothing waits for it.
     #[allow(clippy::zombie_processes)]
-    std::process::Command::new("sh")
-        .arg("-c")
-        .arg(watchdog)
-        .stdin(std::process::Stdio::null())
-        .spawn()
+    sh.spawn()
         .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
+}
+
+/// Waits (polling, 90 s at most) until `port` on 127.0.0.1 accepts connections; fails the
+/// test with the server's `log` otherwise.
+pub fn wait_for_port(what: &str, port: u16, log: &Path) {
+    use std::net::TcpStream;
+    use std::time::{Duration, Instant};
     let deadline = Instant::now() + Duration::from_secs(90);
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(
             Instant::now() < deadline,
-            "{what} did not start on 127.0.0.1:{port} within 90 s ({command}); its output:\n{}",
-            std::fs::read_to_string(&log).unwrap_or_default()
+            "{what} did not start on 127.0.0.1:{port} within 90 s; its output:\n{}",
+            std::fs::read_to_string(log).unwrap_or_default()
         );
         std::thread::sleep(Duration::from_millis(100));
     }

@@ -1,7 +1,8 @@
 //! A plain static HTTP file server on 127.0.0.1, like a web server in front of a lake: GET and
 //! HEAD of files, 404 otherwise, and no listing. It serves one folder until the test ends.
+//! Also a server that answers every request alike, and a port where nothing listens.
 
-use std::io::{BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 
@@ -60,4 +61,55 @@ fn handle(stream: TcpStream, root: &Path) -> std::io::Result<()> {
         out.flush()?;
     }
     Ok(())
+}
+
+/// A server on 127.0.0.1 that answers every request with `status` and `body`.
+pub fn serve_fixed(status: &'static str, body: String) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let body = body.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut out = stream;
+                loop {
+                    let mut length = 0usize;
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    loop {
+                        let mut h = String::new();
+                        if reader.read_line(&mut h).unwrap_or(0) == 0 || h.trim().is_empty() {
+                            break;
+                        }
+                        let lower = h.to_ascii_lowercase();
+                        if let Some(v) = lower.strip_prefix("content-length:") {
+                            length = v.trim().parse().unwrap_or(0);
+                        }
+                    }
+                    let mut sink = vec![0; length];
+                    let _ = reader.read_exact(&mut sink);
+                    let reply = format!(
+                        "HTTP/1.1 {status}\r\nContent-Length: {}\r\nContent-Type: text/html\r\n\r\n{body}",
+                        body.len()
+                    );
+                    if out.write_all(reply.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    format!("http://127.0.0.1:{port}")
+}
+
+/// A port on 127.0.0.1 where nothing listens.
+pub fn closed_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }

@@ -169,6 +169,26 @@ fn chrono_like(n: u64) -> String {
     )
 }
 
+/// The lake most tests start from: versions `1..=last` in a chain, `main` at `last`, the tag
+/// `v1` at version `v1`, `refs.json` written.
+pub fn lake(last: u64, v1: u64) -> LakeBuilder {
+    let mut l = LakeBuilder::new();
+    l.chain(1, last);
+    l.branch("main", last).tag("v1", v1);
+    l.refs_json();
+    l
+}
+
+/// [`lake`] with a side branch: versions 1..=4, version 5 off 2, `main` at 4, `feature/x` at
+/// 5, `v1` at 2.
+pub fn branched_lake() -> LakeBuilder {
+    let mut l = lake(4, 2);
+    l.version(5, &[2], "side work");
+    l.branch("feature/x", 5);
+    l.refs_json();
+    l
+}
+
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

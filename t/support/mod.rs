@@ -9,9 +9,11 @@ pub mod folder_object_store;
 pub mod gcs;
 pub mod http;
 pub mod lake;
+pub mod memory;
 pub mod moto;
 pub mod recorder;
 pub mod rgw;
+pub mod run;
 pub mod s3lite;
 pub mod seaweedfs;
 pub mod wire;
@@ -20,7 +22,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 #[allow(unused_imports)]
-pub use lake::{vid, LakeBuilder};
+pub use lake::{branched_lake, lake, vid, LakeBuilder};
+#[allow(unused_imports)]
+pub use run::{helper, text, HELPER};
 
 pub struct TestEnv {
     pub dir: tempfile::TempDir,
@@ -173,6 +177,17 @@ pub enum Where {
     SeaweedFs,
     /// S3 on Ceph RGW, started by `make test-ceph` only (`rgw.rs`).
     Rgw,
+}
+
+impl Where {
+    /// Every store the suite runs on its own (Ceph RGW needs `make test-ceph`).
+    pub const EVERY_STORE: [Where; 5] = [
+        Where::Local,
+        Where::S3,
+        Where::Gcs,
+        Where::Azure,
+        Where::SeaweedFs,
+    ];
 }
 
 /// A lake written for a test, with a way to look at its files directly.

@@ -7,7 +7,6 @@
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -43,32 +42,11 @@ fn spawn(extra: &[&str]) -> u16 {
         .unwrap()
         .port();
     let extra: String = extra.iter().map(|a| format!(" '{a}'")).collect();
-    // A watchdog shell stops the server when this test process ends.
-    let watchdog = format!(
-        "'{python}' '{script}' 127.0.0.1 {port}{extra} >/dev/null 2>&1 & m=$!; \
-         while kill -0 {pid} 2>/dev/null; do sleep 1; done; kill $m",
-        pid = std::process::id()
-    );
-    // The watchdog outlives this process by design; nothing waits for it.
-    #[allow(clippy::zombie_processes)]
-    Command::new("sh")
-        .arg("-c")
-        .arg(watchdog)
-        .stdin(Stdio::null())
-        // The server gets none of the caller's variables (an AWS_PROFILE would reach its boto).
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("LC_ALL", "C.UTF-8")
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {script}: {e}"));
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "moto_server did not start on port {port} within 60 s"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let command = format!("'{python}' '{script}' 127.0.0.1 {port}{extra}");
+    // The server gets none of the caller's variables (an AWS_PROFILE would reach its boto).
+    let log = std::env::temp_dir().join(format!("fdl-test-moto-{port}.log"));
+    super::clouds::spawn_watched("moto_server", &command, &log, "", &[("LC_ALL", "C.UTF-8")]);
+    super::clouds::wait_for_port("moto_server", port, &log);
     port
 }
 
@@ -237,4 +215,27 @@ fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
         .build()
         .unwrap()
         .block_on(f)
+}
+
+/// An environment for S3 tests: moto's endpoint, no instance metadata service.
+pub fn s3_env(bucket: Option<&str>) -> super::TestEnv {
+    let m = moto();
+    if let Some(b) = bucket {
+        m.create_bucket(b);
+    }
+    let mut t = super::TestEnv::new();
+    for (k, v) in m.env() {
+        t.set(&k, &v);
+    }
+    t.set("AWS_EC2_METADATA_DISABLED", "true");
+    t
+}
+
+/// The endpoint of the S3 server a lake was put on.
+pub fn s3_endpoint(t: &super::TestEnv) -> String {
+    t.env
+        .iter()
+        .find(|(k, _)| k == "AWS_ENDPOINT_URL")
+        .map(|(_, v)| v.clone())
+        .expect("the S3 lake's endpoint")
 }

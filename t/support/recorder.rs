@@ -57,6 +57,22 @@ impl Recorder {
     pub fn connections(&self) -> usize {
         self.connections.load(Ordering::SeqCst)
     }
+
+    /// The connections made before this call, all of them counted: connections are accepted
+    /// in the order they came, so once a request of its own is answered, every earlier
+    /// connection is counted. Its own is then taken off again. (A `fixed` server only.)
+    pub fn connections_settled(&self) -> usize {
+        let marker = "GET /connections-settled";
+        let mut own = TcpStream::connect(self.endpoint.trim_start_matches("http://")).unwrap();
+        write!(own, "{marker} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        let mut reader = BufReader::new(own.try_clone().unwrap());
+        let mut status = String::new();
+        std::io::BufRead::read_line(&mut reader, &mut status).unwrap();
+        assert!(status.starts_with("HTTP/1.1 "), "{status:?}");
+        drop((own, reader));
+        self.seen.lock().unwrap().retain(|s| s.line != marker);
+        self.connections.fetch_sub(1, Ordering::SeqCst) - 1
+    }
 }
 
 /// A proxy to `upstream` (`http://host:port`) that records every request.

@@ -43,25 +43,15 @@ fn start() -> SeaweedFs {
         dir = dir.display()
     );
     let log = dir.with_extension("log");
-    // A watchdog shell stops the server when this test process ends: SIGTERM, then SIGKILL
-    // if it is still there after 10 s; then its folder is removed.
-    let watchdog = format!(
-        "{command} >'{log}' 2>&1 & m=$!; \
-         while kill -0 {pid} 2>/dev/null && kill -0 $m 2>/dev/null; do sleep 1; done; \
-         kill $m 2>/dev/null; i=0; while kill -0 $m 2>/dev/null && [ $i -lt 10 ]; do sleep 1; i=$((i+1)); done; \
+    // Stopped when this test process ends: SIGTERM, then SIGKILL if it is still there after
+    // 10 s; then its folder is removed.
+    let after = format!(
+        "i=0; while kill -0 $m 2>/dev/null && [ $i -lt 10 ]; do sleep 1; i=$((i+1)); done; \
          kill -9 $m 2>/dev/null; rm -rf '{dir}' '{log}'",
         log = log.display(),
         dir = dir.display(),
-        pid = std::process::id()
     );
-    // The watchdog outlives this process by design; nothing waits for it.
-    #[allow(clippy::zombie_processes)]
-    std::process::Command::new("sh")
-        .arg("-c")
-        .arg(watchdog)
-        .stdin(std::process::Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start SeaweedFS: {e}"));
+    super::clouds::spawn_watched("SeaweedFS", &command, &log, &after, &[]);
     let server = SeaweedFs {
         endpoint: format!("http://127.0.0.1:{s3}"),
     };

@@ -1,25 +1,10 @@
-//! Hardening, third round (issue 24, items 1, 4, 5, 6, 8): what the helper keeps between
-//! sessions (kept packs, the commits cache, the file of refs, ETags) is checked before it is
-//! used, and a push after a plain `list` keeps `refs.json` in step.
+//! What the helper keeps between sessions (kept packs, the commits cache, the file of refs,
+//! ETags) is checked before it is used, and a push after a plain `list` keeps `refs.json` in step.
 
 use std::io::Write;
 use std::process::{Output, Stdio};
 
-use crate::support::{vid, LakeBuilder, TestEnv, Where};
-
-const HELPER: &str = env!("CARGO_BIN_EXE_git-remote-fdl");
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-/// Versions 1..=3 in a chain, main at 3, tag v1 at 1, refs.json written.
-fn lake() -> LakeBuilder {
-    let mut l = LakeBuilder::new();
-    l.chain(1, 3);
-    l.branch("main", 3).tag("v1", 1).refs_json();
-    l
-}
+use crate::support::{lake, text, vid, LakeBuilder, TestEnv, Where, HELPER};
 
 /// Runs the helper as Git would (`git-remote-fdl origin <url>` with `GIT_DIR`), `input` on
 /// its stdin.
@@ -42,7 +27,7 @@ fn helper_session(t: &TestEnv, git_dir: &str, url: &str, input: &str) -> Output 
 fn a_plain_list_then_a_tag_push_in_one_session_updates_refs_json() {
     for place in [Where::Local, Where::S3] {
         let mut t = TestEnv::new();
-        let at = t.lake_at(place, "lake", &lake());
+        let at = t.lake_at(place, "lake", &lake(3, 1));
         t.ok(".", &["clone", "-q", &at.url, "work"]);
         let c = t.ok("work", &["rev-parse", "origin/main~1"]);
         let url = at.url.trim_start_matches("fdl::");
@@ -105,7 +90,7 @@ type Damage = dyn Fn(&std::path::Path);
 fn kept_pack_with_a_flipped_byte_is_dropped_not_installed() {
     for place in [Where::Local, Where::S3] {
         let mut t = TestEnv::new();
-        let before = lake();
+        let before = lake(3, 1);
         let at = t.lake_at(place, "lake", &before);
         t.ok(".", &["clone", "-q", &at.url, "work"]);
         let mut after = before.clone();
@@ -196,12 +181,12 @@ fn replacement() -> LakeBuilder {
 fn a_lake_replaced_at_the_same_url_is_not_listed_from_the_old_lakes_tips() {
     for place in [Where::Local, Where::S3] {
         let mut t = TestEnv::new();
-        let at = t.lake_at(place, "lake", &lake());
+        let at = t.lake_at(place, "lake", &lake(3, 1));
         t.ok(".", &["clone", "-q", &at.url, "work"]);
         let old = t.ok("work", &["ls-remote", "origin"]);
         // Outside a repository, the user's cache remembers it too.
         assert_eq!(t.ok(".", &["ls-remote", &at.url]), old, "{place:?}");
-        grow(&at, &lake(), &replacement());
+        grow(&at, &lake(3, 1), &replacement());
         // What a session with no cache at all sees.
         t.ok(".", &["init", "-q", "fresh"]);
         let new = t.ok("fresh", &["ls-remote", &at.url]);
@@ -227,10 +212,10 @@ fn a_lake_replaced_at_the_same_url_is_not_listed_from_the_old_lakes_tips() {
 fn fsck_of_a_remote_whose_lake_was_replaced_reports_the_rewritten_versions() {
     for place in [Where::Local, Where::S3] {
         let mut t = TestEnv::new();
-        let at = t.lake_at(place, "lake", &lake());
+        let at = t.lake_at(place, "lake", &lake(3, 1));
         t.ok(".", &["clone", "-q", &at.url, "work"]);
         let fetched = t.ok("work", &["rev-parse", "origin/main"]);
-        grow(&at, &lake(), &replacement());
+        grow(&at, &lake(3, 1), &replacement());
         t.ok("work", &["ls-remote", "origin"]);
         let out = t
             .command(
@@ -331,7 +316,7 @@ fn refs_file(t: &TestEnv, git_dir: &str) -> std::path::PathBuf {
 fn an_edited_tip_with_a_valid_checksum_does_not_move_a_ref() {
     for place in [Where::Local, Where::S3] {
         let mut t = TestEnv::new();
-        let at = t.lake_at(place, "lake", &lake());
+        let at = t.lake_at(place, "lake", &lake(3, 1));
         t.ok(".", &["clone", "-q", &at.url, "work"]);
         let main = t
             .ok("work", &["rev-parse", "origin/main"])
@@ -379,7 +364,7 @@ fn an_edited_tip_with_a_valid_checksum_does_not_move_a_ref() {
 fn an_edited_commits_entry_with_a_valid_checksum_does_not_lose_history() {
     for place in [Where::Local, Where::S3] {
         let mut t = TestEnv::new();
-        let before = lake();
+        let before = lake(3, 1);
         let at = t.lake_at(place, "lake", &before);
         t.ok(".", &["clone", "-q", &at.url, "work"]);
         let main = t

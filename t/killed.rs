@@ -1,0 +1,65 @@
+//! Fetches killed or interrupted while writing their pack leave no temporary file behind.
+
+use std::process::Stdio;
+
+use crate::support::run::{killed_at, names_in, signal_at_crash_point};
+use crate::support::{lake, text, TestEnv};
+
+#[test]
+fn a_fetch_killed_while_writing_its_pack_leaves_nothing_behind() {
+    let t = TestEnv::new();
+    let url = t.local_lake("lake", &lake(5, 2));
+    t.ok(".", &["init", "-q", "--bare", "repo.git"]);
+    t.ok("repo.git", &["remote", "add", "origin", &url]);
+    let fetch = ["fetch", "origin"];
+    killed_at(
+        &t,
+        "repo.git",
+        &fetch,
+        "GIT_REMOTE_FDL_TEST_STOP_WRITING_PACK",
+    );
+    let temporaries = || names_in(&t, "repo.git/objects/pack", |n| n.starts_with("tmp_"));
+    assert_eq!(temporaries().len(), 1, "{:?}", temporaries());
+    let out = t.git("repo.git", &["fetch", "origin"]);
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("left by a fetch (pid") && err.contains("killed while writing"),
+        "{err}"
+    );
+    assert!(temporaries().is_empty(), "{:?}", temporaries());
+    t.ok("repo.git", &["fsck", "--no-progress"]);
+    assert_eq!(
+        t.ok("repo.git", &["rev-list", "--count", "origin/main"]),
+        "5\n"
+    );
+}
+
+#[test]
+fn a_fetch_interrupted_while_writing_its_pack_removes_its_temporary_files() {
+    for (signal, name) in [
+        (libc::SIGINT, "SIGINT"),
+        (libc::SIGTERM, "SIGTERM"),
+        (libc::SIGHUP, "SIGHUP"),
+    ] {
+        let t = TestEnv::new();
+        let url = t.local_lake("lake", &lake(4, 2));
+        t.ok(".", &["init", "-q", "--bare", "repo.git"]);
+        t.ok("repo.git", &["remote", "add", "origin", &url]);
+        let pid_file = t.path("helper.pid");
+        let mut git = t
+            .command("git", "repo.git", &["fetch", "origin"])
+            .env("GIT_REMOTE_FDL_TEST_STOP_WRITING_PACK", &pid_file)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        signal_at_crash_point(&pid_file, signal);
+        assert!(!git.wait().unwrap().success(), "{name}");
+        let left: Vec<String> = std::fs::read_dir(t.path("repo.git/objects/pack"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(left, Vec::<String>::new(), "{name}: left behind");
+    }
+}
