@@ -172,6 +172,26 @@ pub(crate) fn expand_home(path: &str) -> PathBuf {
     }
 }
 
+/// Whether the lake's packs may be read: `remote.<name>.fdlUsePacks`, else `fdl.usePacks`
+/// (outside any repository, the user's and the system's configuration), else yes.
+pub(crate) fn use_packs(repo: Option<&Repo>, name: &str) -> Result<bool, RemoteConfigError> {
+    const KEY: &str = "fdl.usePacks";
+    let bad = |full: &str| RemoteConfigError {
+        message: format!("bad boolean config value for '{full}'"),
+        hint: Some(format!("use true or false: git config {full} false")),
+    };
+    let per_remote = match repo.filter(|_| is_remote_name(name)) {
+        Some(repo) => remote_bool(repo, name, "fdlUsePacks")?,
+        None => None,
+    };
+    let everywhere = match (per_remote, repo) {
+        (Some(_), _) => None,
+        (None, Some(repo)) => repo.config_bool(KEY).map_err(|_| bad(KEY))?,
+        (None, None) => crate::repo::global_config_bool(KEY).map_err(|_| bad(KEY))?,
+    };
+    Ok(per_remote.or(everywhere).unwrap_or(true))
+}
+
 /// The signature policy of remote `name`, when `remote.<name>.fdlRequireSignatures` is on.
 pub(crate) fn signature_policy(
     repo: Option<&Repo>,

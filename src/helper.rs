@@ -581,11 +581,13 @@ async fn open_remote(
         Some(repo) => config::remote_bool(repo, remote_name, "fdlTrustPacks")? == Some(true),
         None => false,
     };
+    let packs_allowed = config::use_packs(repo.as_ref(), remote_name)?;
     let cache = cache.filter(|c| c.is_of(lake.config().id.as_deref()));
     let preload = preload.filter(|_| cache.is_some());
     let mut remote = Remote::with_cache(lake, repo, cache, preload);
     remote.require_signatures(policy);
     remote.trust_packs(trust_packs);
+    remote.allow_packs(packs_allowed);
     Ok(remote)
 }
 

@@ -1,7 +1,8 @@
 //! Issue 22: a lake's own Git packs (`git-remote-fdl pack`), used by readers only where each
 //! version checks out. Every test compares a clone made through the packs with the commits the
-//! lake's versions map to when read one by one (`git ls-remote` outside a repository, which
-//! never uses packs), so a pack can make a clone cheaper but never different.
+//! lake's versions map to when read one by one (`git ls-remote` of a remote whose
+//! `fdlUsePacks` is off, in a repository of its own), so a pack can make a clone cheaper but
+//! never different.
 
 use std::time::Duration;
 
@@ -16,10 +17,148 @@ fn pack(t: &TestEnv, url: &str) -> String {
     stderr
 }
 
-/// Each ref's commit as the lake's versions map to them read one by one.
+/// Each ref's commit as the lake's versions map to them read one by one: a remote that never
+/// reads the packs, in a new repository each time (whose cache knows nothing).
 fn read_one_by_one(t: &TestEnv, url: &str) -> Vec<(String, String)> {
-    let out = t.ok(".", &["ls-remote", url]);
-    parse_ls_remote(&out)
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = format!("one-by-one-{n}.git");
+    t.ok(".", &["init", "-q", "--bare", &dir]);
+    t.ok(&dir, &["remote", "add", "origin", url]);
+    t.ok(&dir, &["config", "remote.origin.fdlUsePacks", "false"]);
+    let out = t.git(&dir, &["ls-remote", "origin"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && !stderr.contains("git-packs"),
+        "{stderr}"
+    );
+    parse_ls_remote(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// `git ls-remote <url>` outside any repository, traced: what it listed, what it said, and how
+/// many requests it made.
+fn ls_remote_outside(t: &TestEnv, url: &str) -> (Vec<(String, String)>, String, u64) {
+    let out = t
+        .command("git", ".", &["ls-remote", url])
+        .env("GIT_REMOTE_FDL_DEBUG", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "ls-remote {url}: {stderr}");
+    let counts = stderr
+        .lines()
+        .filter_map(|l| l.split_once("requests so far: ").map(|(_, c)| c))
+        .last()
+        .unwrap_or_else(|| panic!("no request counts: {stderr}"));
+    let requests = counts
+        .split(' ')
+        .filter_map(|kv| kv.split_once('=')?.1.parse::<u64>().ok())
+        .sum();
+    let listed = parse_ls_remote(&String::from_utf8_lossy(&out.stdout));
+    let said = stderr
+        .lines()
+        .filter(|l| !l.contains("] "))
+        .collect::<Vec<_>>()
+        .join("\n");
+    (listed, said, requests)
+}
+
+/// The user's cache folder (`~/.cache/git-remote-fdl`), every path under it.
+fn user_cache_files(t: &TestEnv) -> Vec<String> {
+    let root = t.path("home/.cache/git-remote-fdl");
+    let mut out = Vec::new();
+    let mut dirs = vec![root.clone()];
+    while let Some(dir) = dirs.pop() {
+        for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = e.path();
+            out.push(path.strip_prefix(&root).unwrap().display().to_string());
+            if e.file_type().unwrap().is_dir() {
+                dirs.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Issue 29, item 2: the first command of the README (`git ls-remote` outside any repository)
+/// takes a packed lake's versions from its packs, checked as a clone checks them, in a scratch
+/// repository of the user's cache that is gone afterwards; the commits stay in that cache, so
+/// a second listing reads no version. A version rewritten after packing is read, not taken.
+#[test]
+fn ls_remote_outside_a_repository_takes_a_packed_lake_from_its_packs() {
+    const VERSIONS: u64 = 300;
+    for place in [Where::S3, Where::Gcs, Where::Azure] {
+        let mut t = TestEnv::new();
+        let at = t.lake_at(place, "packed", &lake(VERSIONS, VERSIONS / 2));
+        pack(&t, &at.url);
+        let expected = read_one_by_one(&t, &at.url);
+        let (listed, said, requests) = ls_remote_outside(&t, &at.url);
+        assert_eq!(listed, expected, "{place:?}");
+        assert!(!said.contains("warning"), "{place:?}: {said}");
+        // The listing that checks the packs (two files a version, 1,000 a page) and a few
+        // files; reading the versions would cost two requests each.
+        let most = 2 * VERSIONS / 1000 + 30;
+        eprintln!("{place:?}: a cold ls-remote outside a repository: {requests} requests");
+        assert!(
+            requests <= most,
+            "{place:?}: {requests} requests, at most {most}"
+        );
+        let left = user_cache_files(&t);
+        assert!(
+            !left
+                .iter()
+                .any(|f| f.contains("tmp_fdl") || f.contains(".pack")),
+            "{place:?}: the scratch repository is gone: {left:?}"
+        );
+        let (again, _, requests) = ls_remote_outside(&t, &at.url);
+        assert_eq!(again, expected, "{place:?}");
+        assert!(
+            requests <= 8,
+            "{place:?}: a warm listing reads no version: {requests}"
+        );
+
+        // Rewritten after packing: a fresh cache reads that version (and its descendants).
+        let v = rewrite_version(&at, VERSIONS / 3);
+        std::fs::remove_dir_all(t.path("home/.cache/git-remote-fdl")).unwrap();
+        let expected = read_one_by_one(&t, &at.url);
+        let (listed, said, _) = ls_remote_outside(&t, &at.url);
+        assert_eq!(listed, expected, "{place:?}");
+        assert!(
+            said.contains(&format!(
+                "version {v}: it was rewritten after it was packed"
+            )),
+            "{place:?}: {said}"
+        );
+    }
+}
+
+/// `fdlUsePacks` off (`fdl.usePacks` outside any repository): the lake's packs are not read at
+/// all, not even `git-packs/list.json`.
+#[test]
+fn use_packs_off_reads_no_file_of_git_packs() {
+    let mut t = TestEnv::new();
+    let at = t.lake_at(Where::S3, "packed", &lake(20, 10));
+    pack(&t, &at.url);
+    t.ok(".", &["config", "--global", "fdl.usePacks", "false"]);
+    let out = t
+        .command("git", ".", &["ls-remote", &at.url])
+        .env("GIT_REMOTE_FDL_DEBUG", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("git-packs/"), "{stderr}");
+    assert!(
+        stderr.contains("version.json"),
+        "every version is read: {stderr}"
+    );
+    t.ok(".", &["config", "--global", "fdl.usePacks", "maybe"]);
+    let err = t.fails(".", &["ls-remote", &at.url]);
+    assert!(
+        err.contains("bad boolean config value for 'fdl.usePacks'"),
+        "{err}"
+    );
 }
 
 /// Clones `url` into `dir`; its refs, the packs its `.git` holds, and what Git said.

@@ -201,6 +201,12 @@ impl Cache {
         make_dir(&dir, self.anchor.as_deref()).then_some(dir)
     }
 
+    /// The lake's folder of the cache, made if missing (`None` if it cannot be): where a
+    /// listing outside any repository checks the lake's packs ([`crate::repo::ScratchRepo`]).
+    pub(crate) fn made_dir(&self) -> Option<PathBuf> {
+        make_dir(&self.dir, self.anchor.as_deref()).then(|| self.dir.clone())
+    }
+
     /// The indexes of the packs waiting there.
     pub(crate) fn kept_packs(&self) -> Vec<PathBuf> {
         let Ok(entries) = std::fs::read_dir(self.kept_packs_dir()) else {

@@ -17,6 +17,7 @@ use crate::lake::git_packs::{listed_files, VersionFileEtags};
 use crate::lake::VersionId;
 use crate::lake_packs::import::{import, Trust};
 use crate::progress::Progress;
+use crate::repo::ScratchRepo;
 use crate::store::{Listed, StoreError, Versioned};
 
 /// `git-packs/list.json` being read, stopped if dropped unneeded.
@@ -67,7 +68,7 @@ impl Remote {
     pub(super) fn versions_of_records(&self, for_push: bool) -> Option<ListingUnderWay> {
         let lake = &self.lake;
         let index = !lake.can_list() && !lake.is_local() && !self.trust_packs;
-        if for_push || !self.knows_nothing() || !index {
+        if for_push || !self.knows_nothing() || !index || !self.packs_allowed {
             return None;
         }
         let lake = self.lake.clone();
@@ -100,15 +101,17 @@ impl Remote {
         })))
     }
 
-    /// Where nothing is known of the lake (a clone) and it is read into a repository from a
+    /// Where nothing is known of the lake (a clone, a first `ls-remote`) and it is read from a
     /// store that lists (or whose packs the user trusts), the list of packs is read while the
-    /// ref files are.
+    /// ref files are. Outside any repository, the packs are checked in a scratch repository
+    /// of the user's cache, which keeps the commits they gave.
     pub(super) fn pack_list_early(&self, for_push: bool) -> Option<PacksUnderWay> {
         let lake = &self.lake;
         let knows_nothing = self.knows_nothing();
         let checkable = lake.can_list() || self.trust_packs;
         let readable = checkable && !lake.is_local() && self.require_signatures.is_none();
-        if for_push || !knows_nothing || !readable || self.repo.is_none() {
+        let somewhere = self.repo.is_some() || self.cache.is_some();
+        if for_push || !knows_nothing || !readable || !somewhere || !self.packs_allowed {
             return None;
         }
         let lake = self.lake.clone();
@@ -148,8 +151,27 @@ impl Remote {
                 ));
             }
         };
-        let (Some(repo), Some(cache)) = (self.repo.as_ref(), self.cache.as_ref()) else {
+        let Some(cache) = self.cache.as_ref() else {
             return;
+        };
+        // Outside any repository, the packs are checked in a repository of the helper's own,
+        // removed once their commits are in the cache.
+        let scratch;
+        let repo = match self.repo.as_ref() {
+            Some(repo) => repo,
+            None => match cache.made_dir().map(|d| ScratchRepo::make(&d)) {
+                Some(Ok(made)) => {
+                    scratch = made;
+                    scratch.repo()
+                }
+                Some(Err(e)) => {
+                    let name = self.lake.name();
+                    return self.lake_warn(format!(
+                        "lake '{name}': cannot check its packs: {e}; versions are read one by one"
+                    ));
+                }
+                None => return,
+            },
         };
         // The listing is waited for while the packs download.
         let tags = packs.tags.clone();

@@ -26,6 +26,8 @@ pub(crate) struct Remote {
     pub(super) sink: Option<Arc<PackSink>>,
     /// The user trusts the lake's packs where nothing can check them (`fdlTrustPacks`).
     pub(super) trust_packs: bool,
+    /// The lake's packs may be read at all (`fdlUsePacks`, on unless turned off).
+    pub(super) packs_allowed: bool,
 }
 
 /// A cache being saved on a blocking thread ([`Remote::remember_written_refs`]).
@@ -96,6 +98,12 @@ impl Remote {
         self.trust_packs = trusted;
     }
 
+    /// Reads the lake's packs where they help (`true`, the default), or never (`fdlUsePacks`
+    /// off: every version read from its files).
+    pub(crate) fn allow_packs(&mut self, allowed: bool) {
+        self.packs_allowed = allowed;
+    }
+
     /// A remote with the lake's cache `opened` already, its commits file maybe being read by
     /// `preload` (the whole cache is loaded here when `None`).
     pub(crate) fn with_cache(
@@ -120,6 +128,7 @@ impl Remote {
             require_signatures: None,
             sink: None,
             trust_packs: false,
+            packs_allowed: true,
         };
         remote.warn_if_damaged();
         remote

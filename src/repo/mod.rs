@@ -1,9 +1,12 @@
 //! The local Git repository the helper works for (Git gives it as `GIT_DIR`): which objects it
 //! has and its configuration (Git's own, through gix). The packs written into it are each in a
 //! room of their own: the session's (`session_pack`), those an `ls-remote` kept (`kept_packs`)
-//! and the lake's (`lake_packs`); the temporary files they start as are `temporary.rs`.
+//! and the lake's (`lake_packs`); the temporary files they start as are `temporary.rs`; a
+//! repository of the helper's own where Git gave none is `scratch.rs`.
 
+mod scratch;
 mod temporary;
+pub(crate) use scratch::ScratchRepo;
 pub(crate) use temporary::{temporary_name, write_error};
 
 use std::path::{Path, PathBuf};
@@ -213,6 +216,19 @@ pub(crate) fn global_config(key: &str) -> Option<String> {
     let file = gix::config::File::from_globals().ok()?;
     file.string(key).map(|v| v.to_string())
 }
+
+/// A boolean of the user's and the system's Git configuration, read as [`Repo::config_bool`]
+/// reads one, for a command run outside any repository.
+pub(crate) fn global_config_bool(key: &str) -> Result<Option<bool>, NotABoolean> {
+    let Ok(file) = gix::config::File::from_globals() else {
+        return Ok(None);
+    };
+    file.boolean(key).map_err(|_| NotABoolean)
+}
+
+/// A configuration value that is not a boolean.
+#[derive(Debug)]
+pub(crate) struct NotABoolean;
 
 #[cfg(test)]
 mod tests {

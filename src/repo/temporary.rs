@@ -54,8 +54,9 @@ pub(crate) fn temporary_name(what: &str) -> String {
 }
 
 /// Removes `tmp_fdl_<pid>_<host>_*` files of this host whose process no longer exists: a
-/// fetch killed while writing. Git's own temporary files are left to Git.
-fn remove_stale_temporaries(pack_dir: &Path) -> Vec<String> {
+/// fetch killed while writing (and folders: a scratch repository, [`super::ScratchRepo`]). Git's
+/// own temporary files are left to Git.
+pub(super) fn remove_stale_temporaries(pack_dir: &Path) -> Vec<String> {
     let Ok(entries) = std::fs::read_dir(pack_dir) else {
         return Vec::new();
     };
@@ -67,7 +68,12 @@ fn remove_stale_temporaries(pack_dir: &Path) -> Vec<String> {
         let Some(pid) = stale_pid(name, &host) else {
             continue;
         };
-        if std::fs::remove_file(entry.path()).is_ok() {
+        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+        let removed = match is_dir {
+            true => std::fs::remove_dir_all(entry.path()),
+            false => std::fs::remove_file(entry.path()),
+        };
+        if removed.is_ok() {
             notes.push(format!(
                 "removed {}, left by a fetch (pid {pid}) that was killed while writing",
                 entry.path().display()
