@@ -47,8 +47,8 @@ fn ls_remote_outside(t: &TestEnv, url: &str) -> (Vec<(String, String)>, String, 
     assert!(out.status.success(), "ls-remote {url}: {stderr}");
     let counts = stderr
         .lines()
-        .filter_map(|l| l.split_once("requests so far: ").map(|(_, c)| c))
-        .last()
+        .rev()
+        .find_map(|l| l.split_once("requests so far: ").map(|(_, c)| c))
         .unwrap_or_else(|| panic!("no request counts: {stderr}"));
     let requests = counts
         .split(' ')
