@@ -116,7 +116,9 @@ $(DUCKDB): $(MOTO)
 	$(VENV)/bin/python -c 'import duckdb, duckdb_extension_ducklake, duckdb_extension_httpfs, duckdb_extension_aws'
 	touch $@
 
-# Azurite 3.35 is the newest whose package accepts node 20.
+# Azurite 3.35 is the newest whose package accepts node 20. The registry sometimes fails a
+# download (a CI run stopped so, npm printing nothing under --silent): three tries, each
+# printing npm's errors.
 $(AZURITE):
 	@command -v npm >/dev/null && exit 0; \
 	if [ "$$CI" = true ]; then \
@@ -127,7 +129,11 @@ $(AZURITE):
 		echo "  Install it (Debian, Ubuntu): sudo apt-get install -y nodejs npm" >&2; \
 		exit 1; \
 	fi
-	npm install --silent --no-audit --no-fund --prefix target/azurite azurite@3.35.0
+	for try in 1 2 3; do \
+		npm install --loglevel=error --no-audit --no-fund --prefix target/azurite azurite@3.35.0 \
+			&& exit 0; \
+		echo "make: npm install azurite failed (try $$try of 3)" >&2; sleep 5; \
+	done; exit 1
 	test -x $(AZURITE)
 
 # The signature tests sign versions with the real ssh-keygen, from the system package
