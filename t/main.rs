@@ -30,6 +30,7 @@ mod manual;
 mod mapping_vectors;
 mod output;
 mod packs;
+mod packs_fetch;
 mod protocol;
 mod push;
 mod read;

@@ -17,7 +17,8 @@
 //! One file per concern: the cache of one lake (`lake_cache.rs`), its commits file
 //! (`commits.rs`, read early by `preload.rs`), the file of refs (`refs_file.rs`), the line
 //! format with checksums (`lines.rs`), the files themselves (`disk.rs`), and, in the user's cache,
-//! which stores passed the store check (`stores.rs`).
+//! which stores passed the store check (`stores.rs`); the lake's packs a fetch weighed and left
+//! (`weighed_packs.rs`).
 
 mod commits;
 mod disk;
@@ -26,6 +27,7 @@ mod lines;
 mod preload;
 mod refs_file;
 mod stores;
+mod weighed_packs;
 
 pub(crate) use disk::root_for;
 pub(crate) use lake_cache::Cache;

@@ -127,13 +127,14 @@ impl Lake {
     }
 
     /// Every file under `versions/` with its ETag (cloud stores; see
-    /// [`Lake::list_version_files`]), by version.
+    /// [`Lake::list_version_files`]), by version, from version `from` on (all: `None`).
     /// `newest`: the newest version the refs name, where the ranges end.
     pub async fn version_file_tags(
         &self,
+        from: Option<&VersionId>,
         newest: Option<&VersionId>,
     ) -> Result<std::collections::HashMap<VersionId, VersionFileEtags>, super::LakeError> {
-        let parts = self.list_version_files(None, newest).await?;
+        let parts = self.list_version_files(from, newest).await?;
         Ok(listed_files(&parts))
     }
 }

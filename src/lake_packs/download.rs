@@ -23,7 +23,11 @@ pub(crate) fn remove(repo: &Repo, name: &str) {
 
 /// Whether the repository holds pack `name` (pack and index).
 pub(crate) fn has(repo: &Repo, name: &str) -> bool {
-    let dir = repo.pack_dir();
+    has_in(&repo.pack_dir(), name)
+}
+
+/// Whether folder `objects/pack` `dir` holds pack `name` (pack and index).
+pub(crate) fn has_in(dir: &Path, name: &str) -> bool {
     dir.join(format!("{name}.pack")).is_file() && dir.join(format!("{name}.idx")).is_file()
 }
 

@@ -11,7 +11,7 @@ use futures::future::BoxFuture;
 use futures::StreamExt;
 
 use super::verify::{verify, Against, Parents, Unverified};
-use super::{parse_list, parse_record, PackedVersion, Record};
+use super::{parse_record, PackedVersion, Record};
 use crate::lake::git_packs::VersionFileEtags;
 use crate::lake::{Lake, VersionId};
 use crate::mapping::ObjectId;
@@ -43,48 +43,64 @@ pub(crate) enum Trust<'a> {
     Trusted,
 }
 
-/// Uses the packs `list` (the bytes of `git-packs/list.json`) names. `newest`: the newest
-/// version a ref names (where the listing's ranges end); `known`: commits already known.
+/// A pack's name and its record as read, or why the record cannot be used.
+pub(crate) type ReadRecord = (String, Result<Record, Unusable>);
+
+/// Records read at once at most.
+const RECORDS_IN_FLIGHT: usize = 32;
+
+/// The records of packs `names`, read side by side, in order.
+pub(crate) async fn read_records(lake: &Lake, names: Vec<String>) -> Vec<ReadRecord> {
+    futures::stream::iter(names)
+        .map(|name| async move {
+            let record = read_record(lake, &name).await;
+            (name, record)
+        })
+        .buffered(RECORDS_IN_FLIGHT)
+        .collect()
+        .await
+}
+
+async fn read_record(lake: &Lake, pack: &str) -> Result<Record, Unusable> {
+    let raw = lake.pack_record(pack).await?;
+    let raw = raw.ok_or(Unusable::NoRecord)?;
+    Ok(parse_record(pack, &raw)?)
+}
+
+/// Uses the packs whose `records` are given (read by [`read_records`]) for the versions they
+/// hold that `known` (commits already known) lacks. `newest`: the newest version a ref names
+/// (where the listing's ranges end).
 pub(crate) async fn import(
     lake: &Lake,
     repo: &Repo,
-    list: &[u8],
+    records: Vec<ReadRecord>,
     trust: Trust<'_>,
     newest: Option<&VersionId>,
     known: &(dyn Fn(&VersionId) -> Option<ObjectId> + Sync),
     progress: &dyn Progress,
 ) -> Imported {
-    let name = lake.name();
     let mut out = Imported::default();
-    // `parse_list` gives each name once: a pack named twice is fetched and checked once.
-    let names = match parse_list(list) {
-        Ok(names) if names.is_empty() => return out,
-        Ok(names) => names,
-        Err(e) => {
-            out.warnings
-                .push(format!("lake '{name}': {e}: its packs are not used"));
-            return out;
-        }
+    let records = to_check(lake, records, known);
+    // The listing starts at the oldest version to check (IDs sort by time).
+    let oldest = records
+        .iter()
+        .filter_map(|(_, r)| r.as_ref().ok())
+        .flat_map(|r| r.versions.iter().map(|v| &v.id))
+        .min()
+        .cloned();
+    let Some(oldest) = oldest else {
+        settle_unread(lake, &records, &mut out);
+        return out;
     };
-    let listing = async {
-        match trust {
-            Trust::Listed(under_way) => Some(match under_way.await {
-                Some(made) => Ok(made),
-                None => lake.version_file_tags(newest).await,
-            }),
-            Trust::Trusted => None,
-        }
-    };
-    let fetched = futures::stream::iter(&names)
-        .map(|n| fetch_pack(lake, repo, n))
-        .buffered(DOWNLOADS)
-        .collect::<Vec<_>>();
-    let (listing, fetched) = futures::join!(listing, fetched);
+    let (listing, fetched) = fetch_all(lake, repo, &records, trust, &oldest, newest).await;
     let listing = match listing.transpose() {
         Ok(l) => l,
         Err(e) => {
             out.warnings
                 .push(format!("{e}: the lake's packs are not used"));
+            for name in fetched.into_iter().filter_map(|(_, i)| i) {
+                super::download::remove(repo, &name);
+            }
             return out;
         }
     };
@@ -92,17 +108,13 @@ pub(crate) async fn import(
         listed: listing.as_ref(),
         known,
     };
-    let of_this_lake = |r: Record| match r.lake.is_some() && r.lake != lake.config().id {
-        true => Err(Unusable::OtherLake),
-        false => Ok(r),
-    };
-    let mut installed_now = Vec::with_capacity(names.len());
-    let records: Vec<(&String, Result<Record, Unusable>)> = names
-        .iter()
+    let mut installed_now = Vec::with_capacity(records.len());
+    let records: Vec<ReadRecord> = records
+        .into_iter()
         .zip(fetched)
-        .map(|(n, f)| {
-            installed_now.push(f.installed);
-            (n, f.record.and_then(of_this_lake))
+        .map(|((n, r), (got, installed))| {
+            installed_now.push(installed);
+            (n, got.and(r))
         })
         .collect();
     // The commits the records claim: each version is checked with its parents' claimed
@@ -119,11 +131,80 @@ pub(crate) async fn import(
     settle(
         lake,
         repo,
-        rows.map(|(((n, r), c), i)| (*n, r, c, i)),
+        rows.map(|(((n, r), c), i)| (n, r, c, i)),
         &claimed,
         &mut out,
     );
     out
+}
+
+/// The packs that hold a version to check downloaded and installed side by side (with what
+/// each install gave), while the listing the check holds to is waited for or made, from
+/// version `oldest` on.
+async fn fetch_all(
+    lake: &Lake,
+    repo: &Repo,
+    records: &[ReadRecord],
+    trust: Trust<'_>,
+    oldest: &VersionId,
+    newest: Option<&VersionId>,
+) -> (Listing, Vec<(Result<(), Unusable>, Option<String>)>) {
+    let listing = async {
+        match trust {
+            Trust::Listed(under_way) => Some(match under_way.await {
+                Some(made) => Ok(made),
+                None => lake.version_file_tags(Some(oldest), newest).await,
+            }),
+            Trust::Trusted => None,
+        }
+    };
+    // Only a pack that holds a version to check is downloaded.
+    let fetched = futures::stream::iter(records)
+        .map(|(n, r)| async move {
+            match r {
+                Ok(r) if !r.versions.is_empty() => fetch_pack(lake, repo, n).await,
+                _ => (Ok(()), None),
+            }
+        })
+        .buffered(DOWNLOADS)
+        .collect::<Vec<_>>();
+    futures::join!(listing, fetched)
+}
+
+/// The listing a check holds to: none where the packs are trusted.
+type Listing = Option<Result<HashMap<VersionId, VersionFileEtags>, crate::lake::LakeError>>;
+
+/// The records with only the versions to check: a record of another lake cannot be used, and
+/// a version already known is not checked again (the walk meets it as without packs).
+fn to_check(
+    lake: &Lake,
+    records: Vec<ReadRecord>,
+    known: &(dyn Fn(&VersionId) -> Option<ObjectId> + Sync),
+) -> Vec<ReadRecord> {
+    let of_this_lake = |r: Record| match r.lake.is_some() && r.lake != lake.config().id {
+        true => Err(Unusable::OtherLake),
+        false => Ok(r),
+    };
+    let unknown = |mut r: Record| {
+        r.versions.retain(|v| known(&v.id).is_none());
+        r
+    };
+    records
+        .into_iter()
+        .map(|(n, r)| (n, r.and_then(of_this_lake).map(unknown)))
+        .collect()
+}
+
+/// Says why each pack whose record cannot be used gives nothing (where no pack was fetched).
+fn settle_unread(lake: &Lake, records: &[ReadRecord], out: &mut Imported) {
+    for (pack, record) in records {
+        if let Err(why) = record {
+            out.warnings.push(format!(
+                "lake '{}': git-packs/{pack}: {why}; its versions are read one by one",
+                lake.name()
+            ));
+        }
+    }
 }
 
 /// Takes each pack's checked versions into `out`, parents first, and says why a pack gave
@@ -196,19 +277,12 @@ pub(crate) enum Unusable {
     Interrupted(#[from] tokio::task::JoinError),
 }
 
-/// A pack's record, and the name of the pack this import installed for it (if it did: one
-/// already in the repository is left to it, whatever happens).
-struct Fetched {
-    record: Result<Record, Unusable>,
-    installed: Option<String>,
-}
-
 /// Each recorded version checked on its own (`verify`), its parents' commits taken from the
 /// records (or known): side by side on every core, each thread with a repository handle of its
 /// own, opened now, so that it sees the packs just installed. Results by record, in order.
 fn check_all(
     git_dir: &std::path::Path,
-    records: &[(&String, Result<Record, Unusable>)],
+    records: &[ReadRecord],
     against: &Against,
     claimed: &HashMap<VersionId, ObjectId>,
     progress: &dyn Progress,
@@ -312,34 +386,26 @@ fn take(
     })
 }
 
-/// A pack's record, and the pack itself installed in the repository (unless already there).
-async fn fetch_pack(lake: &Lake, repo: &Repo, pack: &str) -> Fetched {
-    let record = async {
-        let raw = lake.pack_record(pack).await?;
-        let raw = raw.ok_or(Unusable::NoRecord)?;
-        Ok::<_, Unusable>(parse_record(pack, &raw)?)
-    };
-    let installed = async {
-        if super::download::has(repo, pack) {
-            return (Ok(()), None);
+/// Pack `pack` installed in the repository (unless already there), and the name this import
+/// installed it under, if it did.
+async fn fetch_pack(
+    lake: &Lake,
+    repo: &Repo,
+    pack: &str,
+) -> (Result<(), Unusable>, Option<String>) {
+    if super::download::has(repo, pack) {
+        return (Ok(()), None);
+    }
+    match download_and_install(lake, repo, pack).await {
+        Ok(got) if got == pack => (Ok(()), Some(got)),
+        Ok(got) => {
+            let why = Unusable::Misnamed {
+                got: got.clone(),
+                listed: pack.to_string(),
+            };
+            (Err(why), Some(got))
         }
-        let got = download_and_install(lake, repo, pack).await;
-        match got {
-            Ok(got) if got == pack => (Ok(()), Some(got)),
-            Ok(got) => {
-                let why = Unusable::Misnamed {
-                    got: got.clone(),
-                    listed: pack.to_string(),
-                };
-                (Err(why), Some(got))
-            }
-            Err(why) => (Err(why), None),
-        }
-    };
-    let (record, (installed, name)) = futures::join!(record, installed);
-    Fetched {
-        record: installed.and(record),
-        installed: name,
+        Err(why) => (Err(why), None),
     }
 }
 

@@ -97,7 +97,7 @@ pub(crate) async fn pack(job: &PackJob<'_>) -> Result<PackSummary, PackError> {
     // Listed before any version is read: a file rewritten after this has another ETag.
     let newest = lake.newest_in_refs_json();
     let tags = lake
-        .version_file_tags(newest.as_ref())
+        .version_file_tags(None, newest.as_ref())
         .await
         .map_err(|e| read_err(e.to_string()))?;
     let dir = tempfile::tempdir().map_err(|e| read_err(format!("no temporary folder: {e}")))?;

@@ -1,13 +1,13 @@
-//! The lake's own packs on a clone ([`crate::lake_packs`]): `git-packs/list.json` read beside the
-//! ref files, and, if it names packs, the versions they hold taken once checked, before the
-//! walk reads the others. The listing of every version a clone starts anyway keeps its ETags
+//! The lake's own packs on a clone or a fetch ([`crate::lake_packs`]): `git-packs/list.json`
+//! and the packs' records read beside the ref files, and the versions they hold taken once
+//! checked, before the walk reads the others (on a fetch that knows the lake, only from packs
+//! worth their download). The listing of every version a clone starts anyway keeps its ETags
 //! for the check, so that `versions/` is listed once. Where the store cannot list (plain HTTP)
 //! and the packs are not trusted, their records still name the versions to read: all at once,
 //! each read and mapped as without packs, instead of a generation per round trip.
 
 use std::collections::HashMap;
 
-use futures::StreamExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -15,15 +15,26 @@ use super::state::Remote;
 use crate::history::ListingUnderWay;
 use crate::lake::git_packs::{listed_files, VersionFileEtags};
 use crate::lake::VersionId;
-use crate::lake_packs::import::{import, Trust};
+use crate::lake_packs::download::has_in;
+use crate::lake_packs::import::{import, read_records, ReadRecord, Trust};
 use crate::progress::Progress;
 use crate::repo::ScratchRepo;
-use crate::store::{Listed, StoreError, Versioned};
+use crate::store::{Listed, StoreError};
 
-/// `git-packs/list.json` being read, stopped if dropped unneeded.
+/// `git-packs/list.json` being read, then the records of the packs it names, stopped if
+/// dropped unneeded.
 pub(super) struct PacksUnderWay {
-    list: tokio::task::JoinHandle<Result<Option<Versioned>, StoreError>>,
+    list: tokio::task::JoinHandle<Result<Option<EarlyPacks>, StoreError>>,
     tags: Arc<EarlyTags>,
+    /// Whether the cache knew nothing of the lake (a clone): every pack is then taken.
+    for_clone: bool,
+}
+
+/// What the early read found: the records of the packs not passed over, or why the list
+/// names none that can be used.
+enum EarlyPacks {
+    Records(Vec<ReadRecord>),
+    BadList(crate::lake_packs::FormatError),
 }
 
 impl PacksUnderWay {
@@ -55,8 +66,10 @@ impl EarlyTags {
     }
 }
 
-/// Records read at once at most.
-const RECORDS_IN_FLIGHT: usize = 32;
+/// A repository that knows part of the lake takes a pack only for this many versions it
+/// lacks at least, and only where they are a quarter of the pack's at least: below that, the
+/// download, `index-pack` and the listing cost more than reading the versions does.
+const WORTH_A_PACK: usize = 32;
 
 impl Remote {
     /// Where nothing is known of the lake (a clone) and the store cannot list, the versions
@@ -76,23 +89,11 @@ impl Remote {
             let Ok(Some(list)) = lake.pack_list().await else {
                 return Ok(Vec::new());
             };
-            let mut names = crate::lake_packs::parse_list(&list.bytes).unwrap_or_default();
-            names.sort();
-            names.dedup();
-            let records = futures::stream::iter(names)
-                .map(|name| {
-                    let lake = lake.clone();
-                    async move {
-                        let raw = lake.pack_record(&name).await.ok()??;
-                        crate::lake_packs::parse_record(&name, &raw).ok()
-                    }
-                })
-                .buffer_unordered(RECORDS_IN_FLIGHT)
-                .collect::<Vec<_>>()
-                .await;
+            let names = crate::lake_packs::parse_list(&list.bytes).unwrap_or_default();
+            let records = read_records(&lake, names).await;
             let mut ids: Vec<VersionId> = records
                 .into_iter()
-                .flatten()
+                .filter_map(|(_, r)| r.ok())
                 .flat_map(|r| r.versions.into_iter().map(|v| v.id))
                 .collect();
             ids.sort();
@@ -101,33 +102,85 @@ impl Remote {
         })))
     }
 
-    /// Where nothing is known of the lake (a clone, a first `ls-remote`) and it is read from a
-    /// store that lists (or whose packs the user trusts), the list of packs is read while the
-    /// ref files are. Outside any repository, the packs are checked in a scratch repository
+    /// Where the lake is read from a store that lists (or whose packs the user trusts), the
+    /// list of packs is read while the ref files are, then the records of the packs it names
+    /// (where the lake is known, only of those the repository has not installed and no fetch
+    /// weighed before). Outside any repository, the packs are checked in a scratch repository
     /// of the user's cache, which keeps the commits they gave.
     pub(super) fn pack_list_early(&self, for_push: bool) -> Option<PacksUnderWay> {
         let lake = &self.lake;
-        let knows_nothing = self.knows_nothing();
         let checkable = lake.can_list() || self.trust_packs;
         let readable = checkable && !lake.is_local() && self.require_signatures.is_none();
-        let somewhere = self.repo.is_some() || self.cache.is_some();
-        if for_push || !knows_nothing || !readable || !somewhere || !self.packs_allowed {
+        let cache = self.cache.as_ref()?;
+        if for_push || !readable || !self.packs_allowed {
             return None;
         }
+        let for_clone = self.knows_nothing();
+        // Passed over: packs the repository holds, and packs weighed before.
+        let (installed_in, weighed) = match for_clone {
+            true => (None, Default::default()),
+            false => (
+                self.repo.as_ref().map(|r| r.pack_dir()),
+                cache.weighed_packs(),
+            ),
+        };
         let lake = self.lake.clone();
         let tags = Arc::new(EarlyTags::default());
         let wanted = tags.clone();
         let list = tokio::spawn(async move {
-            let list = lake.pack_list().await;
-            if let Ok(Some(l)) = &list {
-                let names = crate::lake_packs::parse_list(&l.bytes);
-                if names.is_ok_and(|n| !n.is_empty()) {
-                    wanted.wanted.store(true, Ordering::Release);
-                }
+            let Some(list) = lake.pack_list().await? else {
+                return Ok(None);
+            };
+            let names = match crate::lake_packs::parse_list(&list.bytes) {
+                Ok(names) => names,
+                Err(e) => return Ok(Some(EarlyPacks::BadList(e))),
+            };
+            let installed = |n: &String| installed_in.as_ref().is_some_and(|d| has_in(d, n));
+            let names: Vec<String> = names
+                .into_iter()
+                .filter(|n| !weighed.contains(n) && !installed(n))
+                .collect();
+            if !names.is_empty() {
+                wanted.wanted.store(true, Ordering::Release);
             }
-            list
+            Ok(Some(EarlyPacks::Records(read_records(&lake, names).await)))
         });
-        Some(PacksUnderWay { list, tags })
+        Some(PacksUnderWay {
+            list,
+            tags,
+            for_clone,
+        })
+    }
+
+    /// The records the early read gave of the packs to take: on a clone every pack, on a fetch
+    /// that knows the lake those worth their download (the others weighed once for all).
+    async fn records_to_take(&mut self, packs: &mut PacksUnderWay) -> Option<Vec<ReadRecord>> {
+        let name = self.lake.name();
+        let records = match (&mut packs.list).await {
+            Ok(Ok(Some(EarlyPacks::Records(records)))) => records,
+            Ok(Ok(None)) | Err(_) => return None,
+            Ok(Ok(Some(EarlyPacks::BadList(e)))) => {
+                self.lake_warn(format!("lake '{name}': {e}: its packs are not used"));
+                return None;
+            }
+            Ok(Err(e)) => {
+                self.lake_warn(format!(
+                    "lake '{name}': cannot read git-packs/list.json ({e}); versions are read one by one"
+                ));
+                return None;
+            }
+        };
+        let cache = self.cache.as_ref()?;
+        let records = match packs.for_clone {
+            true => records,
+            false => {
+                let (chosen, weighed) =
+                    worth_their_download(records, |v| cache.known_commit(v).is_some());
+                cache.weigh_packs(weighed);
+                chosen
+            }
+        };
+        Some(records).filter(|r| !r.is_empty())
     }
 
     /// Takes from the lake's packs the versions they hold that check out: installed in the
@@ -141,19 +194,13 @@ impl Remote {
         tips: &[(VersionId, String)],
         progress: &dyn Progress,
     ) {
-        let list = match (&mut packs.list).await {
-            Ok(Ok(Some(list))) => list,
-            Ok(Ok(None)) | Err(_) => return,
-            Ok(Err(e)) => {
-                let name = self.lake.name();
-                return self.lake_warn(format!(
-                    "lake '{name}': cannot read git-packs/list.json ({e}); versions are read one by one"
-                ));
-            }
+        let Some(records) = self.records_to_take(&mut packs).await else {
+            return;
         };
         let Some(cache) = self.cache.as_ref() else {
             return;
         };
+        let name = self.lake.name();
         // Outside any repository, the packs are checked in a repository of the helper's own,
         // removed once their commits are in the cache.
         let scratch;
@@ -165,7 +212,6 @@ impl Remote {
                     scratch.repo()
                 }
                 Some(Err(e)) => {
-                    let name = self.lake.name();
                     return self.lake_warn(format!(
                         "lake '{name}': cannot check its packs: {e}; versions are read one by one"
                     ));
@@ -187,16 +233,7 @@ impl Remote {
         };
         let newest = tips.iter().map(|(v, _)| v).max();
         let known = |v: &VersionId| cache.known_commit(v);
-        let imported = import(
-            &self.lake,
-            repo,
-            &list.bytes,
-            trust,
-            newest,
-            &known,
-            progress,
-        )
-        .await;
+        let imported = import(&self.lake, repo, records, trust, newest, &known, progress).await;
         for w in imported.warnings {
             self.lake_warn(w);
         }
@@ -214,4 +251,28 @@ impl Remote {
             cache.extend(taken.map(|t| (t.version, t.commit, t.parents)));
         }
     }
+}
+
+/// Splits the records read for a repository that knows part of the lake into the packs worth
+/// their download (see [`WORTH_A_PACK`]; a record that cannot be used goes on, to be said) and
+/// the names of the others, weighed once for all.
+fn worth_their_download(
+    records: Vec<ReadRecord>,
+    known: impl Fn(&VersionId) -> bool,
+) -> (Vec<ReadRecord>, Vec<String>) {
+    let (mut chosen, mut weighed) = (Vec::new(), Vec::new());
+    for (name, record) in records {
+        let worth = match &record {
+            Err(_) => true,
+            Ok(r) => {
+                let lacked = r.versions.iter().filter(|v| !known(&v.id)).count();
+                lacked >= WORTH_A_PACK && lacked * 4 >= r.versions.len()
+            }
+        };
+        match worth {
+            true => chosen.push((name, record)),
+            false => weighed.push(name),
+        }
+    }
+    (chosen, weighed)
 }
