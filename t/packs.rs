@@ -387,6 +387,7 @@ fn a_cold_clone_of_a_packed_lake_costs_a_few_requests_not_two_per_version() {
     server.reset();
     server.set_waves(Some(Duration::from_millis(300)));
     let (refs, _, stderr) = clone(&t, url, "cold.git");
+    server.settle();
     server.set_waves(None);
     let counts = server.counts();
     eprintln!("packed clone: {counts:?}");

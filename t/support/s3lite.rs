@@ -236,6 +236,16 @@ impl S3Lite {
             .collect()
     }
 
+    /// Waits (10 s at most) until no request is in flight: one a client sent and gave up on
+    /// before its answer (a read left unused) is counted for the command that sent it, not
+    /// for the next.
+    pub fn settle(&self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.state.in_flight.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     pub fn reset(&self) {
         *self.state.counts.lock().unwrap() = Counts::default();
         self.state.waves.lock().unwrap().released = 0;
