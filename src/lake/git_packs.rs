@@ -36,6 +36,8 @@ pub(crate) fn is_pack_name(name: &str) -> bool {
 pub struct VersionFileEtags {
     pub version_json: Option<String>,
     pub dataset_json: Option<String>,
+    /// `version.json.sig`'s, where the version is signed.
+    pub signature: Option<String>,
 }
 
 /// Each version's mapped files and their ETags, from the parts of a listing of `versions/`.
@@ -56,6 +58,7 @@ pub(crate) fn listed_files(
             match key.rsplit('/').next() {
                 Some("version.json") => entry.version_json = Some(tag),
                 Some("dataset.json") => entry.dataset_json = Some(tag),
+                Some("version.json.sig") => entry.signature = Some(tag),
                 _ => {}
             }
         }

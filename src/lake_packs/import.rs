@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use futures::future::BoxFuture;
 use futures::StreamExt;
 
-use super::verify::{verify, Against, Parents, Unverified};
+use super::verify::{verify, Against, Parents, Signing, Unverified};
 use super::{parse_record, PackedVersion, Record};
 use crate::lake::git_packs::VersionFileEtags;
 use crate::lake::{Lake, VersionId};
@@ -67,8 +67,15 @@ async fn read_record(lake: &Lake, pack: &str) -> Result<Record, Unusable> {
     Ok(parse_record(pack, &raw)?)
 }
 
+/// What a packed version is held to beside the listing: the commits already known (of its
+/// parents), and, where the reader requires them, signatures.
+pub(crate) struct Checks<'a> {
+    pub known: &'a (dyn Fn(&VersionId) -> Option<ObjectId> + Sync),
+    pub signatures: Option<Signing<'a>>,
+}
+
 /// Uses the packs whose `records` are given (read by [`read_records`]) for the versions they
-/// hold that `known` (commits already known) lacks. `newest`: the newest version a ref names
+/// hold that `checks.known` (commits already known) lacks. `newest`: the newest version a ref names
 /// (where the listing's ranges end).
 pub(crate) async fn import(
     lake: &Lake,
@@ -76,11 +83,11 @@ pub(crate) async fn import(
     records: Vec<ReadRecord>,
     trust: Trust<'_>,
     newest: Option<&VersionId>,
-    known: &(dyn Fn(&VersionId) -> Option<ObjectId> + Sync),
+    checks: &Checks<'_>,
     progress: &dyn Progress,
 ) -> Imported {
     let mut out = Imported::default();
-    let records = to_check(lake, records, known);
+    let records = to_check(lake, records, checks.known);
     // The listing starts at the oldest version to check (IDs sort by time).
     let oldest = records
         .iter()
@@ -106,7 +113,8 @@ pub(crate) async fn import(
     };
     let against = Against {
         listed: listing.as_ref(),
-        known,
+        known: checks.known,
+        signatures: checks.signatures,
     };
     let mut installed_now = Vec::with_capacity(records.len());
     let records: Vec<ReadRecord> = records
@@ -227,9 +235,15 @@ fn settle<'r>(
     let (mut unused, mut used) = (Vec::new(), HashSet::new());
     for (pack, record, results, installed) in rows {
         let before = out.verified.len();
-        let why = match record {
-            Err(why) => Some(why.to_string()),
-            Ok(record) => take(record, results, claimed, &mut taken, &mut out.verified),
+        let why = match (record, signature_failed(record, &results)) {
+            (Err(why), _) => Some(why.to_string()),
+            // A signature is no part of a commit: a version whose signature fails would be
+            // found in the pack's objects by the walk, and never checked. Nothing is taken.
+            (Ok(record), Some((version, why))) => Some(format!(
+                "version {version}: {why}; none of its {} versions is taken from it",
+                record.versions.len()
+            )),
+            (Ok(record), None) => take(record, results, claimed, &mut taken, &mut out.verified),
         };
         match (out.verified.len() > before, installed) {
             (true, _) => _ = used.insert(pack.as_str()),
@@ -249,6 +263,26 @@ fn settle<'r>(
     for pack in unused.iter().filter(|p| !used.contains(p.as_str())) {
         super::download::remove(repo, pack);
     }
+}
+
+/// The first version of `record` whose signature failed its check, and why.
+fn signature_failed(
+    record: &Result<Record, Unusable>,
+    results: &Checked,
+) -> Option<(VersionId, Unverified)> {
+    let record = record.as_ref().ok()?;
+    record
+        .versions
+        .iter()
+        .zip(results)
+        .find_map(|(v, r)| match r {
+            Err(
+                e @ (Unverified::NoSignature
+                | Unverified::SignatureChanged
+                | Unverified::Signature(_)),
+            ) => Some((v.id.clone(), e.clone())),
+            _ => None,
+        })
 }
 
 /// Each version of one record checked: its parents, or why it failed.

@@ -11,8 +11,9 @@ use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
 
-use super::{parse_list, parse_record, render_list, render_record, PackedVersion, Record};
+use super::{parse_list, parse_record, render_list, render_record};
 use super::{FormatError, MERGE_AT};
+use super::{PackedSignature, PackedVersion, Record};
 use crate::git::{Git, GitError};
 use crate::lake::git_packs::VersionFileEtags;
 use crate::lake::{Lake, VersionId};
@@ -129,7 +130,9 @@ pub(crate) async fn pack(job: &PackJob<'_>) -> Result<PackSummary, PackError> {
     if new.is_empty() || job.dry_run {
         return Ok(summary);
     }
-    let versions = packed_versions(new, &tags);
+    let versions = packed_versions(lake, new, &tags)
+        .await
+        .map_err(|e| read_err(e.to_string()))?;
     let (pack_name, pack_path) =
         pack_objects(&repo, dir.path(), excluded).map_err(|e| git_err("pack-objects")(e.into()))?;
     let record = Record {
@@ -159,21 +162,42 @@ pub(crate) async fn pack(job: &PackJob<'_>) -> Result<PackSummary, PackError> {
     Ok(summary)
 }
 
-/// The record's entries of versions `new` (parents first), with the ETags the listing gave.
-fn packed_versions(
+/// Signatures read at once at most.
+const SIGNATURES_IN_FLIGHT: usize = 32;
+
+/// The record's entries of versions `new` (parents first), with the ETags the listing gave,
+/// and the signature of each version the listing showed one for (read after the listing: one
+/// replaced since has another ETag than the one recorded, and readers then read it).
+async fn packed_versions(
+    lake: &Lake,
     new: Vec<(ObjectId, VersionId)>,
     tags: &std::collections::HashMap<VersionId, VersionFileEtags>,
-) -> Vec<PackedVersion> {
-    let entry = |(commit, id): (ObjectId, VersionId)| {
+) -> Result<Vec<PackedVersion>, crate::store::StoreError> {
+    use futures::StreamExt;
+    let entry = |(commit, id): (ObjectId, VersionId)| async move {
         let files = tags.get(&id).cloned().unwrap_or_default();
-        PackedVersion {
+        let signature = match files.signature {
+            Some(etag) => lake.signature(&id).await?.and_then(|bytes| {
+                let text = String::from_utf8(bytes.to_vec()).ok()?;
+                Some(PackedSignature { etag, text })
+            }),
+            None => None,
+        };
+        Ok(PackedVersion {
             id,
             commit,
             version_json: files.version_json.unwrap_or_default(),
             dataset_json: files.dataset_json,
-        }
+            signature,
+        })
     };
-    new.into_iter().map(entry).collect()
+    futures::stream::iter(new)
+        .map(entry)
+        .buffered(SIGNATURES_IN_FLIGHT)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect()
 }
 
 /// What the packs `list.json` names already hold.

@@ -34,6 +34,16 @@ pub(crate) struct PackedVersion {
     pub commit: ObjectId,
     pub version_json: String,
     pub dataset_json: Option<String>,
+    /// `version.json.sig` as listed and read when the version was packed (signed lakes).
+    pub signature: Option<PackedSignature>,
+}
+
+/// A version's signature as a record holds it: the ETag its file was listed with, and its
+/// text (an SSH signature is ASCII armour), read after that listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PackedSignature {
+    pub etag: String,
+    pub text: String,
 }
 
 /// A pack's record (`git-packs/<pack>.json`): the lake it was made from and its versions,
@@ -295,6 +305,10 @@ struct VersionOut<'a> {
     version_json: &'a str,
     #[serde(rename = "dataset.json", skip_serializing_if = "Option::is_none")]
     dataset_json: Option<&'a str>,
+    #[serde(rename = "version.json.sig", skip_serializing_if = "Option::is_none")]
+    signature_etag: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    signature: Option<&'a str>,
 }
 
 impl<'a> VersionOut<'a> {
@@ -304,6 +318,8 @@ impl<'a> VersionOut<'a> {
             commit: p.commit.to_hex(),
             version_json: &p.version_json,
             dataset_json: p.dataset_json.as_deref(),
+            signature_etag: p.signature.as_ref().map(|s| s.etag.as_str()),
+            signature: p.signature.as_ref().map(|s| s.text.as_str()),
         }
     }
 }
@@ -406,12 +422,15 @@ impl<'de> Visitor<'de> for EntryVisitor {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let (mut id, mut commit, mut version_json, mut dataset_json) = (None, None, None, None);
+        let (mut sig_etag, mut sig) = (None, None);
         while let Some(k) = map.next_key_seed(json::Key)? {
             let slot = match k.as_str() {
                 "id" => &mut id,
                 "commit" => &mut commit,
                 "version.json" => &mut version_json,
                 "dataset.json" => &mut dataset_json,
+                "version.json.sig" => &mut sig_etag,
+                "signature" => &mut sig,
                 _ => {
                     map.next_value::<Skip<true>>()?;
                     continue;
@@ -427,6 +446,10 @@ impl<'de> Visitor<'de> for EntryVisitor {
                 commit,
                 version_json,
                 dataset_json,
+                // Half a signature is none: the version is then read and checked.
+                signature: sig_etag
+                    .zip(sig)
+                    .map(|(etag, text)| PackedSignature { etag, text }),
             }),
             _ => None,
         })
@@ -453,6 +476,7 @@ mod tests {
             commit: ObjectId([n; 20]),
             version_json: format!("\"etag-{n}\""),
             dataset_json: dataset.map(str::to_string),
+            signature: None,
         };
         for lake in [Some("lake \"1\"\n"), None] {
             let record = Record {
@@ -501,6 +525,11 @@ mod tests {
                 commit: ObjectId([7; 20]),
                 version_json: "\"e1\"".into(),
                 dataset_json: None,
+                signature: Some(PackedSignature {
+                    etag: "\"s1\"".into(),
+                    text: "-----BEGIN SSH SIGNATURE-----\nU1NIU0lH\n-----END SSH SIGNATURE-----\n"
+                        .into(),
+                }),
             }],
         };
         let raw = render_record(&record);

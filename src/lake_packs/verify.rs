@@ -9,8 +9,10 @@ use md5::{Digest, Md5};
 
 use super::PackedVersion;
 use crate::lake::git_packs::VersionFileEtags;
-use crate::lake::{content_md5, VersionId, VersionRecord, DATASET_JSON_LIMIT, VERSION_JSON_LIMIT};
+use crate::lake::{content_md5, VersionId, VersionRecord};
+use crate::lake::{DATASET_JSON_LIMIT, SIGNATURE_LIMIT, VERSION_JSON_LIMIT};
 use crate::mapping::{self, ObjectId};
+use crate::signatures::{self, Policy, Subject};
 
 /// Where a pack's objects are read (the repository, once the pack is installed).
 pub(crate) trait InstalledObjects {
@@ -60,6 +62,12 @@ pub(crate) enum Unverified {
     Repository(String),
     #[error("it was not checked")]
     NotChecked,
+    #[error("its record holds no signature")]
+    NoSignature,
+    #[error("its signature was replaced or removed after it was packed")]
+    SignatureChanged,
+    #[error("its signature does not hold: {0}")]
+    Signature(String),
 }
 
 /// A version's commit: its message is at most a `version.json`, the rest a few lines.
@@ -98,6 +106,15 @@ fn read(
 pub(crate) struct Against<'a> {
     pub listed: Option<&'a HashMap<VersionId, VersionFileEtags>>,
     pub known: &'a (dyn Fn(&VersionId) -> Option<ObjectId> + Sync),
+    pub signatures: Option<Signing<'a>>,
+}
+
+/// The signatures a reader requires (`fdlRequireSignatures`): the keys it trusts, and the
+/// lake's own list of signers (only named in messages, never trusted).
+#[derive(Clone, Copy)]
+pub(crate) struct Signing<'a> {
+    pub policy: &'a Policy,
+    pub lake_signers: &'a [String],
 }
 
 /// The parents of a version whose commit was verified.
@@ -145,8 +162,12 @@ pub(crate) fn verify(
             return Err(Unverified::OtherBlobs);
         }
     }
+    let signed = against.signatures.map(|_| record_bytes.clone());
     let record =
         VersionRecord::parse(record_bytes).map_err(|e| Unverified::BadRecord(e.to_string()))?;
+    if let (Some(signing), Some(raw)) = (against.signatures, signed) {
+        signed_as_packed(packed, listed, &raw, &record, signing)?;
+    }
     let mut parent_commits = Vec::with_capacity(record.parents.len());
     for p in &record.parents {
         let c = verified.get(p).copied().or_else(|| (against.known)(p));
@@ -162,6 +183,50 @@ pub(crate) fn verify(
     match made.id == packed.commit {
         true => Ok(record.parents),
         false => Err(Unverified::OtherCommit),
+    }
+}
+
+/// The version's signature as the record holds it is the store's now (its listed ETag, and
+/// the text's MD5 where the ETag is one), and a key the reader trusts made it over the packed
+/// `version.json` (`raw`), as reading the version would check it.
+fn signed_as_packed(
+    packed: &PackedVersion,
+    listed: Option<&VersionFileEtags>,
+    raw: &[u8],
+    record: &VersionRecord,
+    signing: Signing,
+) -> Result<(), Unverified> {
+    let sig = packed.signature.as_ref().ok_or(Unverified::NoSignature)?;
+    if let Some(files) = listed {
+        let same = files.signature.as_deref() == Some(sig.etag.as_str())
+            && crate::lake::names_something(&sig.etag);
+        let md5_holds =
+            content_md5(&sig.etag).is_none_or(|want| Md5::digest(sig.text.as_bytes())[..] == want);
+        if !same || !md5_holds {
+            return Err(Unverified::SignatureChanged);
+        }
+    }
+    if sig.text.len() as u64 > SIGNATURE_LIMIT {
+        return Err(Unverified::OverLimit {
+            what: "version.json.sig".into(),
+            size: sig.text.len() as u64,
+        });
+    }
+    let subject = Subject {
+        record: raw,
+        signature: Some(sig.text.as_bytes()),
+        principal: &record.author.email,
+        time: mapping::commit_time(&packed.id, record),
+    };
+    let verdict = signatures::verify(
+        &subject,
+        &signing.policy.trusted,
+        &signing.policy.namespace,
+        signing.lake_signers,
+    );
+    match verdict.is_good() {
+        true => Ok(()),
+        false => Err(Unverified::Signature(verdict.to_string())),
     }
 }
 

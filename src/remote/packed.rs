@@ -16,7 +16,8 @@ use crate::history::ListingUnderWay;
 use crate::lake::git_packs::{listed_files, VersionFileEtags};
 use crate::lake::VersionId;
 use crate::lake_packs::download::has_in;
-use crate::lake_packs::import::{import, read_records, ReadRecord, Trust};
+use crate::lake_packs::import::{import, read_records, Checks, ReadRecord, Trust};
+use crate::lake_packs::verify::Signing;
 use crate::progress::Progress;
 use crate::repo::ScratchRepo;
 use crate::store::{Listed, StoreError};
@@ -110,7 +111,7 @@ impl Remote {
     pub(super) fn pack_list_early(&self, for_push: bool) -> Option<PacksUnderWay> {
         let lake = &self.lake;
         let checkable = lake.can_list() || self.trust_packs;
-        let readable = checkable && !lake.is_local() && self.require_signatures.is_none();
+        let readable = checkable && !lake.is_local();
         let cache = self.cache.as_ref()?;
         if for_push || !readable || !self.packs_allowed {
             return None;
@@ -233,7 +234,15 @@ impl Remote {
         };
         let newest = tips.iter().map(|(v, _)| v).max();
         let known = |v: &VersionId| cache.known_commit(v);
-        let imported = import(&self.lake, repo, records, trust, newest, &known, progress).await;
+        let config = self.lake.config();
+        let checks = Checks {
+            known: &known,
+            signatures: self.require_signatures.as_ref().map(|policy| Signing {
+                policy,
+                lake_signers: &config.signers,
+            }),
+        };
+        let imported = import(&self.lake, repo, records, trust, newest, &checks, progress).await;
         for w in imported.warnings {
             self.lake_warn(w);
         }
