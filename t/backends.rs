@@ -522,3 +522,47 @@ fn ranges_list_in_pages_seaweedfs() {
 fn ranges_list_in_pages_azure() {
     ranges_list_in_pages(Where::Azure)
 }
+
+/// A listing of `versions/` longer than a page goes on after the first page's last version,
+/// whose files the page may have cut in two. SeaweedFS lists a folder at a time and took a
+/// start-after of that version's folder to mean after all of it: the rest of its files were
+/// left out, and with its `version.json` the version itself. Regression: the listing starts
+/// before the folder on every store, and a lake of 400 versions (1,200 files, the first page
+/// ending inside version 334) lists every file, and the same commits as from its folder.
+#[test]
+fn a_version_cut_in_two_by_a_listing_page_keeps_all_its_files_on_every_store() {
+    let l = crate::support::lake(400, 200);
+    let mut t = TestEnv::new();
+    let local = t.local_lake("folder", &l);
+    let expected = parse_ls_remote(&t.ok(".", &["ls-remote", &local]));
+    for place in [Where::S3, Where::Gcs, Where::Azure, Where::SeaweedFs] {
+        let at = t.lake_at(place, "paged", &l);
+        let out = t
+            .command("git", ".", &["ls-remote", &at.url])
+            .env("GIT_REMOTE_FDL_DEBUG", "1")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{place:?}: {stderr}");
+        // Every file under versions/ listed at least once (the cut version's twice elsewhere).
+        let files: u64 = stderr
+            .lines()
+            .filter(|l| l.contains("store: LIST versions/"))
+            .filter_map(|l| {
+                l.split("-> ")
+                    .nth(1)?
+                    .split(' ')
+                    .next()?
+                    .parse::<u64>()
+                    .ok()
+            })
+            .sum();
+        assert!(
+            files >= 3 * 400,
+            "{place:?}: {files} files listed: {stderr}"
+        );
+        let listed = parse_ls_remote(&String::from_utf8_lossy(&out.stdout));
+        assert_eq!(listed, expected, "{place:?}");
+        assert!(!stderr.contains("warning"), "{place:?}: {stderr}");
+    }
+}

@@ -93,7 +93,7 @@ fn user_cache_files(t: &TestEnv) -> Vec<String> {
 #[test]
 fn ls_remote_outside_a_repository_takes_a_packed_lake_from_its_packs() {
     const VERSIONS: u64 = 300;
-    for place in [Where::S3, Where::Gcs, Where::Azure] {
+    for place in [Where::S3, Where::Gcs, Where::Azure, Where::SeaweedFs] {
         let mut t = TestEnv::new();
         let at = t.lake_at(place, "packed", &lake(VERSIONS, VERSIONS / 2));
         pack(&t, &at.url);

@@ -103,7 +103,7 @@ fn weighed(t: &TestEnv, dir: &str) -> Vec<String> {
 fn a_fetch_after_a_long_absence_takes_the_new_versions_from_their_pack() {
     const WAS: u64 = 100;
     const NOW: u64 = 400;
-    for place in [Where::S3, Where::Gcs, Where::Azure] {
+    for place in [Where::S3, Where::Gcs, Where::Azure, Where::SeaweedFs] {
         let mut t = TestEnv::new();
         let at = t.lake_at(place, "absent", &grown(WAS, WAS));
         pack(&t, &at.url);

@@ -112,7 +112,7 @@ impl Lake {
         after: Option<&VersionId>,
         newest: Option<&VersionId>,
     ) -> Result<Vec<Listed>, LakeError> {
-        let start = after.map(|a| format!("versions/{a}"));
+        let start = after.map(before_folder);
         let first = self
             .store
             .list_range("versions/", start.as_deref(), None, Some(LIST_PAGE), None)
@@ -129,7 +129,7 @@ impl Lake {
         let mut bounds: Vec<Option<String>> = match (ids.first(), ids.last()) {
             (Some(first_id), Some(last_id)) => {
                 let splits = range_splits(first_id, last_id, newest, first.files.len());
-                let mut b = vec![Some(format!("versions/{last_id}"))];
+                let mut b = vec![Some(before_folder(last_id))];
                 b.extend(splits.into_iter().map(|s| Some(format!("versions/{s}"))));
                 b
             }
@@ -163,6 +163,18 @@ impl Lake {
             .filter_map(|d| VersionId::parse(d).ok().filter(|v| v.as_str() == d))
             .collect())
     }
+}
+
+/// A key that every file of `versions/<id>/` sorts after on every store, for a listing to
+/// start after. Not the folder's own key (`versions/<id>`): SeaweedFS, which lists a folder
+/// at a time, takes a start-after of a folder's key to mean after all of that folder, and
+/// would leave the folder's files out (S3, GCS and Azure compare keys). IDs are 36 characters
+/// long, so the ID less its last character is no folder's key and sorts before `<id>`; the
+/// files of the few versions that share those 35 characters come with it, and the callers
+/// keep only the versions they asked for.
+fn before_folder(id: &VersionId) -> String {
+    let id = id.as_str();
+    format!("versions/{}", &id[..id.len() - 1])
 }
 
 /// The versions a listing of `versions/` in parts ([`Lake::list_version_files`]) shows with a
