@@ -102,6 +102,15 @@ enum Command {
         /// Say what would be packed, and write nothing
         #[arg(long, short = 'n')]
         dry_run: bool,
+        /// Show the progress of reading the versions even when stderr is not a terminal
+        #[arg(long, overrides_with_all = ["no_progress", "quiet"])]
+        progress: bool,
+        /// Show no progress, even on a terminal
+        #[arg(long, overrides_with_all = ["progress", "quiet"])]
+        no_progress: bool,
+        /// Show no progress (the summary is still said)
+        #[arg(long, short, overrides_with_all = ["progress", "no_progress"])]
+        quiet: bool,
     },
     /// Check what the lake's store honours, now: the conditional writes a push relies on (each
     /// check and its answer), what its listings give, and a round trip. Exits 1 if pushes
@@ -239,7 +248,17 @@ pub(crate) fn main(args: &[String]) -> i32 {
                 catalogs,
                 quiet,
             } => fsck(&lake, catalogs, quiet).await,
-            Command::Pack { lake, dry_run } => pack(&lake, dry_run).await,
+            Command::Pack {
+                lake,
+                dry_run,
+                progress,
+                no_progress,
+                quiet,
+            } => {
+                // As Git decides: shown on a terminal unless told otherwise.
+                let shown = progress || (!no_progress && !quiet && std::io::stderr().is_terminal());
+                pack(&lake, dry_run, shown).await
+            }
             Command::Doctor { lake } => doctor(&lake).await,
             Command::Catalog {
                 commit,
@@ -296,8 +315,12 @@ async fn fsck(lake: &str, catalogs: bool, quiet: bool) -> Result<i32, Fatal> {
     Ok(if report.problems.is_empty() { 0 } else { 1 })
 }
 
-async fn pack(lake: &str, dry_run: bool) -> Result<i32, Fatal> {
-    let (done, warnings) = commands::pack(lake, dry_run).await?;
+async fn pack(lake: &str, dry_run: bool, progress: bool) -> Result<i32, Fatal> {
+    let relay = |line: &str| {
+        let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+    };
+    let relay: Option<&(dyn Fn(&str) + Sync)> = if progress { Some(&relay) } else { None };
+    let (done, warnings) = commands::pack(lake, dry_run, relay).await?;
     for w in warnings.iter().chain(&done.warnings) {
         say!("warning: {}", shown(w));
     }

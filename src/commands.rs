@@ -239,6 +239,7 @@ async fn verify_tips(lake: &Lake, wanted: &[String]) -> Result<Vec<(VersionId, S
 pub async fn pack(
     lake: &str,
     dry_run: bool,
+    progress: Option<&(dyn Fn(&str) + Sync)>,
 ) -> Result<(crate::lake_packs::make::PackSummary, Vec<String>), Fatal> {
     let named = open_named(lake).await?;
     let url = match (&named.repo, &named.remote) {
@@ -267,6 +268,7 @@ pub async fn pack(
         address: format!("fdl::{}", url.as_address()),
         remote_config,
         dry_run,
+        progress,
     };
     let summary = crate::lake_packs::make::pack(&job)
         .await

@@ -131,6 +131,62 @@ impl Git {
         Ok(out)
     }
 
+    /// Runs it (stdin closed) as [`Git::run`] does, handing what it writes to stderr to
+    /// `relay` a line at a time as it comes (Git's progress lines end in a carriage return,
+    /// kept), redacted: the caller decides where it goes. What it said last is kept for the
+    /// error.
+    pub(crate) fn run_relaying(
+        mut self,
+        relay: &(dyn Fn(&str) + Sync),
+    ) -> Result<String, GitError> {
+        self.cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let cannot = |e: std::io::Error| GitError::CannotRun(e.to_string());
+        let mut child = self.cmd.spawn().map_err(cannot)?;
+        let mut stdout = child.stdout.take().expect("piped");
+        // Read on a thread of its own: Git may fill one pipe while the other is read.
+        let reader = std::thread::spawn(move || {
+            let mut out = Vec::new();
+            std::io::Read::read_to_end(&mut stdout, &mut out).map(|_| out)
+        });
+        let mut said = Vec::new();
+        let mut line = Vec::new();
+        if let Some(mut stderr) = child.stderr.take() {
+            let mut buf = [0u8; 8192];
+            while let Ok(n @ 1..) = std::io::Read::read(&mut stderr, &mut buf) {
+                for &b in &buf[..n] {
+                    if b != b'\r' && b != b'\n' {
+                        line.push(b);
+                        continue;
+                    }
+                    let text = crate::redact::for_terminal(&String::from_utf8_lossy(&line));
+                    relay(&format!("{text}{}", b as char));
+                    line.clear();
+                }
+                said.extend_from_slice(&buf[..n]);
+                // Only the end is kept: a failure's words come last.
+                if said.len() > 64 << 10 {
+                    said.drain(..said.len() - (32 << 10));
+                }
+            }
+        }
+        if !line.is_empty() {
+            relay(&crate::redact::for_terminal(&String::from_utf8_lossy(
+                &line,
+            )));
+        }
+        let status = child.wait().map_err(cannot)?;
+        let stdout = reader.join().ok().and_then(Result::ok).unwrap_or_default();
+        match status.success() {
+            true => Ok(String::from_utf8_lossy(&stdout).into_owned()),
+            false => Err(GitError::Failed(crate::redact::for_terminal(
+                String::from_utf8_lossy(&said).trim(),
+            ))),
+        }
+    }
+
     /// Runs it: its standard output, or what it said on failing.
     pub(crate) fn run(self) -> Result<String, GitError> {
         let out = self.output()?;

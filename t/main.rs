@@ -31,6 +31,7 @@ mod mapping_vectors;
 mod output;
 mod packs;
 mod packs_fetch;
+mod packs_large;
 mod packs_signed;
 mod protocol;
 mod push;

@@ -194,7 +194,7 @@ pub(crate) fn clone(
     (refs, packs, stderr)
 }
 
-fn same_refs(lake: &[(String, String)], cloned: &[(String, String)]) {
+pub(crate) fn same_refs(lake: &[(String, String)], cloned: &[(String, String)]) {
     for (commit, name) in lake.iter().filter(|(_, n)| n != "HEAD") {
         let found = cloned.iter().find(|(_, n)| n == name);
         assert_eq!(found.map(|(c, _)| c), Some(commit), "{name}: {cloned:?}");
@@ -566,7 +566,7 @@ fn a_run_that_would_leave_more_than_30_packs_merges_them_into_one() {
 }
 
 /// The refs of a bare repository made by a clone, as `clone` gives them.
-fn refs_of(t: &TestEnv, dir: &str) -> Vec<(String, String)> {
+pub(crate) fn refs_of(t: &TestEnv, dir: &str) -> Vec<(String, String)> {
     let refs = t.ok(dir, &["for-each-ref", "--format=%(objectname) %(refname)"]);
     refs.lines()
         .map(|l| {

@@ -108,25 +108,26 @@ impl Lake {
         self.store.download(&path, PACK_LIMIT, sink).await
     }
 
-    /// Writes pack `name` and then its record, each only if absent: a pack's name is its
-    /// checksum, so one already there holds the same objects.
+    /// Writes pack `name` from the local file `pack` (streamed, never held whole) and then its
+    /// record, each only if absent: a pack's name is its checksum, so one already there holds
+    /// the same objects.
     pub async fn write_pack(
         &self,
         name: &str,
-        pack: Bytes,
+        pack: &std::path::Path,
         record: Bytes,
     ) -> Result<(), WriteError> {
         checked(name).map_err(WriteError::Refused)?;
-        for (path, bytes) in [
-            (format!("{PACKS_DIR}{name}.pack"), pack),
-            (format!("{PACKS_DIR}{name}.json"), record),
-        ] {
-            match self.store.put(&path, bytes, &WriteMode::Create).await {
-                Ok(_) | Err(WriteError::Conflict) => {}
-                Err(e) => return Err(e),
-            }
+        let path = format!("{PACKS_DIR}{name}.pack");
+        match self.store.put_file(&path, pack).await {
+            Ok(()) | Err(WriteError::Conflict) => {}
+            Err(e) => return Err(e),
         }
-        Ok(())
+        let path = format!("{PACKS_DIR}{name}.json");
+        match self.store.put(&path, record, &WriteMode::Create).await {
+            Ok(_) | Err(WriteError::Conflict) => Ok(()),
+            Err(e) => Err(e),
+        }
     }
 
     /// Every file under `versions/` with its ETag (cloud stores; see

@@ -9,8 +9,6 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use bytes::Bytes;
-
 use super::{parse_list, parse_record, render_list, render_record};
 use super::{FormatError, MERGE_AT};
 use super::{PackedSignature, PackedVersion, Record};
@@ -79,6 +77,8 @@ pub(crate) struct PackJob<'a> {
     pub address: String,
     pub remote_config: Vec<(String, String)>,
     pub dry_run: bool,
+    /// Where the clone's progress goes (Git's own lines, as they come); none: no progress.
+    pub progress: Option<&'a (dyn Fn(&str) + Sync)>,
 }
 
 /// Runs a `pack`.
@@ -140,19 +140,14 @@ pub(crate) async fn pack(job: &PackJob<'_>) -> Result<PackSummary, PackError> {
         pack: pack_name.clone(),
         versions,
     };
-    let bytes = std::fs::read(&pack_path).map_err(|e| read_err(e.to_string()))?;
     let write_err = |path: String, e: WriteError| PackError::Write {
         lake: name.clone(),
         path,
         why: e.to_string(),
     };
-    lake.write_pack(
-        &pack_name,
-        Bytes::from(bytes),
-        render_record(&record).into(),
-    )
-    .await
-    .map_err(|e| write_err(format!("{pack_name}.pack"), e))?;
+    lake.write_pack(&pack_name, &pack_path, render_record(&record).into())
+        .await
+        .map_err(|e| write_err(format!("{pack_name}.pack"), e))?;
     let merged: HashSet<String> = kept.into_iter().filter(|_| merge).collect();
     let now = publish(lake, list.map(|l| l.token), &pack_name, &merged)
         .await
@@ -312,7 +307,14 @@ fn clone(repo: &Path, job: &PackJob) -> Result<(), GitError> {
             .iter()
             .map(|(key, value)| (format!("remote.origin.{key}"), value.clone())),
     );
-    let mut fetch = Git::in_repo(repo, ["fetch", "-q", "--no-tags", "origin"]).with_this_helper();
+    // `-q` keeps the ref lines out; `--progress` still shows how the reading goes.
+    let progress = if job.progress.is_some() {
+        "--progress"
+    } else {
+        "--no-progress"
+    };
+    let mut fetch =
+        Git::in_repo(repo, ["fetch", "-q", progress, "--no-tags", "origin"]).with_this_helper();
     let given = std::env::var("GIT_CONFIG_COUNT")
         .ok()
         .and_then(|n| n.trim().parse::<usize>().ok())
@@ -323,7 +325,10 @@ fn clone(repo: &Path, job: &PackJob) -> Result<(), GitError> {
             .env(format!("GIT_CONFIG_VALUE_{}", given + i), value);
     }
     fetch = fetch.env("GIT_CONFIG_COUNT", (given + config.len()).to_string());
-    fetch.run().map(drop)
+    match job.progress {
+        Some(relay) => fetch.run_relaying(relay).map(drop),
+        None => fetch.run().map(drop),
+    }
 }
 
 /// The packer's temporary folder, registered for removal on a signal while it lives.

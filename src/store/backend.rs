@@ -78,6 +78,10 @@ pub(crate) trait Backend: std::fmt::Debug + Send + Sync {
     /// Writes `bytes` to `rel` on condition; the new version.
     async fn put(&self, rel: &str, bytes: Bytes, mode: &WriteMode) -> Result<Token, WriteError>;
 
+    /// Writes the local file `file` to `rel` unless `rel` is there (`WriteError::Conflict`),
+    /// a piece at a time: a large file named by its content (a lake's pack), never held whole.
+    async fn put_file(&self, rel: &str, file: &std::path::Path) -> Result<(), WriteError>;
+
     /// Deletes `rel` on condition that it is at version `expected` (a store that cannot send
     /// the condition deletes plainly: the caller checked the version just before).
     async fn delete(&self, rel: &str, expected: &Token) -> Result<(), WriteError>;

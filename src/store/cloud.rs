@@ -2,7 +2,7 @@
 //! key prefix in a bucket. What differs per cloud (builders, credentials, the conditional
 //! DELETE object_store cannot send) is in files of their own.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -43,6 +43,8 @@ pub(crate) struct Cloud {
     deleter: Option<Deleter>,
     pages: Option<Pages>,
     url: StoreUrl,
+    /// Set once the server answered a range with the whole file (`parts.rs`).
+    whole_only: Arc<AtomicBool>,
 }
 
 impl Cloud {
@@ -53,6 +55,7 @@ impl Cloud {
             deleter: parts.deleter,
             pages: parts.pages,
             url: url.clone(),
+            whole_only: Arc::default(),
         }
     }
 
@@ -160,16 +163,13 @@ impl Backend for Cloud {
     async fn download(&self, rel: &str, sink: &mut Sink<'_>) -> Result<bool, StoreError> {
         // The same error path as every other request: a missing bucket is not a missing file,
         // and the store's hints and throttling words reach the caller.
-        let mut stream = match self.store.get(&self.path(rel)?).await {
-            Err(e) if self.is_absent(&e) => return Ok(false),
-            Err(e) => return Err(self.request_failed(rel, &e)),
-            Ok(res) => res.into_stream(),
-        };
-        let next = |e: object_store::Error| self.request_failed(rel, &e);
-        while let Some(chunk) = stream.try_next().await.map_err(next)? {
-            sink(&chunk)?;
+        let absent = |e: &object_store::Error| self.is_absent(e);
+        let path = self.path(rel)?;
+        match super::parts::download(&self.store, &path, &self.whole_only, &absent, sink).await {
+            Ok(found) => Ok(found),
+            Err(super::parts::Stopped::Sink(e)) => Err(e),
+            Err(super::parts::Stopped::Store(e)) => Err(self.request_failed(rel, &e)),
         }
-        Ok(true)
     }
 
     async fn list(&self, prefix: &str, range: Range<'_>) -> Result<Paged<Listed>, StoreError> {
@@ -296,6 +296,35 @@ impl Backend for Cloud {
                 message: redact(&e.to_string()),
             })),
             Err(e) => Err(WriteError::Store(self.request_failed(rel, &e))),
+        }
+    }
+
+    async fn put_file(&self, rel: &str, file: &std::path::Path) -> Result<(), WriteError> {
+        let path = self.path(rel).map_err(WriteError::Refused)?;
+        check_key_length(rel, &path).map_err(WriteError::Refused)?;
+        let local = |e: std::io::Error| WriteError::Store(failed(rel, e));
+        let whole = || async {
+            let bytes = std::fs::read(file).map_err(local)?;
+            let put = self.put(rel, bytes.into(), &WriteMode::Create).await;
+            put.map(|_| ())
+        };
+        let size = std::fs::metadata(file).map_err(local)?.len();
+        if size <= super::multipart::IN_PARTS_ABOVE {
+            return whole().await;
+        }
+        // An upload in parts carries no condition: a file already there is left as it is (its
+        // name is its content), and two uploads at once write the same bytes.
+        if self.head(rel).await.map_err(WriteError::Store)?.is_some() {
+            return Err(WriteError::Conflict);
+        }
+        match super::multipart::upload(&self.store, &path, file).await {
+            Ok(()) => Ok(()),
+            // Sent whole instead, held in memory: slower to fail, but the store takes it.
+            Err(super::multipart::Stopped::NotBegun) => whole().await,
+            Err(super::multipart::Stopped::File(e)) => Err(local(e)),
+            Err(super::multipart::Stopped::Store(e)) => {
+                Err(WriteError::Store(self.request_failed(rel, &e)))
+            }
         }
     }
 

@@ -135,6 +135,20 @@ impl Backend for Folder {
             .map_err(local_write_error)
     }
 
+    async fn put_file(&self, rel: &str, file: &std::path::Path) -> Result<(), WriteError> {
+        let dir = self.dir.clone();
+        let (rel_owned, file) = (rel.to_string(), file.to_path_buf());
+        tokio::task::spawn_blocking(move || {
+            let mut source =
+                std::fs::File::open(&file).map_err(|e| WriteError::Store(failed(&rel_owned, e)))?;
+            dir.put_from(&rel_owned, &mut source, &Expect::Absent)
+                .map_err(local_write_error)
+        })
+        .await
+        .map_err(|e| WriteError::Store(failed(rel, e)))?
+        .map(|_| ())
+    }
+
     async fn delete(&self, rel: &str, expected: &Token) -> Result<(), WriteError> {
         let expect = expect_of(expected);
         let dir = self.dir.clone();

@@ -453,8 +453,12 @@ pub(super) fn is_absent(e: &std::io::Error) -> bool {
 /// (A, then B, then A again) still gets a new token, as an ETag or a generation would.
 pub(crate) fn file_token(meta: &std::fs::Metadata, bytes: &[u8]) -> String {
     use sha1::Digest;
+    token_of_digest(meta, sha1::Sha1::digest(bytes).into())
+}
+
+/// [`file_token`] of a file whose content's SHA-1 is `d`.
+pub(crate) fn token_of_digest(meta: &std::fs::Metadata, d: [u8; 20]) -> String {
     use std::os::unix::fs::MetadataExt;
-    let d: [u8; 20] = sha1::Sha1::digest(bytes).into();
     let hex: String = d.iter().map(|b| format!("{b:02x}")).collect();
     format!(
         "{}.{}.{}:{hex}",

@@ -5,7 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use super::error::StoreError;
-pub(crate) use super::local::file_token;
+
+use super::local::token_of_digest;
 use super::local::{io_error, is_absent, not_a_file, LocalDir};
 use super::lock::{self, Acquired, LockGuard};
 use crate::testhook;
@@ -14,7 +15,7 @@ use crate::testhook;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Expect {
     Absent,
-    /// The token ([`file_token`]) of the file last read.
+    /// The token ([`super::local::file_token`]) of the file last read.
     Token(String),
 }
 
@@ -55,9 +56,20 @@ impl LocalDir {
         bytes: &[u8],
         expect: &Expect,
     ) -> Result<String, LocalWriteError> {
+        self.put_from(rel, &mut &bytes[..], expect)
+    }
+
+    /// [`LocalDir::put`] of what `source` reads, copied a piece at a time (a large file is
+    /// never held in memory).
+    pub(crate) fn put_from(
+        &self,
+        rel: &str,
+        source: &mut dyn std::io::Read,
+        expect: &Expect,
+    ) -> Result<String, LocalWriteError> {
         self.check_length(rel)?;
         let mut made = Vec::new();
-        let result = self.put_locked(rel, bytes, expect, &mut made);
+        let result = self.put_locked(rel, source, expect, &mut made);
         if result.is_err() {
             remove_folders(&made);
         }
@@ -67,7 +79,7 @@ impl LocalDir {
     fn put_locked(
         &self,
         rel: &str,
-        bytes: &[u8],
+        source: &mut dyn std::io::Read,
         expect: &Expect,
         made: &mut Vec<PathBuf>,
     ) -> Result<String, LocalWriteError> {
@@ -75,12 +87,13 @@ impl LocalDir {
         self.check(rel, expect)?;
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
         let tmp = path.with_file_name(format!(".{name}.tmp-{}-{}", std::process::id(), nanos()));
+        let mut hashed = Hashing::new(source);
         let written = (|| -> std::io::Result<std::fs::Metadata> {
             let mut f = std::fs::OpenOptions::new()
                 .write(true)
                 .create_new(true)
                 .open(&tmp)?;
-            std::io::Write::write_all(&mut f, bytes)?;
+            std::io::copy(&mut hashed, &mut f)?;
             f.sync_all()?;
             let meta = f.metadata()?;
             if rel == "refs.json" {
@@ -90,7 +103,7 @@ impl LocalDir {
             Ok(meta)
         })();
         match written {
-            Ok(meta) => Ok(file_token(&meta, bytes)),
+            Ok(meta) => Ok(token_of_digest(&meta, hashed.digest())),
             Err(e) => {
                 let _ = std::fs::remove_file(&tmp);
                 // A racing writer made a folder here meanwhile.
@@ -343,4 +356,34 @@ fn nanos() -> u32 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
         .unwrap_or(0)
+}
+
+/// A reader that hashes what passes through it (SHA-1, for the folder's version token).
+struct Hashing<'a> {
+    inner: &'a mut dyn std::io::Read,
+    sha1: sha1::Sha1,
+}
+
+impl<'a> Hashing<'a> {
+    fn new(inner: &'a mut dyn std::io::Read) -> Hashing<'a> {
+        use sha1::Digest;
+        Hashing {
+            inner,
+            sha1: sha1::Sha1::new(),
+        }
+    }
+
+    fn digest(self) -> [u8; 20] {
+        use sha1::Digest;
+        self.sha1.finalize().into()
+    }
+}
+
+impl std::io::Read for Hashing<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        use sha1::Digest;
+        let n = self.inner.read(buf)?;
+        self.sha1.update(&buf[..n]);
+        Ok(n)
+    }
 }

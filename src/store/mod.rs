@@ -21,8 +21,10 @@ mod http;
 pub(crate) mod local;
 pub(crate) mod local_write;
 mod lock;
+mod multipart;
 mod options;
 mod pages;
+mod parts;
 mod preflight;
 mod ranges;
 mod s3;
@@ -232,6 +234,14 @@ impl Store {
             }
             _ => self.backend.put(rel, bytes, mode).await,
         }
+    }
+
+    /// Writes the local file `file` to `rel` unless `rel` is there (`WriteError::Conflict`), a
+    /// piece at a time (in parts, on a cloud store, above 16 MiB): for a large file named by
+    /// its content.
+    pub async fn put_file(&self, rel: &str, file: &std::path::Path) -> Result<(), WriteError> {
+        check_rel(rel).map_err(WriteError::Refused)?;
+        self.backend.put_file(rel, file).await
     }
 
     /// From now on, `If-Match` carries ETags without their quotes (see [`write_check::Checks`]):

@@ -93,6 +93,12 @@ impl Backend for Counted {
         self.inner.put(rel, bytes, mode).await
     }
 
+    async fn put_file(&self, rel: &str, file: &std::path::Path) -> Result<(), WriteError> {
+        // Counted as one, whatever number of parts it went in.
+        Self::add(&self.stats.put, 1);
+        self.inner.put_file(rel, file).await
+    }
+
     async fn delete(&self, rel: &str, expected: &Token) -> Result<(), WriteError> {
         Self::add(&self.stats.delete, 1);
         self.inner.delete(rel, expected).await

@@ -285,6 +285,10 @@ impl Backend for Gated {
         self.write(self.inner.put(rel, bytes, mode)).await
     }
 
+    async fn put_file(&self, rel: &str, file: &std::path::Path) -> Result<(), WriteError> {
+        self.write(self.inner.put_file(rel, file)).await
+    }
+
     async fn delete(&self, rel: &str, expected: &Token) -> Result<(), WriteError> {
         self.write(self.inner.delete(rel, expected)).await
     }

@@ -115,6 +115,15 @@ impl Backend for Traced {
         result
     }
 
+    async fn put_file(&self, rel: &str, file: &std::path::Path) -> Result<(), WriteError> {
+        let result = self.inner.put_file(rel, file).await;
+        match &result {
+            Ok(()) => log(format_args!("PUT {rel} (a file, if absent) -> ok")),
+            Err(e) => log(format_args!("PUT {rel} (a file, if absent) -> {e}")),
+        }
+        result
+    }
+
     async fn delete(&self, rel: &str, expected: &Token) -> Result<(), WriteError> {
         let result = self.inner.delete(rel, expected).await;
         match &result {

@@ -1,5 +1,5 @@
 //! A plain static HTTP file server on 127.0.0.1, like a web server in front of a lake: GET and
-//! HEAD of files, 404 otherwise, and no listing. It serves one folder until the test ends.
+//! HEAD of files (a `Range` of one answered 206, as web servers do), 404 otherwise, and no listing. It serves one folder until the test ends.
 //! Also a server that answers every request alike, and a port where nothing listens.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -44,18 +44,31 @@ fn handle(stream: TcpStream, root: &Path) -> std::io::Result<()> {
         } else {
             None
         };
-        match body {
-            Some(body) => {
+        match body.map(|b| (super::wire::range(&req, b.len()), b)) {
+            Some((Ok(part), body)) => {
+                let (status, range, slice) = match part {
+                    None => ("200 OK", String::new(), &body[..]),
+                    Some(r) => (
+                        "206 Partial Content",
+                        format!("Content-Range: bytes {}-{}/{}\r\n", r.start, r.end - 1, body.len()),
+                        &body[r],
+                    ),
+                };
                 write!(
                     out,
-                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nLast-Modified: Thu, 01 Jan 2026 00:00:00 GMT\r\nETag: \"{}\"\r\n\r\n",
-                    body.len(),
+                    "HTTP/1.1 {status}\r\nContent-Length: {}\r\n{range}Last-Modified: Thu, 01 Jan 2026 00:00:00 GMT\r\nETag: \"{}\"\r\n\r\n",
+                    slice.len(),
                     body.len()
                 )?;
                 if method != "HEAD" {
-                    out.write_all(&body)?;
+                    out.write_all(slice)?;
                 }
             }
+            Some((Err(()), body)) => write!(
+                out,
+                "HTTP/1.1 416 Range Not Satisfiable\r\nContent-Range: bytes */{}\r\nContent-Length: 0\r\n\r\n",
+                body.len()
+            )?,
             None => write!(out, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")?,
         }
         out.flush()?;
@@ -112,4 +125,49 @@ pub fn closed_port() -> u16 {
         .local_addr()
         .unwrap()
         .port()
+}
+
+/// Python's own `http.server` serving `root` (a web server that ignores `Range`), stopped
+/// when dropped.
+pub struct PythonHttp {
+    pub url: String,
+    child: std::process::Child,
+}
+
+impl Drop for PythonHttp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn python_http_server(root: &Path) -> PythonHttp {
+    let port = closed_port();
+    let child = std::process::Command::new("python3")
+        .args([
+            "-m",
+            "http.server",
+            "--bind",
+            "127.0.0.1",
+            &port.to_string(),
+        ])
+        .arg("--directory")
+        .arg(root)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("python3 -m http.server");
+    let server = PythonHttp {
+        url: format!("http://127.0.0.1:{port}/"),
+        child,
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "python3 -m http.server did not start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    server
 }

@@ -44,6 +44,8 @@ pub struct Counts {
     pub per_wave: BTreeMap<u64, u64>,
     /// Requests answered "503 SlowDown" (throttling mode).
     pub throttled: u64,
+    /// GETs of part of an object (a `Range` header).
+    pub ranged: u64,
 }
 
 #[derive(Default)]
@@ -76,6 +78,8 @@ struct State {
     opaque_etags: std::sync::atomic::AtomicBool,
     /// How conditional PUTs are decided (see [`Conditions`]).
     conditions: Mutex<Conditions>,
+    /// Bytes a second each connection sends at most (0: as fast as it can): a slow link.
+    bandwidth: AtomicU64,
     /// Set when the server is dropped: its threads end.
     stopped: std::sync::atomic::AtomicBool,
 }
@@ -181,6 +185,13 @@ impl S3Lite {
         self.state
             .delay_us
             .store(delay.as_micros() as u64, Ordering::SeqCst);
+    }
+
+    /// Limits what each connection sends to `bytes_per_second` (`None`: no limit).
+    pub fn set_bandwidth(&self, bytes_per_second: Option<u64>) {
+        self.state
+            .bandwidth
+            .store(bytes_per_second.unwrap_or(0), Ordering::SeqCst);
     }
 
     /// Answers "503 SlowDown" to requests beyond `max` in flight, as S3 does when a client
@@ -351,7 +362,10 @@ fn serve(stream: TcpStream, state: &State) -> std::io::Result<()> {
                     c.lists += 1;
                     c.list_waves.push(wave);
                 }
-                "GET" => c.gets += 1,
+                "GET" => {
+                    c.gets += 1;
+                    c.ranged += u64::from(req.header("range").is_some());
+                }
                 "PUT" => c.puts += 1,
                 "HEAD" => c.heads += 1,
                 "DELETE" => c.deletes += 1,
@@ -360,7 +374,22 @@ fn serve(stream: TcpStream, state: &State) -> std::io::Result<()> {
             }
         }
         state.in_flight.fetch_sub(1, Ordering::SeqCst);
-        out.write_all(&bytes)?;
+        send(&mut out, &bytes, state.bandwidth.load(Ordering::SeqCst))?;
+    }
+    Ok(())
+}
+
+/// Writes `bytes`, at most `bandwidth` bytes a second (0: at once).
+fn send(out: &mut TcpStream, bytes: &[u8], bandwidth: u64) -> std::io::Result<()> {
+    if bandwidth == 0 {
+        return out.write_all(bytes);
+    }
+    let start = Instant::now();
+    let chunk = (bandwidth / 50).max(1) as usize;
+    for (i, piece) in bytes.chunks(chunk).enumerate() {
+        out.write_all(piece)?;
+        let due = Duration::from_secs_f64(((i + 1) * chunk) as f64 / bandwidth as f64);
+        std::thread::sleep(due.saturating_sub(start.elapsed()));
     }
     Ok(())
 }
@@ -375,7 +404,7 @@ fn answer(state: &State, req: &Request) -> Answer {
     let current = objects.get(&req.path).cloned();
     match req.method.as_str() {
         "GET" | "HEAD" => match current {
-            Some(data) => ("200 OK", meta_headers(state, &data), data.to_vec()),
+            Some(data) => get(state, req, &data),
             None => not_found(),
         },
         "PUT" => {
@@ -432,6 +461,38 @@ fn answer(state: &State, req: &Request) -> Answer {
             ("200 OK", vec![], xml.into_bytes())
         }
         _ => ("405 Method Not Allowed", vec![], vec![]),
+    }
+}
+
+/// A GET or HEAD of an object: whole, or the `Range` asked for (206), and 412 where an
+/// `If-Match` names another ETag.
+fn get(state: &State, req: &Request, data: &[u8]) -> Answer {
+    let mut headers = meta_headers(state, data);
+    if req
+        .header("if-match")
+        .is_some_and(|want| want != etag(state, data))
+    {
+        return (
+            "412 Precondition Failed",
+            vec![],
+            error_xml("PreconditionFailed"),
+        );
+    }
+    match super::wire::range(req, data.len()) {
+        Ok(None) => ("200 OK", headers, data.to_vec()),
+        Ok(Some(r)) => {
+            let total = data.len();
+            headers.push((
+                "Content-Range".into(),
+                format!("bytes {}-{}/{total}", r.start, r.end - 1),
+            ));
+            ("206 Partial Content", headers, data[r].to_vec())
+        }
+        Err(()) => (
+            "416 Requested Range Not Satisfiable",
+            vec![],
+            error_xml("InvalidRange"),
+        ),
     }
 }
 

@@ -134,3 +134,27 @@ fn read_body(reader: &mut impl BufRead, len: usize) -> io::Result<Vec<u8>> {
     reader.read_exact(&mut body)?;
     Ok(body)
 }
+
+/// The part of a body of `len` bytes a `Range: bytes=a-b` (or `a-`) header asks for, as a
+/// half-open range cut at the end; `Err(())` when no byte of it exists (HTTP's 416), `Ok(None)`
+/// when the request asks for the whole.
+#[allow(clippy::result_unit_err)]
+pub fn range(req: &Request, len: usize) -> Result<Option<std::ops::Range<usize>>, ()> {
+    let Some(spec) = req.header("range").and_then(|r| r.strip_prefix("bytes=")) else {
+        return Ok(None);
+    };
+    let Some((a, b)) = spec.split_once('-') else {
+        return Ok(None);
+    };
+    let Ok(start) = a.trim().parse::<usize>() else {
+        return Ok(None);
+    };
+    let end = match b.trim() {
+        "" => len,
+        b => b.parse::<usize>().map_or(len, |e| (e + 1).min(len)),
+    };
+    if start >= len {
+        return Err(());
+    }
+    Ok(Some(start..end))
+}
