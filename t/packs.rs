@@ -35,18 +35,7 @@ pub(crate) fn read_one_by_one(t: &TestEnv, url: &str) -> Vec<(String, String)> {
     parse_ls_remote(&String::from_utf8_lossy(&out.stdout))
 }
 
-/// The requests a helper traced with `GIT_REMOTE_FDL_DEBUG` made, from its last count.
-pub(crate) fn requests_traced(stderr: &str) -> u64 {
-    let counts = stderr
-        .lines()
-        .rev()
-        .find_map(|l| l.split_once("requests so far: ").map(|(_, c)| c))
-        .unwrap_or_else(|| panic!("no request counts: {stderr}"));
-    counts
-        .split(' ')
-        .filter_map(|kv| kv.split_once('=')?.1.parse::<u64>().ok())
-        .sum()
-}
+pub(crate) use crate::support::requests_traced;
 
 /// `git ls-remote <url>` outside any repository, traced: what it listed, what it said, and how
 /// many requests it made.
@@ -161,6 +150,65 @@ fn use_packs_off_reads_no_file_of_git_packs() {
     );
     t.ok(".", &["config", "--global", "fdl.usePacks", "maybe"]);
     let err = t.fails(".", &["ls-remote", &at.url]);
+    assert!(
+        err.contains("bad boolean config value for 'fdl.usePacks'"),
+        "{err}"
+    );
+}
+
+/// Git's own command line (`git -c`, handed to the helper in `GIT_CONFIG_PARAMETERS`) is
+/// configuration as any other, outside a repository and inside, and it wins over the files:
+/// the helper read neither, and a `git -c fdl.usePacks=false clone` read the packs.
+#[test]
+fn git_dash_c_reaches_the_helper_as_gits_configuration() {
+    let mut t = TestEnv::new();
+    let first = t.lake_at(Where::S3, "packed", &lake(20, 10));
+    let at = t.lake_at(Where::S3, "packed-again", &lake(20, 10));
+    pack(&t, &first.url);
+    pack(&t, &at.url);
+    let traced = |args: &[&str]| {
+        let out = t
+            .command("git", ".", args)
+            .env("GIT_REMOTE_FDL_DEBUG", "1")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{args:?}: {stderr}");
+        stderr
+    };
+    // The command line wins over the user's file, as in Git (first: nothing is known yet).
+    t.ok(".", &["config", "--global", "fdl.usePacks", "false"]);
+    let said = traced(&["-c", "fdl.usePacks", "ls-remote", &first.url]);
+    assert!(
+        said.contains("git-packs/"),
+        "-c fdl.usePacks (true): {said}"
+    );
+    t.ok(".", &["config", "--global", "--unset", "fdl.usePacks"]);
+    for off in ["fdl.usePacks=false", "fdl.usepacks=0", "FDL.usePacks=off"] {
+        let said = traced(&["-c", off, "ls-remote", &at.url]);
+        assert!(!said.contains("git-packs/"), "{off}: {said}");
+    }
+    let said = traced(&[
+        "-c",
+        "fdl.usePacks=false",
+        "clone",
+        "-q",
+        "--bare",
+        &at.url,
+        "a.git",
+    ]);
+    assert!(!said.contains("git-packs/"), "clone: {said}");
+    let said = traced(&[
+        "-c",
+        "remote.origin.fdlUsePacks=false",
+        "clone",
+        "-q",
+        "--bare",
+        &at.url,
+        "b.git",
+    ]);
+    assert!(!said.contains("git-packs/"), "per remote: {said}");
+    let err = t.fails(".", &["-c", "fdl.usePacks=maybe", "ls-remote", &at.url]);
     assert!(
         err.contains("bad boolean config value for 'fdl.usePacks'"),
         "{err}"

@@ -4,6 +4,7 @@
 //! and the lake's (`lake_packs`); the temporary files they start as are `temporary.rs`; a
 //! repository of the helper's own where Git gave none is `scratch.rs`.
 
+mod command_line;
 mod scratch;
 mod temporary;
 pub(crate) use scratch::ScratchRepo;
@@ -42,7 +43,9 @@ impl Repo {
     }
 
     pub(crate) fn open(dir: &Path) -> Result<Repo, RepoError> {
-        let mut repo = match gix::open(dir) {
+        // What `git -c` gave reaches the configuration as Git's own command line would.
+        let options = gix::open::Options::default().cli_overrides(command_line::overrides());
+        let mut repo = match gix::open_opts(dir, options) {
             Ok(r) => r,
             Err(e) => {
                 // gix here reads SHA-1 repositories only: say why a SHA-256 one cannot be used.
@@ -213,6 +216,9 @@ pub(crate) fn commit_parents(data: &[u8]) -> Vec<ObjectId> {
 /// A value of the user's and the system's Git configuration, for a command run outside any
 /// repository (inside one, [`Repo::config`] reads them with the repository's own).
 pub(crate) fn global_config(key: &str) -> Option<String> {
+    if let Some(given) = command_line::value(key) {
+        return given;
+    }
     let file = gix::config::File::from_globals().ok()?;
     file.string(key).map(|v| v.to_string())
 }
@@ -220,10 +226,25 @@ pub(crate) fn global_config(key: &str) -> Option<String> {
 /// A boolean of the user's and the system's Git configuration, read as [`Repo::config_bool`]
 /// reads one, for a command run outside any repository.
 pub(crate) fn global_config_bool(key: &str) -> Result<Option<bool>, NotABoolean> {
+    match command_line::value(key) {
+        Some(None) => return Ok(Some(true)),
+        Some(Some(v)) => return git_bool(&v).map(Some),
+        None => {}
+    }
     let Ok(file) = gix::config::File::from_globals() else {
         return Ok(None);
     };
     file.boolean(key).map_err(|_| NotABoolean)
+}
+
+/// A boolean as Git reads one (`git_parse_maybe_bool`): true, yes, on, false, no, off, the
+/// empty string, or an integer (true unless 0).
+fn git_bool(v: &str) -> Result<bool, NotABoolean> {
+    match v.to_ascii_lowercase().as_str() {
+        "true" | "yes" | "on" => Ok(true),
+        "false" | "no" | "off" | "" => Ok(false),
+        n => n.parse::<i64>().map(|n| n != 0).map_err(|_| NotABoolean),
+    }
 }
 
 /// A configuration value that is not a boolean.

@@ -16,6 +16,7 @@ pub mod rgw;
 pub mod run;
 pub mod s3lite;
 pub mod seaweedfs;
+pub mod signing;
 pub mod wire;
 
 use std::path::{Path, PathBuf};
@@ -374,4 +375,17 @@ pub fn copy_dir(from: &Path, to: &Path) {
             std::fs::copy(entry.path(), target).unwrap();
         }
     }
+}
+
+/// The requests a helper traced with `GIT_REMOTE_FDL_DEBUG` made, from its last count.
+pub fn requests_traced(stderr: &str) -> u64 {
+    let counts = stderr
+        .lines()
+        .rev()
+        .find_map(|l| l.split_once("requests so far: ").map(|(_, c)| c))
+        .unwrap_or_else(|| panic!("no request counts: {stderr}"));
+    counts
+        .split(' ')
+        .filter_map(|kv| kv.split_once('=')?.1.parse::<u64>().ok())
+        .sum()
 }
