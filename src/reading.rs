@@ -4,8 +4,6 @@
 
 use std::sync::Arc;
 
-use bytes::Bytes;
-
 use crate::lake::{Lake, LakeError, VersionId, VersionRecord};
 
 use crate::mapping::{self, object_id, Kind, ObjectId};
@@ -43,7 +41,8 @@ const PARSING_ROOM_KIB: u32 = 64 << 10;
 
 /// What follows a commit's parent lines ([`mapping::commit_tail`]), in memory or spilled.
 enum Tail {
-    KeptPacks(Bytes),
+    /// Exactly its bytes: a clone holds one for every version read until its commit is made.
+    Kept(Box<[u8]>),
     Spilled(Spilled),
 }
 
@@ -296,7 +295,7 @@ impl Reading {
             }
             self.tails_kept.fetch_add(tail.len(), Relaxed);
         }
-        Tail::KeptPacks(Bytes::from(tail))
+        Tail::Kept(tail.into_boxed_slice())
     }
 
     async fn dataset(&self, id: &VersionId) -> Result<Option<ObjectId>, LakeError> {
@@ -376,7 +375,7 @@ impl Reading {
             ));
         };
         let commit = match &s.tail {
-            Tail::KeptPacks(tail) => {
+            Tail::Kept(tail) => {
                 let sub = tail.len();
                 self.tails_kept
                     .fetch_sub(sub, std::sync::atomic::Ordering::Relaxed);

@@ -227,6 +227,10 @@ impl<'de> Visitor<'de> for ParentsVisitor {
                 }
             }
         }
+        // Kept for every version of a clone: a list grown by pushing holds room for four.
+        if let Ok(list) = &mut out {
+            list.shrink_to_fit();
+        }
         Ok(ParentsField(out))
     }
 }
