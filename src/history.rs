@@ -246,7 +246,9 @@ impl Walk<'_> {
         frontier: Vec<VersionId>,
     ) -> Result<Vec<VersionId>, LakeError> {
         let named = self.taken(under_way).await?;
-        self.read_found(st, named, false).await;
+        // Named by a record, so reachable when packed: each dataset.json is read beside its
+        // record (a round trip less). Whether it has one is not taken from the record.
+        self.read_found(st, named, true).await;
         let unnamed = frontier.into_iter().filter(|v| !st.data.contains_key(v));
         let mut next: Vec<VersionId> = unnamed.collect();
         next.extend(self.next_frontier(st));
