@@ -15,7 +15,7 @@ export AZURITE_BLOB := $(abspath $(AZURITE))
 export DUCKDB_PYTHON := $(abspath $(VENV)/bin/python)
 export SEAWEEDFS_WEED := $(abspath $(VENV)/bin/weed)
 
-.PHONY: test test-ceph bench example install lint ssh-keygen fuzz
+.PHONY: test test-ceph bench bench-million example install lint ssh-keygen fuzz
 
 test: $(MOTO) $(FAKE_GCS) $(SEAWEEDFS) $(DUCKDB) $(AZURITE) ssh-keygen
 	cargo test --locked
@@ -39,9 +39,19 @@ export FDL_BENCH_PEER_DELAYS ?= 0,30
 export FDL_BENCH_PEER := $(abspath $(VENV)/bin)
 GIT_REMOTE_S3 := $(VENV)/.git-remote-s3-0.4.2
 
-bench: $(MOTO) $(GIT_REMOTE_S3)
+# Issue 29: every road to a packed lake (clone, ls-remote outside a repository, a fetch after a
+# long absence, a signed lake, plain HTTP), each beside packs off.
+export FDL_BENCH_ROADS ?= 2000x0,2000x30,100000x30
+export FDL_BENCH_ROADS_HTTP ?= 300x20,3500x20
+
+bench: $(MOTO) $(GIT_REMOTE_S3) ssh-keygen
 	cargo bench --locked --bench clone
 	cargo bench --locked --bench latency
+	cargo bench --locked --bench roads
+
+# The folder figures at 1,000,000 versions (by hand, not in CI: 4,000,000 files on disk).
+bench-million:
+	FDL_BENCH_FOLDER=1000000 cargo bench --locked --bench clone
 
 # Installs the helper, clones the example lake shipped in examples/lake and gets one version's
 # catalog, with the DuckDB statements that open it (offline: no Python package is needed).

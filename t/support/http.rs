@@ -14,6 +14,11 @@ pub struct HttpServer {
 
 /// Serves `root` on a free port; returns its base URL (ending in `/`).
 pub fn serve(root: &Path) -> HttpServer {
+    serve_with_delay(root, std::time::Duration::ZERO)
+}
+
+/// [`serve`], each answer sent `delay` after its request came (a web server far away).
+pub fn serve_with_delay(root: &Path, delay: std::time::Duration) -> HttpServer {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let root = root.to_path_buf();
@@ -21,7 +26,7 @@ pub fn serve(root: &Path) -> HttpServer {
         for stream in listener.incoming().flatten() {
             let root = root.clone();
             std::thread::spawn(move || {
-                let _ = handle(stream, &root);
+                let _ = handle(stream, &root, delay);
             });
         }
     });
@@ -30,10 +35,11 @@ pub fn serve(root: &Path) -> HttpServer {
     }
 }
 
-fn handle(stream: TcpStream, root: &Path) -> std::io::Result<()> {
+fn handle(stream: TcpStream, root: &Path, delay: std::time::Duration) -> std::io::Result<()> {
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut out = stream;
     while let Some(req) = read_request(&mut reader)? {
+        std::thread::sleep(delay);
         let method = req.method.as_str();
         // The path as sent, not decoded: a file's name is what the client asked for.
         let path = req.target.split('?').next().unwrap_or("/");

@@ -1,0 +1,326 @@
+//! `make bench`, third part (issue 29): every road a reader takes to a packed lake, each beside
+//! the same road with packs off (`fdl.usePacks=false`), in one run: requests the server
+//! answered and wall time, with the issue's goal. On an S3-compatible server that answers each
+//! request a fixed delay after it came (`t/support/s3lite.rs`), a lake of `<versions>` with
+//! 1,000 tags, packed by `git-remote-fdl pack`:
+//! - a cold `git clone` and a cold `git ls-remote` outside any repository;
+//! - a `git fetch` into a clone made when the lake held a quarter of its versions, after the
+//!   rest were written and packed;
+//! - a signed lake of 203 versions, cloned with `fdlRequireSignatures`;
+//!
+//! and over plain HTTP (`t/support/http.rs`, a web server that cannot list, each answer
+//! `<ms>` late), the same lake's folder packed, cloned without `fdlTrustPacks`, beside the same
+//! clone at 0 ms. Every clone is compared with the folder's.
+//!
+//! `FDL_BENCH_ROADS=<versions>x<ms>,...` (`make bench`: `2000x0,2000x30,100000x30`),
+//! `FDL_BENCH_ROADS_HTTP=<versions>x<ms>,...` (`300x20,3500x20`).
+
+// The shared test support is one crate's private modules, `pub` to one another.
+#![allow(unreachable_pub)]
+
+#[allow(dead_code)]
+#[path = "../t/support/mod.rs"]
+mod support;
+
+use std::time::{Duration, Instant};
+
+use support::s3lite::{self, S3Lite};
+use support::{parse_ls_remote, requests_traced, LakeBuilder, TestEnv};
+
+const TAGS: u64 = 1_000;
+
+/// A linear lake of `n` versions, two branches, `TAGS` tags spread over it, and `refs.json`.
+fn lake(n: u64) -> LakeBuilder {
+    let mut l = LakeBuilder::new();
+    l.chain(1, n);
+    l.branch("main", n).branch("staging", n - 1);
+    for k in 1..=TAGS.min(n) {
+        l.tag(&format!("t{k:04}"), k * n / TAGS.min(n));
+    }
+    l.refs_json();
+    l
+}
+
+/// One measured road: what it cost with packs and without, and its goal.
+struct Row {
+    road: String,
+    packed: (f64, u64),
+    unpacked: Option<(f64, u64)>,
+    goal: String,
+    met: bool,
+}
+
+/// `git <args>` in a fresh environment reaching `server` (its own user cache: nothing known),
+/// timed, and the requests the server answered meanwhile.
+fn cold(server: &S3Lite, args: &[&str]) -> (f64, u64, String) {
+    let mut t = TestEnv::new();
+    for (k, v) in server.env() {
+        t.set(&k, &v);
+    }
+    server.reset();
+    let start = Instant::now();
+    let out = t.ok(".", args);
+    let wall = start.elapsed().as_secs_f64();
+    server.settle();
+    (wall, server.counts().requests, out)
+}
+
+fn pack(t: &TestEnv, url: &str) {
+    let helper = env!("CARGO_BIN_EXE_git-remote-fdl");
+    let out = t.command(helper, ".", &["pack", url]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "pack: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn env_of(server: &S3Lite) -> TestEnv {
+    let mut t = TestEnv::new();
+    for (k, v) in server.env() {
+        t.set(&k, &v);
+    }
+    t
+}
+
+/// The cold clone and the cold listing outside a repository, packed and not.
+fn cold_roads(server: &S3Lite, versions: u64, delay_ms: u64, rows: &mut Vec<Row>) {
+    let bucket = format!("roads-{versions}-{delay_ms}");
+    let l = lake(versions);
+    server.put_files(&bucket, "lake/", &l.files);
+    let url = format!("fdl::s3://{bucket}/lake/");
+    server.set_delay(Duration::ZERO);
+    pack(&env_of(server), &url);
+    server.set_delay(Duration::from_millis(delay_ms));
+    let files = l
+        .files
+        .keys()
+        .filter(|k| k.starts_with("versions/"))
+        .count() as u64;
+    let refs = l.files.keys().filter(|k| k.starts_with("refs/")).count() as u64;
+    let most = refs.div_ceil(1000) + files.div_ceil(1000) + 30;
+    let off = "fdl.usePacks=false";
+    let (pw, pr, _) = cold(server, &["clone", "-q", "--bare", &url, "c.git"]);
+    let (uw, ur, _) = cold(server, &["-c", off, "clone", "-q", "--bare", &url, "c.git"]);
+    let at = format!("{versions} versions, {refs} refs, {delay_ms} ms");
+    rows.push(Row {
+        road: format!("cold clone ({at})"),
+        packed: (pw, pr),
+        unpacked: Some((uw, ur)),
+        goal: format!("<= {most} requests"),
+        met: pr <= most,
+    });
+    let (lw, lr, listed) = cold(server, &["ls-remote", &url]);
+    let (luw, lur, plain) = cold(server, &["-c", off, "ls-remote", &url]);
+    assert_eq!(parse_ls_remote(&listed), parse_ls_remote(&plain), "{url}");
+    rows.push(Row {
+        road: format!("cold ls-remote outside a repository ({at})"),
+        packed: (lw, lr),
+        unpacked: Some((luw, lur)),
+        goal: format!(
+            "<= {most} requests, <= 1.5x the packed clone ({:.2}x)",
+            lw / pw
+        ),
+        met: lr <= most && lw <= 1.5 * pw,
+    });
+}
+
+/// A fetch into clones made when the lake held a quarter of its versions, after the other
+/// three quarters were written and packed.
+fn absent_road(server: &S3Lite, versions: u64, delay_ms: u64, rows: &mut Vec<Row>) {
+    let bucket = format!("absent-{versions}-{delay_ms}");
+    let was = versions / 4;
+    let mut l = lake(was);
+    server.put_files(&bucket, "lake/", &l.files);
+    let url = format!("fdl::s3://{bucket}/lake/");
+    let t = env_of(server);
+    server.set_delay(Duration::ZERO);
+    pack(&t, &url);
+    t.ok(".", &["clone", "-q", "--bare", &url, "packed.git"]);
+    t.ok(
+        ".",
+        &[
+            "-c",
+            "fdl.usePacks=false",
+            "clone",
+            "-q",
+            "--bare",
+            &url,
+            "plain.git",
+        ],
+    );
+    l.chain(was + 1, versions);
+    l.branch("main", versions).refs_json();
+    server.put_files(&bucket, "lake/", &l.files);
+    pack(&t, &url);
+    server.set_delay(Duration::from_millis(delay_ms));
+    let fetch = |repo: &str, args: &[&str]| {
+        server.reset();
+        let start = Instant::now();
+        t.ok(repo, args);
+        let wall = start.elapsed().as_secs_f64();
+        server.settle();
+        (wall, server.counts().requests)
+    };
+    let packed = fetch("packed.git", &["fetch", "-q", "origin"]);
+    let unpacked = fetch(
+        "plain.git",
+        &["-c", "fdl.usePacks=false", "fetch", "-q", "origin"],
+    );
+    let tips = |repo: &str| t.ok(repo, &["rev-parse", "refs/heads/main"]);
+    assert_eq!(tips("packed.git"), tips("plain.git"));
+    rows.push(Row {
+        road: format!(
+            "fetch of {} new, packed, into a clone of {was} ({delay_ms} ms)",
+            versions - was
+        ),
+        packed,
+        unpacked: Some(unpacked),
+        goal: "<= 60 requests".into(),
+        met: packed.1 <= 60,
+    });
+}
+
+/// A signed lake of 203 versions (each `version.json.sig` by ssh-keygen), cloned with
+/// signatures required, through its packs and without them.
+fn signed_road(server: &S3Lite, delay_ms: u64, rows: &mut Vec<Row>) {
+    const VERSIONS: u64 = 203;
+    let t = env_of(server);
+    let key = support::signing::keygen(&t, "alice");
+    let signers = t.path("allowed_signers");
+    std::fs::write(&signers, format!("alice@example.org {key}\n")).unwrap();
+    let mut l = LakeBuilder::new();
+    let alice = serde_json::json!("Alice <alice@example.org>");
+    for n in 1..=VERSIONS {
+        let parents: Vec<u64> = (n > 1).then_some(n - 1).into_iter().collect();
+        l.version_by(n, &parents, "signed work", alice.clone());
+    }
+    l.branch("main", VERSIONS)
+        .tag("v1", VERSIONS / 2)
+        .refs_json();
+    for n in 1..=VERSIONS {
+        let path = format!("versions/{}/version.json", support::lake::vid(n));
+        let sig = support::signing::signature(&t, "alice", &l.files[&path]);
+        l.put(&format!("{path}.sig"), sig);
+    }
+    let bucket = format!("signed-{delay_ms}");
+    server.put_files(&bucket, "lake/", &l.files);
+    let url = format!("fdl::s3://{bucket}/lake/");
+    server.set_delay(Duration::ZERO);
+    pack(&t, &url);
+    server.set_delay(Duration::from_millis(delay_ms));
+    let strict = [
+        "-c".to_string(),
+        "remote.origin.fdlRequireSignatures=true".to_string(),
+        "-c".to_string(),
+        format!("remote.origin.fdlAllowedSignersFile={}", signers.display()),
+    ];
+    let clone = |extra: &[&str], dir: &str| {
+        let mut args: Vec<&str> = strict.iter().map(String::as_str).collect();
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["clone", "-q", "--bare", &url, dir]);
+        server.reset();
+        let start = Instant::now();
+        t.ok(".", &args);
+        let wall = start.elapsed().as_secs_f64();
+        server.settle();
+        (wall, server.counts().requests)
+    };
+    let packed = clone(&[], "signed.git");
+    let unpacked = clone(&["-c", "fdl.usePacks=false"], "signed-plain.git");
+    rows.push(Row {
+        road: format!("signed lake, {VERSIONS} versions, signatures required ({delay_ms} ms)"),
+        packed,
+        unpacked: Some(unpacked),
+        goal: "<= 30 requests".into(),
+        met: packed.1 <= 30,
+    });
+}
+
+/// A clone over plain HTTP of the lake's folder, packed, `fdlTrustPacks` not set, at `delay_ms`
+/// and at 0 ms, traced for its requests.
+fn http_road(versions: u64, delay_ms: u64, rows: &mut Vec<Row>) {
+    let t = TestEnv::new();
+    let folder = t.local_lake("site", &lake(versions));
+    pack(&t, &folder);
+    let expected = parse_ls_remote(&t.ok(".", &["ls-remote", &folder]));
+    let clone = |delay: u64, dir: &str| {
+        let server = support::http::serve_with_delay(&t.path("site"), Duration::from_millis(delay));
+        let url = format!("fdl::{}", server.url);
+        let start = Instant::now();
+        let out = t
+            .command("git", ".", &["clone", "-q", "--bare", &url, dir])
+            .env("GIT_REMOTE_FDL_DEBUG", "1")
+            .output()
+            .unwrap();
+        let wall = start.elapsed().as_secs_f64();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        let refs =
+            parse_ls_remote(&t.ok(dir, &["for-each-ref", "--format=%(objectname)\t%(refname)"]));
+        for (commit, name) in expected.iter().filter(|(_, n)| n != "HEAD") {
+            assert!(
+                refs.contains(&(commit.clone(), name.clone())),
+                "{name} over HTTP"
+            );
+        }
+        (wall, requests_traced(&stderr))
+    };
+    let near = clone(0, "near.git");
+    let far = clone(delay_ms, "far.git");
+    rows.push(Row {
+        road: format!(
+            "plain HTTP clone, packed, untrusted ({versions} versions, {delay_ms} ms against 0 ms)"
+        ),
+        packed: far,
+        unpacked: Some(near),
+        goal: format!("<= 1.5x the clone at 0 ms ({:.2}x)", far.0 / near.0),
+        met: far.0 <= 1.5 * near.0,
+    });
+}
+
+fn pairs(list: &str) -> Vec<(u64, u64)> {
+    let pair = |run: &str| {
+        let (v, d) = run.split_once('x').expect("<versions>x<ms>");
+        (v.trim().parse().unwrap(), d.trim().parse().unwrap())
+    };
+    list.split(',')
+        .filter(|r| !r.is_empty())
+        .map(pair)
+        .collect()
+}
+
+fn main() {
+    let roads = std::env::var("FDL_BENCH_ROADS").unwrap_or_else(|_| "2000x0,2000x30".into());
+    let http = std::env::var("FDL_BENCH_ROADS_HTTP").unwrap_or_else(|_| "300x20".into());
+    let server = s3lite::start();
+    let mut rows = Vec::new();
+    for (v, d) in pairs(&roads) {
+        eprintln!("measuring the roads of a packed lake of {v} versions at {d} ms...");
+        cold_roads(&server, v, d, &mut rows);
+        absent_road(&server, v, d, &mut rows);
+    }
+    let delays: std::collections::BTreeSet<u64> = pairs(&roads).iter().map(|p| p.1).collect();
+    for d in delays {
+        eprintln!("measuring a signed lake at {d} ms...");
+        signed_road(&server, d, &mut rows);
+    }
+    for (v, d) in pairs(&http) {
+        eprintln!("measuring plain HTTP, {v} versions at {d} ms...");
+        http_road(v, d, &mut rows);
+    }
+    println!("Issue 29's roads: packed (and, in brackets, the same road with packs off; for plain HTTP, at 0 ms)");
+    println!("{:<78} {:>18} {:>20}  goal", "road", "packed", "(without)");
+    for r in &rows {
+        let (w, n) = r.packed;
+        let without = r
+            .unpacked
+            .map(|(w, n)| format!("({w:.2} s, {n} req)"))
+            .unwrap_or_default();
+        let verdict = if r.met { "met" } else { "NOT MET" };
+        println!(
+            "{:<78} {:>7.2} s {:>5} req {:>20}  {} {verdict}",
+            r.road, w, n, without, r.goal
+        );
+    }
+}
