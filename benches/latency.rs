@@ -24,7 +24,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use support::s3lite::{self, Counts, S3Lite};
-use support::{LakeBuilder, TestEnv};
+use support::{pairs, LakeBuilder, TestEnv};
 
 /// Tags in the lake: the no-op fetch is measured on about a thousand refs.
 const TAGS: u64 = 1_000;
@@ -477,17 +477,6 @@ impl Goal {
 }
 
 /// `<versions>x<ms>,...` as pairs (an empty list: none).
-fn pairs(list: &str) -> Vec<(u64, u64)> {
-    let pair = |run: &str| {
-        let (v, d) = run.split_once('x').expect("<versions>x<ms>");
-        (v.trim().parse().unwrap(), d.trim().parse().unwrap())
-    };
-    list.split(',')
-        .filter(|r| !r.is_empty())
-        .map(pair)
-        .collect()
-}
-
 fn main() {
     let runs = std::env::var("FDL_BENCH_LATENCY").unwrap_or_else(|_| "2000x0,2000x20".into());
     let mut rows = Vec::new();

@@ -537,13 +537,7 @@ fn a_version_cut_in_two_by_a_listing_page_keeps_all_its_files_on_every_store() {
     let expected = parse_ls_remote(&t.ok(".", &["ls-remote", &local]));
     for place in [Where::S3, Where::Gcs, Where::Azure, Where::SeaweedFs] {
         let at = t.lake_at(place, "paged", &l);
-        let out = t
-            .command("git", ".", &["ls-remote", &at.url])
-            .env("GIT_REMOTE_FDL_DEBUG", "1")
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{place:?}: {stderr}");
+        let (stdout, stderr) = t.traced(".", &["ls-remote", &at.url]);
         // Every file under versions/ listed at least once (the cut version's twice elsewhere).
         let files: u64 = stderr
             .lines()
@@ -561,7 +555,7 @@ fn a_version_cut_in_two_by_a_listing_page_keeps_all_its_files_on_every_store() {
             files >= 3 * 400,
             "{place:?}: {files} files listed: {stderr}"
         );
-        let listed = parse_ls_remote(&String::from_utf8_lossy(&out.stdout));
+        let listed = parse_ls_remote(&stdout);
         assert_eq!(listed, expected, "{place:?}");
         assert!(!stderr.contains("warning"), "{place:?}: {stderr}");
     }

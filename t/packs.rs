@@ -136,13 +136,7 @@ fn use_packs_off_reads_no_file_of_git_packs() {
     let at = t.lake_at(Where::S3, "packed", &lake(20, 10));
     pack(&t, &at.url);
     t.ok(".", &["config", "--global", "fdl.usePacks", "false"]);
-    let out = t
-        .command("git", ".", &["ls-remote", &at.url])
-        .env("GIT_REMOTE_FDL_DEBUG", "1")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    let (_, stderr) = t.traced(".", &["ls-remote", &at.url]);
     assert!(!stderr.contains("git-packs/"), "{stderr}");
     assert!(
         stderr.contains("version.json"),
@@ -166,16 +160,7 @@ fn git_dash_c_reaches_the_helper_as_gits_configuration() {
     let at = t.lake_at(Where::S3, "packed-again", &lake(20, 10));
     pack(&t, &first.url);
     pack(&t, &at.url);
-    let traced = |args: &[&str]| {
-        let out = t
-            .command("git", ".", args)
-            .env("GIT_REMOTE_FDL_DEBUG", "1")
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(out.status.success(), "{args:?}: {stderr}");
-        stderr
-    };
+    let traced = |args: &[&str]| t.traced(".", args).1;
     // The command line wins over the user's file, as in Git (first: nothing is known yet).
     t.ok(".", &["config", "--global", "fdl.usePacks", "false"]);
     let said = traced(&["-c", "fdl.usePacks", "ls-remote", &first.url]);
@@ -188,26 +173,13 @@ fn git_dash_c_reaches_the_helper_as_gits_configuration() {
         let said = traced(&["-c", off, "ls-remote", &at.url]);
         assert!(!said.contains("git-packs/"), "{off}: {said}");
     }
-    let said = traced(&[
-        "-c",
-        "fdl.usePacks=false",
-        "clone",
-        "-q",
-        "--bare",
-        &at.url,
-        "a.git",
-    ]);
-    assert!(!said.contains("git-packs/"), "clone: {said}");
-    let said = traced(&[
-        "-c",
-        "remote.origin.fdlUsePacks=false",
-        "clone",
-        "-q",
-        "--bare",
-        &at.url,
-        "b.git",
-    ]);
-    assert!(!said.contains("git-packs/"), "per remote: {said}");
+    for (config, dir) in [
+        ("fdl.usePacks=false", "a.git"),
+        ("remote.origin.fdlUsePacks=false", "b.git"),
+    ] {
+        let said = traced(&["-c", config, "clone", "-q", "--bare", &at.url, dir]);
+        assert!(!said.contains("git-packs/"), "clone -c {config}: {said}");
+    }
     let err = t.fails(".", &["-c", "fdl.usePacks=maybe", "ls-remote", &at.url]);
     assert!(
         err.contains("bad boolean config value for 'fdl.usePacks'"),

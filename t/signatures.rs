@@ -2,10 +2,9 @@
 //! keys), checked by `git fetch` when the remote requires signatures, and by
 //! `git-remote-fdl verify`. Trust comes only from the user's allowed-signers file.
 
-use std::path::Path;
-
 use serde_json::json;
 
+use crate::support::signing::{keygen_of as keygen, sign};
 use crate::support::{vid, LakeBuilder, TestEnv};
 
 struct Keys {
@@ -15,22 +14,6 @@ struct Keys {
     mallory: String,
 }
 
-fn keygen(t: &TestEnv, name: &str, kind: &[&str]) -> String {
-    let path = t.path(&format!("keys/{name}"));
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    let status = t
-        .command("ssh-keygen", ".", kind)
-        .args(["-q", "-N", "", "-C", name, "-f"])
-        .arg(&path)
-        .status()
-        .expect("ssh-keygen (openssh-client) is needed; `make test` says how to install it");
-    assert!(status.success());
-    std::fs::read_to_string(path.with_extension("pub"))
-        .unwrap()
-        .trim()
-        .to_string()
-}
-
 fn keys(t: &TestEnv) -> Keys {
     Keys {
         alice: keygen(t, "alice", &["-t", "ed25519"]),
@@ -38,26 +21,6 @@ fn keys(t: &TestEnv) -> Keys {
         carol: keygen(t, "carol", &["-t", "rsa", "-b", "2048"]),
         mallory: keygen(t, "mallory", &["-t", "ed25519"]),
     }
-}
-
-/// `ssh-keygen -Y sign` over `file`, writing `file.sig`.
-fn sign(t: &TestEnv, key: &str, namespace: &str, file: &Path) {
-    // ssh-keygen will not overwrite a signature: a re-signing writer replaces it.
-    match std::fs::remove_file(file.with_extension("json.sig")) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => panic!("{e}"),
-        _ => {}
-    }
-    let out = t
-        .command("ssh-keygen", ".", &["-Y", "sign", "-n", namespace, "-f"])
-        .arg(t.path(&format!("keys/{key}")))
-        .arg(file)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 /// Versions 1-4 by Alice, 5 by Bob, 6 by Carol; main at 6. fdl.json lists Mallory's key too.

@@ -132,6 +132,19 @@ impl TestEnv {
             .unwrap_or_else(|| PathBuf::from(program))
     }
 
+    /// `git <args>` in `cwd` with the helper's trace on (`GIT_REMOTE_FDL_DEBUG`), which must
+    /// succeed: its stdout, and its stderr with the trace (see [`requests_traced`]).
+    pub fn traced(&self, cwd: &str, args: &[&str]) -> (String, String) {
+        let out = self
+            .command("git", cwd, args)
+            .env("GIT_REMOTE_FDL_DEBUG", "1")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "git {args:?}: {stderr}");
+        (String::from_utf8_lossy(&out.stdout).into_owned(), stderr)
+    }
+
     pub fn git(&self, cwd: &str, args: &[&str]) -> Output {
         self.command("git", cwd, args).output().unwrap()
     }
@@ -388,4 +401,17 @@ pub fn requests_traced(stderr: &str) -> u64 {
         .split(' ')
         .filter_map(|kv| kv.split_once('=')?.1.parse::<u64>().ok())
         .sum()
+}
+
+/// A benchmark's runs, `<versions>x<ms>,...` (`2000x0,2000x30`), as pairs.
+#[allow(dead_code)] // The benchmarks' (benches/*.rs), which share this support; no test's.
+pub fn pairs(list: &str) -> Vec<(u64, u64)> {
+    let pair = |run: &str| {
+        let (v, d) = run.split_once('x').expect("<versions>x<ms>");
+        (v.trim().parse().unwrap(), d.trim().parse().unwrap())
+    };
+    list.split(',')
+        .filter(|r| !r.is_empty())
+        .map(pair)
+        .collect()
 }
