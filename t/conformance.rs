@@ -107,7 +107,28 @@ mod helper_store {
         l.put("versions/a/version.json", "{}");
         l.put("versions/b/version.json", "{}");
         l.put("big", vec![b'x'; 100]);
+        l.put("empty", Vec::new());
+        // Two whole parts of a ranged download and a piece of a third, each byte its place's.
+        l.put(
+            "parts",
+            (0..PARTS_FILE)
+                .map(|i| (i % 251) as u8)
+                .collect::<Vec<u8>>(),
+        );
         l
+    }
+
+    const PARTS_FILE: usize = (16 << 20) + 12_345;
+
+    /// A whole file streamed, or `None` when there is none.
+    async fn downloaded(store: &Store, rel: &str) -> Option<Vec<u8>> {
+        let mut got = Vec::new();
+        let mut sink = |c: &[u8]| {
+            got.extend_from_slice(c);
+            Ok(())
+        };
+        let found = store.download(rel, 1 << 30, &mut sink).await.unwrap();
+        found.then_some(got)
     }
 
     fn open(place: Where, t: &mut TestEnv) -> Store {
@@ -144,6 +165,13 @@ mod helper_store {
         let over = store.download("big", 50, &mut sink).await;
         assert!(matches!(over, Err(StoreError::TooLarge { .. })), "{over:?}");
         assert!(streamed <= 100);
+        // Downloads come in ranged parts on cloud stores: an empty file has no range to give,
+        // a larger one comes whole and in order, an absent one is none.
+        assert_eq!(downloaded(store, "absent").await, None);
+        assert_eq!(downloaded(store, "empty").await, Some(Vec::new()));
+        let parts = downloaded(store, "parts").await.expect("the file");
+        assert_eq!(parts.len(), PARTS_FILE);
+        assert!(parts.iter().enumerate().all(|(i, b)| *b == (i % 251) as u8));
         let held = store.get_held(&tag(3), 1 << 10).await.unwrap().unwrap();
         assert_eq!(&held.bytes[..], b"tag 3\n");
         assert!(store.is_file(&tag(3)).await.unwrap());

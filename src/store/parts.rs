@@ -123,9 +123,11 @@ fn join_error(e: tokio::task::JoinError) -> object_store::Error {
 /// to a request for part of it, or found no part to give (status 416: a file of no bytes).
 fn ranges_refused(e: &object_store::Error) -> bool {
     let text = e.to_string();
+    // object_store's words for a status (`status code: 416 Range Not Satisfiable`), never
+    // digits alone: a key or a bucket may hold them.
     [
         "non-partial response",
-        "416",
+        "status code: 416",
         "Range Not Satisfiable",
         "InvalidRange",
     ]
