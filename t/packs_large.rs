@@ -178,3 +178,20 @@ fn pack_shows_the_progress_of_its_clone_when_asked_as_git_does() {
         assert!(said.contains("40 new were packed"), "{flags:?}: {said}");
     }
 }
+
+/// A web server that gives weak ETags (a CDN that compressed the answer) answers an `If-Match`
+/// 412 whatever it names: the later parts of a pack are asked for without one, and the clone
+/// (packs trusted) comes through in parts.
+#[test]
+fn a_web_server_with_weak_etags_gives_the_pack_in_parts() {
+    let t = TestEnv::new();
+    let url = t.local_lake("site", &heavy_lake(2, 12));
+    pack(&t, &url);
+    let expected = read_one_by_one(&t, &url);
+    let server = crate::support::http::serve_with_weak_etags(&t.path("site"));
+    let http = format!("fdl::{}", server.url);
+    let stderr = clone_with(&t, "remote.origin.fdlTrustPacks=true", &http, "weak.git");
+    assert!(!stderr.contains("warning"), "{stderr}");
+    crate::packs::same_refs(&expected, &refs_of(&t, "weak.git"));
+    t.ok("weak.git", &["fsck", "--no-dangling"]);
+}

@@ -19,6 +19,16 @@ pub fn serve(root: &Path) -> HttpServer {
 
 /// [`serve`], each answer sent `delay` after its request came (a web server far away).
 pub fn serve_with_delay(root: &Path, delay: std::time::Duration) -> HttpServer {
+    serve_as(root, delay, false)
+}
+
+/// [`serve`] giving weak ETags (`W/"..."`, as a CDN that compressed the answer does), which an
+/// `If-Match` never matches (HTTP compares it strongly): such a request is answered 412.
+pub fn serve_with_weak_etags(root: &Path) -> HttpServer {
+    serve_as(root, std::time::Duration::ZERO, true)
+}
+
+fn serve_as(root: &Path, delay: std::time::Duration, weak: bool) -> HttpServer {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let root = root.to_path_buf();
@@ -26,7 +36,7 @@ pub fn serve_with_delay(root: &Path, delay: std::time::Duration) -> HttpServer {
         for stream in listener.incoming().flatten() {
             let root = root.clone();
             std::thread::spawn(move || {
-                let _ = handle(stream, &root, delay);
+                let _ = handle(stream, &root, delay, weak);
             });
         }
     });
@@ -35,7 +45,12 @@ pub fn serve_with_delay(root: &Path, delay: std::time::Duration) -> HttpServer {
     }
 }
 
-fn handle(stream: TcpStream, root: &Path, delay: std::time::Duration) -> std::io::Result<()> {
+fn handle(
+    stream: TcpStream,
+    root: &Path,
+    delay: std::time::Duration,
+    weak: bool,
+) -> std::io::Result<()> {
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut out = stream;
     while let Some(req) = read_request(&mut reader)? {
@@ -50,7 +65,16 @@ fn handle(stream: TcpStream, root: &Path, delay: std::time::Duration) -> std::io
         } else {
             None
         };
+        let e_tag = |len: usize| format!("{}\"{len}\"", if weak { "W/" } else { "" });
+        let refused = |len: usize| {
+            req.header("if-match")
+                .is_some_and(|want| weak || want != e_tag(len))
+        };
         match body.map(|b| (super::wire::range(&req, b.len()), b)) {
+            Some((_, body)) if refused(body.len()) => write!(
+                out,
+                "HTTP/1.1 412 Precondition Failed\r\nContent-Length: 0\r\n\r\n"
+            )?,
             Some((Ok(part), body)) => {
                 let (status, range, slice) = match part {
                     None => ("200 OK", String::new(), &body[..]),
@@ -62,9 +86,9 @@ fn handle(stream: TcpStream, root: &Path, delay: std::time::Duration) -> std::io
                 };
                 write!(
                     out,
-                    "HTTP/1.1 {status}\r\nContent-Length: {}\r\n{range}Last-Modified: Thu, 01 Jan 2026 00:00:00 GMT\r\nETag: \"{}\"\r\n\r\n",
+                    "HTTP/1.1 {status}\r\nContent-Length: {}\r\n{range}Last-Modified: Thu, 01 Jan 2026 00:00:00 GMT\r\nETag: {}\r\n\r\n",
                     slice.len(),
-                    body.len()
+                    e_tag(body.len())
                 )?;
                 if method != "HEAD" {
                     out.write_all(slice)?;
