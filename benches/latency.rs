@@ -76,10 +76,7 @@ fn setup(server: &S3Lite, versions: u64, delay_ms: u64) -> (String, LakeBuilder,
     let bucket = format!("bench-{versions}-{delay_ms}");
     let l = lake(versions);
     server.put_files(&bucket, "lake/", &l.files);
-    let mut t = TestEnv::new();
-    for (k, v) in server.env() {
-        t.set(&k, &v);
-    }
+    let t = server.test_env();
     server.set_delay(Duration::from_millis(delay_ms));
     (bucket, l, t)
 }
@@ -279,14 +276,8 @@ fn measure_packed(
     let plain_requests = plain.1.requests;
     push("cold clone, no packs", plain, Goal::None);
     server.set_delay(Duration::ZERO);
-    let helper = env!("CARGO_BIN_EXE_git-remote-fdl");
     let start = Instant::now();
-    let out = t.command(helper, ".", &["pack", url]).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::run::pack(&t, url);
     notes.push(format!(
         "{versions} versions: git-remote-fdl pack at 0 ms took {:.1} s",
         start.elapsed().as_secs_f64()
@@ -357,10 +348,7 @@ fn measure_peer(server: &S3Lite, delay_ms: u64, rows: &mut Vec<Row>, notes: &mut
     l.branch("main", VERSIONS).refs_json();
     server.set_delay(Duration::ZERO);
     server.put_files(&bucket, "lake/", &l.files);
-    let mut t = TestEnv::new();
-    for (k, v) in server.env() {
-        t.set(&k, &v);
-    }
+    let mut t = server.test_env();
     // boto3 would otherwise send bodies in aws-chunked encoding, which the test server stores
     // as they come.
     t.set("AWS_REQUEST_CHECKSUM_CALCULATION", "when_required");
@@ -370,13 +358,7 @@ fn measure_peer(server: &S3Lite, delay_ms: u64, rows: &mut Vec<Row>, notes: &mut
         .set("AWS_DEFAULT_REGION", "us-east-1");
     t.set("AWS_RESPONSE_CHECKSUM_VALIDATION", "when_required");
     let url = &format!("fdl::s3://{bucket}/lake/");
-    let helper = env!("CARGO_BIN_EXE_git-remote-fdl");
-    let out = t.command(helper, ".", &["pack", url]).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::run::pack(&t, url);
     t.ok(".", &["clone", "-q", "--bare", url, "src.git"]);
     let path = format!("{peer_bin}:{}", std::env::var("PATH").unwrap_or_default());
     let peer_url = format!("s3://{bucket}/peer");

@@ -24,6 +24,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
+use support::run::pack;
 use support::s3lite::{self, S3Lite};
 use support::{pairs, parse_ls_remote, requests_traced, LakeBuilder, TestEnv};
 
@@ -53,34 +54,13 @@ struct Row {
 /// `git <args>` in a fresh environment reaching `server` (its own user cache: nothing known),
 /// timed, and the requests the server answered meanwhile.
 fn cold(server: &S3Lite, args: &[&str]) -> (f64, u64, String) {
-    let mut t = TestEnv::new();
-    for (k, v) in server.env() {
-        t.set(&k, &v);
-    }
+    let t = server.test_env();
     server.reset();
     let start = Instant::now();
     let out = t.ok(".", args);
     let wall = start.elapsed().as_secs_f64();
     server.settle();
     (wall, server.counts().requests, out)
-}
-
-fn pack(t: &TestEnv, url: &str) {
-    let helper = env!("CARGO_BIN_EXE_git-remote-fdl");
-    let out = t.command(helper, ".", &["pack", url]).output().unwrap();
-    assert!(
-        out.status.success(),
-        "pack: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-fn env_of(server: &S3Lite) -> TestEnv {
-    let mut t = TestEnv::new();
-    for (k, v) in server.env() {
-        t.set(&k, &v);
-    }
-    t
 }
 
 /// The cold clone and the cold listing outside a repository, packed and not.
@@ -90,7 +70,7 @@ fn cold_roads(server: &S3Lite, versions: u64, delay_ms: u64, rows: &mut Vec<Row>
     server.put_files(&bucket, "lake/", &l.files);
     let url = format!("fdl::s3://{bucket}/lake/");
     server.set_delay(Duration::ZERO);
-    pack(&env_of(server), &url);
+    pack(&server.test_env(), &url);
     server.set_delay(Duration::from_millis(delay_ms));
     let files = l
         .files
@@ -133,7 +113,7 @@ fn absent_road(server: &S3Lite, versions: u64, delay_ms: u64, rows: &mut Vec<Row
     let mut l = lake(was);
     server.put_files(&bucket, "lake/", &l.files);
     let url = format!("fdl::s3://{bucket}/lake/");
-    let t = env_of(server);
+    let t = server.test_env();
     server.set_delay(Duration::ZERO);
     pack(&t, &url);
     t.ok(".", &["clone", "-q", "--bare", &url, "packed.git"]);
@@ -188,7 +168,7 @@ fn absent_road(server: &S3Lite, versions: u64, delay_ms: u64, rows: &mut Vec<Row
 /// signatures required, through its packs and without them.
 fn signed_road(server: &S3Lite, delay_ms: u64, rows: &mut Vec<Row>) {
     const VERSIONS: u64 = 203;
-    let t = env_of(server);
+    let t = server.test_env();
     let key = support::signing::keygen(&t, "alice");
     let signers = t.path("allowed_signers");
     std::fs::write(&signers, format!("alice@example.org {key}\n")).unwrap();

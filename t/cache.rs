@@ -249,10 +249,7 @@ fn etags_that_name_nothing_do_not_hide_a_moved_branch() {
         before.branch("main", 3).refs_json();
         server.put_files("etags", "lake/", &before.files);
         server.set_fixed_etag(Some(tag));
-        let mut t = TestEnv::new();
-        for (k, v) in server.env() {
-            t.set(&k, &v);
-        }
+        let t = server.test_env();
         let url = "fdl::s3://etags/lake/";
         t.ok(".", &["clone", "-q", url, "work"]);
         t.ok(".", &["ls-remote", url]);

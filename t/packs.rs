@@ -10,12 +10,7 @@ use crate::support::memory::{helper_peak_rss, peak_rss_of, zeros, BUDGET_KIB};
 use crate::support::s3lite::{self, S3Lite};
 use crate::support::{helper, lake, parse_ls_remote, LakeAt, TestEnv, Where, HELPER};
 
-pub(crate) fn pack(t: &TestEnv, url: &str) -> String {
-    let out = helper(t, ".", &["pack", url]);
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "pack {url}: {stderr}");
-    stderr
-}
+pub(crate) use crate::support::run::pack;
 
 /// Each ref's commit as the lake's versions map to them read one by one: a remote that never
 /// reads the packs, in a new repository each time (whose cache knows nothing).
@@ -383,10 +378,7 @@ fn a_cold_clone_of_a_packed_lake_costs_a_few_requests_not_two_per_version() {
     // memory maps): this one serves the 32 requests the packer keeps in flight.
     let server: S3Lite = s3lite::start_with(64);
     server.put_files("packed", "lake/", &lake(VERSIONS, VERSIONS / 2).files);
-    let mut t = TestEnv::new();
-    for (k, v) in server.env() {
-        t.set(&k, &v);
-    }
+    let t = server.test_env();
     let url = "fdl::s3://packed/lake/";
     // Packed through a remote whose configuration the packer's own clone takes: 32 requests
     // in flight, which this small server serves at once.
@@ -737,10 +729,7 @@ fn a_packed_blob_over_the_limit_is_refused_before_it_is_inflated() {
 fn a_pack_named_a_thousand_times_in_the_list_is_fetched_once() {
     let server: S3Lite = s3lite::start_with(64);
     server.put_files("dup", "lake/", &lake(20, 10).files);
-    let mut t = TestEnv::new();
-    for (k, v) in server.env() {
-        t.set(&k, &v);
-    }
+    let t = server.test_env();
     let url = "fdl::s3://dup/lake/";
     let expected = read_one_by_one(&t, url);
     pack(&t, url);

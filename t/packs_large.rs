@@ -59,10 +59,7 @@ fn pack_size(server: &s3lite::S3Lite, bucket: &str) -> usize {
 fn a_pack_too_large_for_one_request_on_a_slow_link_comes_in_parts() {
     let server = s3lite::start_with(64);
     server.put_files("slow", "lake/", &heavy_lake(4, 11).files);
-    let mut t = TestEnv::new();
-    for (k, v) in server.env() {
-        t.set(&k, &v);
-    }
+    let t = server.test_env();
     let url = "fdl::s3://slow/lake/";
     pack(&t, url);
     let size = pack_size(&server, "slow");

@@ -20,10 +20,7 @@ fn served(conditions: Conditions, bucket: &str) -> (S3Lite, TestEnv) {
     let server = s3lite::start_with(64);
     server.put_files(bucket, "lake/", &lake().files);
     server.set_conditions(conditions);
-    let mut t = TestEnv::new();
-    for (k, v) in server.env() {
-        t.set(&k, &v);
-    }
+    let t = server.test_env();
     let url = format!("fdl::s3://{bucket}/lake/");
     t.ok(".", &["clone", "-q", "--bare", &url, "r.git"]);
     (server, t)

@@ -25,11 +25,7 @@ fn chain(n: u64, tags: u64) -> LakeBuilder {
 }
 
 fn env(server: &S3Lite) -> TestEnv {
-    let mut t = TestEnv::new();
-    for (k, v) in server.env() {
-        t.set(&k, &v);
-    }
-    t
+    server.test_env()
 }
 
 /// Runs git with the server in waves mode; returns what the server counted.

@@ -21,6 +21,14 @@ pub fn helper(t: &TestEnv, cwd: &str, args: &[&str]) -> Output {
     t.command(HELPER, cwd, args).output().unwrap()
 }
 
+/// `git-remote-fdl pack <url>`, which must succeed; what it said on stderr.
+pub fn pack(t: &TestEnv, url: &str) -> String {
+    let out = helper(t, ".", &["pack", url]);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "pack {url}: {stderr}");
+    stderr
+}
+
 /// Runs the helper as Git would (`git-remote-fdl <remote> <url>`), with `input` on stdin.
 pub fn helper_session(t: &TestEnv, cwd: &str, args: &[&str], input: &[u8]) -> Output {
     helper_session_in(t, cwd, args, input, &[])

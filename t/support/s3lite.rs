@@ -157,6 +157,15 @@ impl Drop for S3Lite {
 }
 
 impl S3Lite {
+    /// A fresh test environment that reaches this server (its [`S3Lite::env`] set).
+    pub fn test_env(&self) -> super::TestEnv {
+        let mut t = super::TestEnv::new();
+        for (k, v) in self.env() {
+            t.set(&k, &v);
+        }
+        t
+    }
+
     /// The environment the helper needs to reach this server (no signing: it checks none).
     pub fn env(&self) -> Vec<(String, String)> {
         vec![
