@@ -319,7 +319,8 @@ impl Backend for Cloud {
         }
         match super::multipart::upload(&self.store, &path, file).await {
             Ok(()) => Ok(()),
-            // Sent whole instead, held in memory: slower to fail, but the store takes it.
+            // A store that takes no upload in parts (fake-gcs-server, small S3 servers): the
+            // file goes whole instead, held in memory for that request.
             Err(super::multipart::Stopped::NotBegun) => whole().await,
             Err(super::multipart::Stopped::File(e)) => Err(local(e)),
             Err(super::multipart::Stopped::Store(e)) => {
