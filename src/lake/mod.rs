@@ -74,7 +74,7 @@ fn range_splits(
     };
     let span = (hi - lo).max(1) as u128;
     let rest = ((top - hi) as u128 * files as u128 / span) as u64;
-    let ranges = rest.div_ceil(LIST_PAGE as u64 * 4 / 5).clamp(1, MAX_RANGES);
+    let ranges = range_count(rest);
     (1..ranges)
         .map(|i| {
             let n = hi + ((top - hi) as u128 * i as u128 / ranges as u128) as u64;
@@ -86,6 +86,26 @@ fn range_splits(
             )
         })
         .collect()
+}
+
+/// How many ranges to list about `rest` files in, side by side. While one page each will do
+/// (up to [`MAX_RANGES`]), a page each, filled to four fifths (the estimate's margin). Beyond,
+/// each range takes several pages in sequence, and a range costs whole pages: of 32 to 64
+/// ranges, the count whose ranges fill their pages best (to 97%) wastes the fewest requests on
+/// part-filled last pages (64 ranges of 4,677 files take 320 requests where 62 of 4,828 take
+/// 310).
+fn range_count(rest: u64) -> u64 {
+    let page = LIST_PAGE as u64;
+    let one_page_each = rest.div_ceil(page * 4 / 5);
+    if one_page_each <= MAX_RANGES {
+        return one_page_each.max(1);
+    }
+    let requests = |ranges: u64| ranges * (rest.div_ceil(ranges) * 100 / 97).div_ceil(page);
+    // Never fewer than half the most ranges: at most twice the round trips.
+    (MAX_RANGES / 2..=MAX_RANGES)
+        .rev()
+        .min_by_key(|r| requests(*r))
+        .unwrap_or(MAX_RANGES)
 }
 
 /// Lists `refs/heads/` and `refs/tags/` side by side, each in ranges split at the names
@@ -108,7 +128,22 @@ async fn list_ref_folders(store: &Store, sorted: &[String]) -> Result<Listed, St
 
 #[cfg(test)]
 mod tests {
+    use super::range_count;
     use super::refs::without_conflicts;
+
+    #[test]
+    fn a_long_listing_is_cut_into_ranges_that_fill_their_pages() {
+        // A page each while that will do, filled to four fifths.
+        assert_eq!(range_count(0), 1);
+        assert_eq!(range_count(5_000), 7);
+        assert_eq!(range_count(51_200), 64);
+        // 100,000 versions of three files: 62 ranges of five pages, not 64 of five.
+        assert_eq!(range_count(299_300), 62);
+        let requests = |r: u64| r * (299_300u64.div_ceil(r) * 100 / 97).div_ceil(1000);
+        assert_eq!(requests(62), 310);
+        // Never more than 64 ranges, however long the listing.
+        assert!(range_count(3_000_000) <= 64);
+    }
 
     #[test]
     fn a_ref_and_refs_below_it_keep_the_shortest() {
