@@ -86,6 +86,32 @@ fn a_pack_too_large_for_one_request_on_a_slow_link_comes_in_parts() {
     t.ok("slow.git", &["fsck", "--no-dangling"]);
 }
 
+/// On a fast link the parts grow (twice the part before, as the link allows within a quarter
+/// of the timeout): the same pack in fewer requests than parts of 8 MiB, to the same commits.
+#[test]
+fn a_pack_on_a_fast_link_comes_in_parts_that_grow() {
+    let server = s3lite::start_with(64);
+    server.put_files("fast", "lake/", &heavy_lake(4, 11).files);
+    let t = server.test_env();
+    let url = "fdl::s3://fast/lake/";
+    pack(&t, url);
+    let size = pack_size(&server, "fast");
+    let expected = read_one_by_one(&t, url);
+    server.reset();
+    let stderr = clone_with(&t, "remote.origin.fdlOption=timeout=60s", url, "fast.git");
+    server.settle();
+    assert!(!stderr.contains("warning"), "{stderr}");
+    let counts = server.counts();
+    let parts_of_8_mib = size.div_ceil(8 << 20) as u64;
+    eprintln!("a {size}-byte pack at full speed: {counts:?}");
+    assert!(
+        counts.ranged >= 2 && counts.ranged < parts_of_8_mib,
+        "fewer than {parts_of_8_mib} parts: {counts:?}"
+    );
+    crate::packs::same_refs(&expected, &refs_of(&t, "fast.git"));
+    t.ok("fast.git", &["fsck", "--no-dangling"]);
+}
+
 /// Every store's server takes a pack in parts and gives the ranges asked for: a pack of
 /// several parts (over 16 MiB) goes up in parts of 8 MiB, S3's servers say so in its ETag
 /// (`<md5>-<parts>`), and it clones through its parts to the same commits as reading the

@@ -26,5 +26,16 @@ pub(super) fn build_remote(
     // way the lake's root is the URL's path.
     let prefix = StorePath::from_url_path(u.path())
         .map_err(|e| StoreError::Config(format!("bad path in {url}: {e}")))?;
-    Ok(Cloud::new(parts, prefix, url))
+    Ok(Cloud::new(parts, prefix, url, request_timeout(&options)))
+}
+
+/// The timeout for each request the options give (the last `timeout` wins, as in the
+/// client's builder); a duration the client reads but this does not, taken as the default.
+fn request_timeout(options: &[(String, String)]) -> std::time::Duration {
+    options
+        .iter()
+        .rev()
+        .find(|(k, _)| k.eq_ignore_ascii_case("timeout"))
+        .and_then(|(_, v)| humantime::parse_duration(v).ok())
+        .unwrap_or(std::time::Duration::from_secs(60))
 }

@@ -4,6 +4,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
@@ -45,10 +46,12 @@ pub(crate) struct Cloud {
     url: StoreUrl,
     /// Set once the server answered a range with the whole file (`parts.rs`).
     whole_only: Arc<AtomicBool>,
+    /// The client's timeout for each request.
+    timeout: Duration,
 }
 
 impl Cloud {
-    pub(super) fn new(parts: Parts, root: StorePath, url: &StoreUrl) -> Cloud {
+    pub(super) fn new(parts: Parts, root: StorePath, url: &StoreUrl, timeout: Duration) -> Cloud {
         Cloud {
             store: parts.store,
             root,
@@ -56,6 +59,7 @@ impl Cloud {
             pages: parts.pages,
             url: url.clone(),
             whole_only: Arc::default(),
+            timeout,
         }
     }
 
@@ -165,7 +169,8 @@ impl Backend for Cloud {
         // and the store's hints and throttling words reach the caller.
         let absent = |e: &object_store::Error| self.is_absent(e);
         let path = self.path(rel)?;
-        match super::parts::download(&self.store, &path, &self.whole_only, &absent, sink).await {
+        let (store, timeout, whole) = (&self.store, self.timeout, &self.whole_only);
+        match super::parts::download(store, &path, timeout, whole, &absent, sink).await {
             Ok(found) => Ok(found),
             Err(super::parts::Stopped::Sink(e)) => Err(e),
             Err(super::parts::Stopped::Store(e)) => Err(self.request_failed(rel, &e)),
