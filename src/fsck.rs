@@ -15,7 +15,7 @@ use crate::lake::refs_json::parse_refs_json;
 use crate::lake::{Lake, LakeError, VersionId};
 use crate::mapping::{self, ObjectId};
 use crate::progress::Progress;
-use crate::reading::{Reading, Summary};
+use crate::reading::Reading;
 use crate::repo::Repo;
 use crate::store::StoreError;
 
@@ -88,7 +88,10 @@ pub(crate) async fn fsck(
     );
     let digests: Vec<(VersionId, Option<Box<str>>)> = data
         .iter()
-        .filter_map(|(v, d)| Some((v.clone(), d.as_ref().ok()?.sha256.clone())))
+        .filter_map(|(v, d)| {
+            let extra = d.as_ref().ok()?.extra.as_ref();
+            Some((v.clone(), extra.and_then(|e| e.sha256.clone())))
+        })
         .collect();
     let commits = check_history(&reading, &refs, data, &mut report);
     if let Some(f) = &fetched {
@@ -187,7 +190,7 @@ async fn check_refs_json(
 /// What fsck keeps of each version read: what a fetch keeps (parents, object IDs, a commit
 /// message spilled to disk when large), or why it could not be read. Records are read within
 /// the store's memory budget and let go, so memory does not grow with their size.
-type Read = HashMap<VersionId, Result<Summary, LakeError>>;
+type Read = crate::history::Summaries;
 
 /// Reads every version the refs reach, with its `dataset.json`. Where the store can list, all
 /// records are read at once and the reachable ones' datasets after; else a generation at a
@@ -199,7 +202,7 @@ async fn read_reachable(
 ) -> Result<Read, LakeError> {
     let lake = reading.lake();
     let tips: Vec<VersionId> = refs.iter().map(|(_, v)| v.clone()).collect();
-    let mut data = HashMap::new();
+    let mut data = Read::default();
     if lake.can_list() {
         let all = lake.version_ids().await?;
         read_into(reading, all, false, true, &mut data, progress).await;
@@ -286,7 +289,7 @@ fn reachable_from(tips: &[VersionId], data: &Read) -> HashSet<VersionId> {
         tips.to_vec()
     };
     crate::graph::reachable(starts, |v| match data.get(v) {
-        Some(Ok(d)) => d.parents.clone(),
+        Some(Ok(d)) => d.parents.to_vec(),
         _ => Vec::new(),
     })
 }
@@ -312,7 +315,7 @@ fn check_history(
             .entry(v.clone())
             .or_insert_with(|| format!("ref {name}"));
     }
-    for (id, d) in &data {
+    for (id, d) in data.iter() {
         for p in d.iter().flat_map(|d| d.parents.iter()) {
             named_by
                 .entry(p.clone())

@@ -17,7 +17,7 @@ use crate::lake::{LakeError, VersionId};
 use crate::mapping::ObjectId;
 use crate::progress::Progress;
 use crate::reading::InOrder;
-pub(crate) use crate::reading::{BuiltVersion, Reading, Summary};
+pub(crate) use crate::reading::{BuiltVersion, Reading, Summaries, Summary};
 
 /// Results a reading task hands over at once.
 /// A version's objects: its record's blob, its dataset's blob, its tree and its commit.
@@ -132,13 +132,13 @@ pub(crate) struct Walk<'a> {
 
 /// What a walk read: each version's data (or why it could not be read), and who named it.
 pub(crate) struct WalkRead {
-    pub data: HashMap<VersionId, Result<Summary, LakeError>>,
+    pub data: Summaries,
     pub named_by: HashMap<VersionId, String>,
 }
 
 /// What one walk has read so far.
 struct State {
-    data: HashMap<VersionId, Result<Summary, LakeError>>,
+    data: Summaries,
     named_by: HashMap<VersionId, String>,
     through: HashSet<VersionId>,
     read: u64,
@@ -168,7 +168,7 @@ impl Walk<'_> {
             false => (None, under_way),
         };
         let mut st = State {
-            data: HashMap::new(),
+            data: Summaries::default(),
             named_by: HashMap::new(),
             through: HashSet::new(),
             read: 0,
@@ -378,7 +378,7 @@ impl Walk<'_> {
     /// Parents of what has been read that are neither stopped at, walked, nor read yet.
     fn next_frontier(&self, st: &mut State) -> Vec<VersionId> {
         let mut parents = Vec::new();
-        for (id, d) in &st.data {
+        for (id, d) in st.data.iter() {
             let Ok(d) = d else { continue };
             for p in &d.parents {
                 if !st.data.contains_key(p) && !st.through.contains(p) && !(self.stop)(p) {
@@ -530,12 +530,12 @@ pub(crate) fn compute_commits(
     reading: &Reading,
     tips: &[(VersionId, String)],
     known: &dyn Known,
-    mut data: HashMap<VersionId, Result<Summary, LakeError>>,
+    mut data: Summaries,
     named_by: &HashMap<VersionId, String>,
 ) -> Result<Resolved, LakeError> {
+    // The outputs grow as the summaries go (see `Building::leave`): reserved for them all
+    // at once, they would be held beside every summary at the start.
     let mut out = Resolved::default();
-    out.commits.reserve(data.len());
-    out.built.reserve(data.len());
     out.order.reserve(data.len());
     reading.build_in_order(|in_order| {
         let mut walk = Building {
@@ -555,7 +555,7 @@ pub(crate) fn compute_commits(
 struct Building<'a, 'r> {
     reading: &'a Reading,
     known: &'a dyn Known,
-    data: &'a mut HashMap<VersionId, Result<Summary, LakeError>>,
+    data: &'a mut Summaries,
     named_by: &'a HashMap<VersionId, String>,
     out: &'a mut Resolved,
     in_order: &'a mut InOrder<'r>,
@@ -619,7 +619,7 @@ impl ParentsFirst for Building<'_, '_> {
 /// Why `id` could not be read, naming who named it.
 fn unreadable(
     reading: &Reading,
-    data: &mut HashMap<VersionId, Result<Summary, LakeError>>,
+    data: &mut Summaries,
     id: VersionId,
     named_by: &HashMap<VersionId, String>,
 ) -> LakeError {

@@ -5,7 +5,6 @@
 //! or removed; then moved into `objects/pack/`.
 
 use std::collections::HashSet;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::cache::Cache;
@@ -26,16 +25,13 @@ pub(crate) fn keep(writer: PackWriter, dir: &Path) -> Result<(), RepoError> {
     // after: a crash leaves a whole pack or none, never a name for half of one. A kept pack
     // is checked again before a fetch installs it ([`KeptPacks::read`]).
     let kept = (|| -> std::io::Result<()> {
-        let tmp = dir.join(format!("tmp_{name}.idx"));
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(&pack.index)?;
-        f.sync_all()?;
         std::fs::rename(&pack.path, dir.join(format!("{name}.pack")))?;
-        std::fs::rename(&tmp, dir.join(format!("{name}.idx")))?;
+        std::fs::rename(&pack.index_path, dir.join(format!("{name}.idx")))?;
         std::fs::File::open(dir)?.sync_all()
     })();
     if kept.is_err() {
         let _ = std::fs::remove_file(&pack.path);
+        let _ = std::fs::remove_file(&pack.index_path);
     }
     kept.map_err(|e| write_error(dir, e))
 }

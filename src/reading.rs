@@ -4,6 +4,9 @@
 
 use std::sync::Arc;
 
+mod summaries;
+pub(crate) use summaries::Summaries;
+
 use crate::lake::{Lake, LakeError, VersionId, VersionRecord};
 
 use crate::mapping::{self, object_id, Kind, ObjectId};
@@ -16,8 +19,8 @@ const SPILL_FROM: usize = 64 << 10;
 
 /// Commit tails kept in memory at once, at most; beyond, they wait in the spill file. A clone
 /// builds commits only when their parents are known, so a long history holds a tail for
-/// every version read until then.
-const TAILS_IN_MEMORY: usize = 8 << 20;
+/// every version read until then (100,000 versions: about 11 MB of them).
+const TAILS_IN_MEMORY: usize = 4 << 20;
 
 /// How versions are read: from which lake, into which pack, with which signature check.
 #[derive(Clone)]
@@ -30,10 +33,28 @@ pub(crate) struct Reading {
     tails_kept: Arc<std::sync::atomic::AtomicUsize>,
     /// Whether each summary keeps its record's `sha256` (for `fsck --catalogs`).
     digests: bool,
+    /// The authors' addresses met so far, each held once.
+    emails: Arc<Interned>,
     /// Room, in KiB, for what parsing a record holds beside its bytes (the parsed record and
     /// its commit tail, about three times its size): the store's budget counts only the bytes,
     /// so without it the records parsed at once could hold several times the budget.
     parsing: Arc<tokio::sync::Semaphore>,
+}
+
+/// Texts met many times (authors' addresses), each held once.
+#[derive(Default)]
+struct Interned(std::sync::Mutex<std::collections::HashSet<Arc<str>>>);
+
+impl Interned {
+    fn intern(&self, text: String) -> Arc<str> {
+        let mut set = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(held) = set.get(text.as_str()) {
+            return held.clone();
+        }
+        let held: Arc<str> = text.into();
+        set.insert(held.clone());
+        held
+    }
 }
 
 /// The room for parsing records, in KiB (64 MiB).
@@ -48,7 +69,8 @@ enum Tail {
 
 /// A version read: what its commit needs, and IDs only.
 pub(crate) struct Summary {
-    pub parents: Vec<VersionId>,
+    /// Exactly its parents (a clone holds a summary for every version read).
+    pub parents: Box<[VersionId]>,
     record_blob: ObjectId,
     /// `dataset.json`'s blob: `None` until read, `Some(None)` when the version has none.
     dataset_blob: Option<Option<ObjectId>>,
@@ -56,17 +78,24 @@ pub(crate) struct Summary {
     /// that read them: only commits wait for their parents.
     tree: Option<ObjectId>,
     tail: Tail,
-    pub author_email: String,
+    /// One allocation for each author, shared by all their versions.
+    pub author_email: Arc<str>,
     pub time: u64,
-    /// The signature's verdict, when reading checks signatures (boxed: most reads check
-    /// none, and a clone holds a summary for every version).
-    pub verdict: Option<Box<Verdict>>,
-    /// The record's `sha256` as given (an excerpt), when the reading keeps digests.
-    pub sha256: Option<Box<str>>,
+    /// What only some readings keep (boxed: most keep none, and a clone holds a summary for
+    /// every version).
+    pub extra: Option<Box<Extra>>,
     /// Set while the versions it descends from are built ([`compute_commits`]).
     ///
     /// [`compute_commits`]: crate::history::compute_commits
     pub under_way: bool,
+}
+
+/// What a summary holds only when the reading asks for it.
+pub(crate) struct Extra {
+    /// The signature's verdict, when reading checks signatures.
+    pub verdict: Option<Verdict>,
+    /// The record's `sha256` as given (an excerpt), when the reading keeps digests.
+    pub sha256: Option<Box<str>>,
 }
 
 /// A version's `dataset.json` blob (`None`: it has none) and its tree.
@@ -104,8 +133,8 @@ impl Summary {
 /// A version whose tree and commit are made (and in the pack, if one is written).
 #[derive(Clone)]
 pub(crate) struct BuiltVersion {
-    pub parents: Vec<VersionId>,
-    pub author_email: String,
+    pub parents: Box<[VersionId]>,
+    pub author_email: Arc<str>,
     pub time: u64,
     pub verdict: Option<Box<Verdict>>,
 }
@@ -119,6 +148,7 @@ impl Reading {
             spill: Arc::default(),
             tails_kept: Arc::default(),
             digests: false,
+            emails: Arc::default(),
             parsing: Arc::new(tokio::sync::Semaphore::new(PARSING_ROOM_KIB as usize)),
         }
     }
@@ -269,16 +299,21 @@ impl Reading {
             (true, Some(d)) => Some(crate::redact::excerpt(&d, 100).into_boxed_str()),
             _ => None,
         };
+        let extra = (verdict.is_some() || sha256.is_some()).then(|| {
+            Box::new(Extra {
+                verdict: verdict.map(|v| *v),
+                sha256,
+            })
+        });
         Ok(Some(Summary {
-            parents: record.parents,
+            parents: record.parents.into_boxed_slice(),
             record_blob,
             dataset_blob: None,
             tree: None,
             tail,
-            author_email: record.author.email,
+            author_email: self.emails.intern(record.author.email),
             time,
-            verdict,
-            sha256,
+            extra,
             under_way: false,
         }))
     }
@@ -395,7 +430,7 @@ impl Reading {
             parents: s.parents,
             author_email: s.author_email,
             time: s.time,
-            verdict: s.verdict,
+            verdict: s.extra.and_then(|e| e.verdict).map(Box::new),
         };
         Ok((commit, built))
     }

@@ -45,6 +45,11 @@ impl VersionId {
         VersionText(text)
     }
 
+    /// The ID as a number (to spread IDs over tables).
+    pub(crate) fn as_u128(&self) -> u128 {
+        self.0.as_u128()
+    }
+
     /// Seconds since the epoch held by a UUIDv7 (its first 48 bits are milliseconds).
     pub fn uuid_v7_seconds(&self) -> Option<u64> {
         if self.0.get_version_num() != 7 {

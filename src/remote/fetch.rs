@@ -186,7 +186,7 @@ impl Remote {
         // Versions whose parents the cache knew were walked, not read: read them all now.
         let unread: Vec<VersionId> = order
             .iter()
-            .filter(|v| !listing.built.contains_key(*v) && !read.data.contains_key(*v))
+            .filter(|v| !listing.built.contains_key(*v) && !read.data.contains_key(v))
             .cloned()
             .collect();
         let mut unread = history::read_versions(reading, unread, progress).await?;

@@ -195,7 +195,7 @@ impl Remote {
             cache.extend(
                 built
                     .iter()
-                    .filter_map(|(v, b)| Some((v.clone(), *commits.get(v)?, b.parents.clone()))),
+                    .filter_map(|(v, b)| Some((v.clone(), *commits.get(v)?, b.parents.to_vec()))),
             );
             cache.save();
         }

@@ -2,16 +2,16 @@
 //! objects stream into, completed with its index and renamed into place, and held by a `.keep`
 //! file for Git when the fetch asks for one.
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use super::{hex, PackWriter};
-use crate::repo::{temporary_name, write_error, Repo, RepoError};
+use crate::repo::{write_error, Repo, RepoError};
 
 /// A pack file to write fetched objects into, as they are made: a temporary file in the
 /// repository's `objects/pack/`, removed unless [`install`] takes it.
 pub(crate) fn writer_in(repo: &Repo) -> Result<PackWriter, RepoError> {
     let tmp = repo.temporary_pack_file("pack", "", &[])?;
+    crate::cleanup::remove_on_signal(&super::index_path_of(&tmp));
     PackWriter::create(&tmp).map_err(|e| write_error(&tmp, e))
 }
 
@@ -31,17 +31,13 @@ pub(crate) fn install(
     let pack_dir = repo.pack_dir();
     let pack = writer.finish().map_err(|e| write_error(&pack_dir, e))?;
     let name = format!("pack-{}", hex(&pack.checksum));
-    let tmp_idx = pack_dir.join(temporary_name(&format!("{name}.idx")));
-    crate::cleanup::remove_on_signal(&tmp_idx);
+    let tmp_idx = pack.index_path.clone();
     let keep = locked.then(|| std::path::absolute(pack_dir.join(format!("{name}.keep"))));
     let keep = keep.transpose().map_err(|e| write_error(&pack_dir, e))?;
     // Git reads the path back from a protocol line and removes that file: a path that line
     // cannot carry exactly (not UTF-8, or a line break in it) is not handed over.
     let keep = keep.filter(|k| k.to_str().is_some_and(|t| !t.contains(['\n', '\r'])));
     let installed = (|| -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp_idx)?;
-        f.write_all(&pack.index)?;
-        f.sync_all()?;
         if let Some(keep) = &keep {
             let host = crate::process::host_tag();
             let why = format!("git-remote-fdl {} on {host}\n", std::process::id());

@@ -44,12 +44,20 @@ pub(crate) struct PackWriter {
     done: bool,
 }
 
-/// A pack file complete on disk (count and checksum written), and its index's bytes.
+/// A pack file complete on disk (count and checksum written), and its index beside it (also
+/// on disk), both under their temporary names.
 pub(crate) struct FinishedPack {
     pub path: PathBuf,
+    pub index_path: PathBuf,
     pub checksum: [u8; 20],
-    pub index: Vec<u8>,
     pub objects: usize,
+}
+
+/// Where the index of the pack at `pack` is written until it is renamed: `<pack>.idx`.
+pub(crate) fn index_path_of(pack: &Path) -> PathBuf {
+    let mut path = pack.as_os_str().to_owned();
+    path.push(".idx");
+    PathBuf::from(path)
 }
 
 impl PackWriter {
@@ -154,7 +162,9 @@ impl PackWriter {
     }
 
     /// Writes the object count and the checksum (read back from the file: the count at its
-    /// start was not known until now), and makes the index.
+    /// start was not known until now), and the index, to [`index_path_of`] the pack. The
+    /// index goes straight to its file (a tenth of the pack's objects' table again, were it
+    /// made in memory first: 11 MB at 400,000 objects).
     pub(crate) fn finish(mut self) -> std::io::Result<FinishedPack> {
         if let Some(e) = self.failed.take() {
             return Err(e);
@@ -162,29 +172,47 @@ impl PackWriter {
         let count = u32::try_from(self.entries.len())
             .map_err(|_| std::io::Error::other("more objects than a pack can hold"))?;
         self.file.flush()?;
+        // Needed no more: room for the index's sorting.
+        self.seen = hashbrown::HashTable::new();
+        let index_path = index_path_of(&self.path);
+        let index_file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&index_path)?;
+        let mut index = Hashed::new(index_file);
         // The index (sorted IDs, CRCs, offsets: a tenth of a second at 300,000 objects) is
         // made while the pack is read back for its checksum, which only its end needs.
         let mut entries = std::mem::take(&mut self.entries);
-        let (checksum, index) = std::thread::scope(|scope| {
-            let index =
-                std::thread::Builder::new().spawn_scoped(scope, || index_body(&mut entries));
+        let (checksum, written) = std::thread::scope(|scope| {
+            let body = std::thread::Builder::new()
+                .spawn_scoped(scope, || index_body(&mut entries, &mut index));
             let checksum = self.complete(count);
-            let index = index.map(|i| i.join().expect("making a pack index does not panic"));
-            (checksum, index.ok())
+            let written = body.map(|b| b.join().expect("making a pack index does not panic"));
+            (checksum, written.ok())
         });
-        let checksum = checksum?;
-        // No thread to be had (a process limit): made now.
-        let mut index = index.unwrap_or_else(|| index_body(&mut entries));
+        let checksum = checksum.and_then(|c| {
+            // No thread to be had (a process limit): made now.
+            written.unwrap_or_else(|| index_body(&mut entries, &mut index))?;
+            index.write_all(&c)?;
+            let digest: [u8; 20] = index.sha.clone().finalize().into();
+            index.write_all(&digest)?;
+            let file = index.out.into_inner().map_err(|e| e.into_error())?;
+            file.sync_all()?;
+            Ok(c)
+        });
+        let checksum = match checksum {
+            Ok(c) => c,
+            Err(e) => {
+                let _ = std::fs::remove_file(&index_path);
+                return Err(e);
+            }
+        };
         self.done = true;
-        let objects = entries.len();
-        index.extend_from_slice(&checksum);
-        let digest: [u8; 20] = Sha1::digest(&index).into();
-        index.extend_from_slice(&digest);
         Ok(FinishedPack {
             path: self.path.clone(),
+            index_path,
             checksum,
-            objects,
-            index,
+            objects: entries.len(),
         })
     }
 
@@ -220,6 +248,7 @@ impl Drop for PackWriter {
     fn drop(&mut self) {
         if !self.done {
             let _ = std::fs::remove_file(&self.path);
+            let _ = std::fs::remove_file(index_path_of(&self.path));
         }
     }
 }
@@ -340,14 +369,34 @@ fn id_hash(id: &ObjectId) -> u64 {
     u64::from_le_bytes(first)
 }
 
+/// A file written through a buffer, hashed as it goes (an index's trailer is the SHA-1 of
+/// everything before it).
+struct Hashed {
+    out: BufWriter<File>,
+    sha: Sha1,
+}
+
+impl Hashed {
+    fn new(file: File) -> Hashed {
+        Hashed {
+            out: BufWriter::with_capacity(1 << 20, file),
+            sha: Sha1::new(),
+        }
+    }
+
+    fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.sha.update(bytes);
+        self.out.write_all(bytes)
+    }
+}
+
 /// A version-2 index of `entries` (sorted here) up to its trailer: the pack's checksum, then
 /// its own.
-fn index_body(entries: &mut [(ObjectId, u64, u32)]) -> Vec<u8> {
+fn index_body(entries: &mut [(ObjectId, u64, u32)], out: &mut Hashed) -> std::io::Result<()> {
     // IDs are unique and spread evenly: their first eight bytes nearly always decide.
     let prefix = |id: &ObjectId| u64::from_be_bytes(id.0[..8].try_into().expect("8 bytes"));
     entries.sort_unstable_by(|a, b| prefix(&a.0).cmp(&prefix(&b.0)).then(a.0.cmp(&b.0)));
-    let mut out = Vec::with_capacity(8 + 1024 + entries.len() * 28 + 40);
-    out.extend_from_slice(&[0xff, b't', b'O', b'c', 0, 0, 0, 2]);
+    out.write_all(&[0xff, b't', b'O', b'c', 0, 0, 0, 2])?;
     let mut fanout = [0u32; 256];
     for (id, _, _) in entries.iter() {
         fanout[id.0[0] as usize] += 1;
@@ -355,27 +404,27 @@ fn index_body(entries: &mut [(ObjectId, u64, u32)]) -> Vec<u8> {
     let mut running = 0u32;
     for count in fanout {
         running += count;
-        out.extend_from_slice(&running.to_be_bytes());
+        out.write_all(&running.to_be_bytes())?;
     }
     for (id, _, _) in entries.iter() {
-        out.extend_from_slice(&id.0);
+        out.write_all(&id.0)?;
     }
     for (_, _, crc) in entries.iter() {
-        out.extend_from_slice(&crc.to_be_bytes());
+        out.write_all(&crc.to_be_bytes())?;
     }
     let mut large = Vec::new();
     for (_, offset, _) in entries.iter() {
         if *offset < 0x8000_0000 {
-            out.extend_from_slice(&(*offset as u32).to_be_bytes());
+            out.write_all(&(*offset as u32).to_be_bytes())?;
         } else {
-            out.extend_from_slice(&(0x8000_0000 | large.len() as u32).to_be_bytes());
+            out.write_all(&(0x8000_0000 | large.len() as u32).to_be_bytes())?;
             large.push(*offset);
         }
     }
     for offset in large {
-        out.extend_from_slice(&offset.to_be_bytes());
+        out.write_all(&offset.to_be_bytes())?;
     }
-    out
+    Ok(())
 }
 
 #[cfg(test)]
@@ -421,7 +470,7 @@ mod tests {
         let name = format!("pack-{}", hex(&pack.checksum));
         let idx_path = dir.path().join(format!("{name}.idx"));
         let pack_path = dir.path().join(format!("{name}.pack"));
-        std::fs::write(&idx_path, &pack.index).unwrap();
+        std::fs::rename(&pack.index_path, &idx_path).unwrap();
         std::fs::rename(&pack.path, &pack_path).unwrap();
         let index = gix::odb::pack::index::File::at(&idx_path, gix::hash::Kind::Sha1).unwrap();
         assert_eq!(index.num_objects(), objects.len() as u32);
