@@ -211,8 +211,8 @@ async fn read_reachable(
         let missing_datasets: Vec<(VersionId, ObjectId)> = data
             .iter()
             .filter_map(|(v, d)| match d {
-                Ok(s) if !s.dataset_read() => Some((v.clone(), s.record_blob())),
-                _ => None,
+                Ok(s) => Some((v.clone(), s.awaiting_dataset()?)),
+                Err(_) => None,
             })
             .collect();
         let mut reads = futures::stream::iter(missing_datasets)

@@ -319,13 +319,13 @@ impl Walk<'_> {
             let Some(Ok(d)) = st.data.get_mut(&v) else {
                 continue;
             };
-            if d.dataset_read() {
+            let Some(record_blob) = d.awaiting_dataset() else {
                 continue;
-            }
+            };
             if st.no_dataset.contains(&v) {
-                d.set_no_dataset();
+                self.reading.without_dataset(&v, d)?;
             } else {
-                missing.push((v, d.record_blob()));
+                missing.push((v, record_blob));
             }
         }
         let mut reads = spread_reads(

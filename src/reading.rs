@@ -71,12 +71,7 @@ enum Tail {
 pub(crate) struct Summary {
     /// Exactly its parents (a clone holds a summary for every version read).
     pub parents: Box<[VersionId]>,
-    record_blob: ObjectId,
-    /// `dataset.json`'s blob: `None` until read, `Some(None)` when the version has none.
-    dataset_blob: Option<Option<ObjectId>>,
-    /// The version's tree, made (and packed) as soon as both blobs are known, by the task
-    /// that read them: only commits wait for their parents.
-    tree: Option<ObjectId>,
+    objects: Objects,
     tail: Tail,
     /// One allocation for each author, shared by all their versions.
     pub author_email: Arc<str>,
@@ -90,6 +85,15 @@ pub(crate) struct Summary {
     pub under_way: bool,
 }
 
+/// A version's objects so far: its record's blob until its `dataset.json` is read (or known
+/// to be missing), then its tree, made (and packed) at once by the task that read it: only
+/// commits wait for their parents, and neither blob is needed again.
+#[derive(Clone, Copy)]
+enum Objects {
+    Record(ObjectId),
+    Tree(ObjectId),
+}
+
 /// What a summary holds only when the reading asks for it.
 pub(crate) struct Extra {
     /// The signature's verdict, when reading checks signatures.
@@ -98,35 +102,31 @@ pub(crate) struct Extra {
     pub sha256: Option<Box<str>>,
 }
 
-/// A version's `dataset.json` blob (`None`: it has none) and its tree.
+/// A version's tree, made once its `dataset.json` was read.
 pub(crate) struct DatasetAndTree {
-    dataset: Option<ObjectId>,
     tree: ObjectId,
 }
 
 impl Summary {
-    pub(crate) fn dataset_read(&self) -> bool {
-        self.dataset_blob.is_some()
-    }
-
-    pub(crate) fn record_blob(&self) -> ObjectId {
-        self.record_blob
+    /// The record's blob while the version's `dataset.json` is still to be read.
+    pub(crate) fn awaiting_dataset(&self) -> Option<ObjectId> {
+        match self.objects {
+            Objects::Record(blob) => Some(blob),
+            Objects::Tree(_) => None,
+        }
     }
 
     /// The version's tree, once its `dataset.json` was read.
     pub(crate) fn tree(&self) -> Option<ObjectId> {
-        self.tree
+        match self.objects {
+            Objects::Tree(tree) => Some(tree),
+            Objects::Record(_) => None,
+        }
     }
 
     /// Takes what [`Reading::dataset_and_tree`] read.
     pub(crate) fn add_dataset(&mut self, read: DatasetAndTree) {
-        self.dataset_blob = Some(read.dataset);
-        self.tree = Some(read.tree);
-    }
-
-    /// Records that the version has no `dataset.json` (a listing showed none).
-    pub(crate) fn set_no_dataset(&mut self) {
-        self.dataset_blob = Some(None);
+        self.objects = Objects::Tree(read.tree);
     }
 }
 
@@ -229,8 +229,9 @@ impl Reading {
         let Some(mut summary) = record? else {
             return Ok(None);
         };
-        summary.dataset_blob = dataset?;
-        self.make_tree(id, &mut summary)?;
+        if let Some(dataset) = dataset? {
+            self.make_tree(id, &mut summary, dataset)?;
+        }
         Ok(Some(summary))
     }
 
@@ -246,10 +247,7 @@ impl Reading {
         let tree = mapping::tree_object(dataset, record_blob)
             .map_err(|e| self.collision(id, "its tree", e))?;
         self.keep_object(&tree);
-        Ok(DatasetAndTree {
-            dataset,
-            tree: tree.id,
-        })
+        Ok(DatasetAndTree { tree: tree.id })
     }
 
     async fn record(&self, id: &VersionId) -> Result<Option<Summary>, LakeError> {
@@ -307,9 +305,7 @@ impl Reading {
         });
         Ok(Some(Summary {
             parents: record.parents.into_boxed_slice(),
-            record_blob,
-            dataset_blob: None,
-            tree: None,
+            objects: Objects::Record(record_blob),
             tail,
             author_email: self.emails.intern(record.author.email),
             time,
@@ -343,15 +339,26 @@ impl Reading {
             .transpose()
     }
 
-    /// Makes the tree of version `v`, whose blobs are known (into the pack, if one is written).
-    fn make_tree(&self, v: &VersionId, s: &mut Summary) -> Result<(), LakeError> {
-        if let (Some(dataset), None) = (s.dataset_blob, s.tree) {
-            let tree = mapping::tree_object(dataset, s.record_blob)
+    /// Makes the tree of version `v` once its `dataset.json` blob is known (`None`: it has
+    /// none), into the pack if one is written.
+    fn make_tree(
+        &self,
+        v: &VersionId,
+        s: &mut Summary,
+        dataset: Option<ObjectId>,
+    ) -> Result<(), LakeError> {
+        if let Objects::Record(record) = s.objects {
+            let tree = mapping::tree_object(dataset, record)
                 .map_err(|e| self.collision(v, "its tree", e))?;
             self.keep_object(&tree);
-            s.tree = Some(tree.id);
+            s.objects = Objects::Tree(tree.id);
         }
         Ok(())
+    }
+
+    /// Makes the tree of version `v`, which has no `dataset.json` (a listing showed none).
+    pub(crate) fn without_dataset(&self, v: &VersionId, s: &mut Summary) -> Result<(), LakeError> {
+        self.make_tree(v, s, None)
     }
 
     /// Runs `f`, which builds commits one after the other with [`InOrder::build`], while a
@@ -402,9 +409,7 @@ impl Reading {
             version: id.clone(),
             why,
         };
-        let mut s = s;
-        self.make_tree(id, &mut s)?;
-        let Some(tree) = s.tree else {
+        let Some(tree) = s.tree() else {
             return Err(bad(
                 "dataset.json was not read (a bug in git-remote-fdl)".into()
             ));
