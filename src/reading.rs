@@ -14,23 +14,16 @@ use crate::session_pack::PackSink;
 use crate::signatures::{self, Policy, Subject, Verdict};
 use crate::spill::{Spill, Spilled};
 
-/// A commit's tail longer than this (a huge message) waits on disk, not in memory.
-const SPILL_FROM: usize = 64 << 10;
-
-/// Commit tails kept in memory at once, at most; beyond, they wait in the spill file. A clone
-/// builds commits only when their parents are known, so a long history holds a tail for
-/// every version read until then (100,000 versions: about 11 MB of them).
-const TAILS_IN_MEMORY: usize = 4 << 20;
-
 /// How versions are read: from which lake, into which pack, with which signature check.
 #[derive(Clone)]
 pub(crate) struct Reading {
     lake: Lake,
     sink: Option<Arc<PackSink>>,
     check: Option<Arc<Policy>>,
+    /// Where commit tails wait for their commits: a clone builds commits only when their
+    /// parents are known, so a long history holds a tail for every version read until then
+    /// (100,000 versions: 11 MB of them, and as many small allocations).
     spill: Arc<Spill>,
-    /// Bytes of commit tails kept in memory now.
-    tails_kept: Arc<std::sync::atomic::AtomicUsize>,
     /// Whether each summary keeps its record's `sha256` (for `fsck --catalogs`).
     digests: bool,
     /// The authors' addresses met so far, each held once.
@@ -60,9 +53,9 @@ impl Interned {
 /// The room for parsing records, in KiB (64 MiB).
 const PARSING_ROOM_KIB: u32 = 64 << 10;
 
-/// What follows a commit's parent lines ([`mapping::commit_tail`]), in memory or spilled.
+/// What follows a commit's parent lines ([`mapping::commit_tail`]), spilled (or in memory if
+/// no temporary file can be written).
 enum Tail {
-    /// Exactly its bytes: a clone holds one for every version read until its commit is made.
     Kept(Box<[u8]>),
     Spilled(Spilled),
 }
@@ -146,7 +139,6 @@ impl Reading {
             sink: None,
             check: None,
             spill: Arc::default(),
-            tails_kept: Arc::default(),
             digests: false,
             emails: Arc::default(),
             parsing: Arc::new(tokio::sync::Semaphore::new(PARSING_ROOM_KIB as usize)),
@@ -314,19 +306,12 @@ impl Reading {
         }))
     }
 
-    /// A commit tail kept in memory, or spilled when it is large or memory holds enough of
-    /// them already (kept in memory if the spill file cannot be written).
+    /// A commit tail put in the spill file (kept in memory if it cannot be written).
     fn keep_tail(&self, tail: Vec<u8>) -> Tail {
-        use std::sync::atomic::Ordering::Relaxed;
-        let kept = self.tails_kept.fetch_add(tail.len(), Relaxed);
-        if tail.len() > SPILL_FROM || kept + tail.len() > TAILS_IN_MEMORY {
-            self.tails_kept.fetch_sub(tail.len(), Relaxed);
-            if let Some(at) = self.spill.put(&tail) {
-                return Tail::Spilled(at);
-            }
-            self.tails_kept.fetch_add(tail.len(), Relaxed);
+        match self.spill.put(&tail) {
+            Some(at) => Tail::Spilled(at),
+            None => Tail::Kept(tail.into_boxed_slice()),
         }
-        Tail::Kept(tail.into_boxed_slice())
     }
 
     async fn dataset(&self, id: &VersionId) -> Result<Option<ObjectId>, LakeError> {
@@ -415,13 +400,8 @@ impl Reading {
             ));
         };
         let commit = match &s.tail {
-            Tail::Kept(tail) => {
-                let sub = tail.len();
-                self.tails_kept
-                    .fetch_sub(sub, std::sync::atomic::Ordering::Relaxed);
-                mapping::commit_object(&tree, parents, tail)
-                    .map_err(|e| self.collision(id, "its commit", e))?
-            }
+            Tail::Kept(tail) => mapping::commit_object(&tree, parents, tail)
+                .map_err(|e| self.collision(id, "its commit", e))?,
             Tail::Spilled(at) => {
                 let tail = self
                     .spill

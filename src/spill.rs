@@ -13,10 +13,23 @@ pub(crate) struct Spilled {
     len: usize,
 }
 
+/// Bytes written and read a block at a time: pieces are small (a commit's text, a few hundred
+/// bytes), many (one a version), and read back in about the order they were put.
+const BLOCK: usize = 64 << 10;
+
 /// The spill file, made on first use; gone when the process ends (it has no name).
 #[derive(Default)]
 pub(crate) struct Spill {
-    file: Mutex<Option<(File, u64)>>,
+    file: Mutex<Option<Open>>,
+}
+
+struct Open {
+    file: File,
+    /// Bytes in the file, and the pieces put after them, not yet written.
+    written: u64,
+    pending: Vec<u8>,
+    /// The last block read, from this offset.
+    window: (u64, Vec<u8>),
 }
 
 impl Spill {
@@ -25,27 +38,66 @@ impl Spill {
         let mut guard = self.file.lock().expect("spill lock");
         if guard.is_none() {
             // Unnamed in the temporary folder (`TMPDIR`): nothing to remove, whatever ends the process.
-            *guard = Some((tempfile::tempfile().ok()?, 0));
+            *guard = Some(Open {
+                file: tempfile::tempfile().ok()?,
+                written: 0,
+                pending: Vec::with_capacity(BLOCK),
+                window: (0, Vec::new()),
+            });
         }
-        let (file, end) = guard.as_mut()?;
-        file.write_all_at(bytes, *end).ok()?;
+        let open = guard.as_mut()?;
         let at = Spilled {
-            offset: *end,
+            offset: open.written + open.pending.len() as u64,
             len: bytes.len(),
         };
-        *end += bytes.len() as u64;
+        if open.pending.len() + bytes.len() > BLOCK {
+            open.flush().ok()?;
+        }
+        if bytes.len() >= BLOCK {
+            open.file.write_all_at(bytes, open.written).ok()?;
+            open.written += bytes.len() as u64;
+        } else {
+            open.pending.extend_from_slice(bytes);
+        }
         Some(at)
     }
 
     /// Reads a piece back.
     pub(crate) fn get(&self, at: Spilled) -> std::io::Result<Vec<u8>> {
-        let guard = self.file.lock().expect("spill lock");
-        let (file, _) = guard
-            .as_ref()
+        let mut guard = self.file.lock().expect("spill lock");
+        let open = guard
+            .as_mut()
             .ok_or_else(|| std::io::Error::other("nothing was spilled"))?;
-        let mut buf = vec![0u8; at.len];
-        file.read_exact_at(&mut buf, at.offset)?;
-        Ok(buf)
+        let end = at.offset + at.len as u64;
+        if at.offset >= open.written {
+            let from = (at.offset - open.written) as usize;
+            return Ok(open.pending[from..from + at.len].to_vec());
+        }
+        if at.len >= BLOCK || end > open.written {
+            // Large, or partly still pending: read whole (flushed first).
+            open.flush()?;
+            let mut buf = vec![0u8; at.len];
+            open.file.read_exact_at(&mut buf, at.offset)?;
+            return Ok(buf);
+        }
+        let (start, block) = &open.window;
+        if at.offset < *start || end > start + block.len() as u64 {
+            let len = BLOCK.min((open.written - at.offset) as usize);
+            let mut block = vec![0u8; len];
+            open.file.read_exact_at(&mut block, at.offset)?;
+            open.window = (at.offset, block);
+        }
+        let from = (at.offset - open.window.0) as usize;
+        Ok(open.window.1[from..from + at.len].to_vec())
+    }
+}
+
+impl Open {
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.write_all_at(&self.pending, self.written)?;
+        self.written += self.pending.len() as u64;
+        self.pending.clear();
+        Ok(())
     }
 }
 
@@ -61,5 +113,27 @@ mod tests {
         let b = s.put(&big).unwrap();
         assert_eq!(s.get(a).unwrap(), b"hello");
         assert_eq!(s.get(b).unwrap(), big);
+    }
+
+    #[test]
+    fn many_small_pieces_come_back_in_any_order_from_file_window_and_buffer() {
+        let s = Spill::default();
+        let pieces: Vec<Vec<u8>> = (0..5000u32)
+            .map(|i| (0..(i % 300)).map(|j| (i + j) as u8).collect())
+            .collect();
+        let at: Vec<Spilled> = pieces.iter().map(|p| s.put(p).unwrap()).collect();
+        // In order (through the read window), backwards, and the last (still buffered).
+        for (a, p) in at.iter().zip(&pieces) {
+            assert_eq!(&s.get(*a).unwrap(), p);
+        }
+        for (a, p) in at.iter().zip(&pieces).rev() {
+            assert_eq!(&s.get(*a).unwrap(), p);
+        }
+        let big = vec![9u8; 3 * BLOCK];
+        let b = s.put(&big).unwrap();
+        let c = s.put(b"after").unwrap();
+        assert_eq!(s.get(b).unwrap(), big);
+        assert_eq!(s.get(c).unwrap(), b"after");
+        assert_eq!(&s.get(at[17]).unwrap(), &pieces[17]);
     }
 }
