@@ -188,15 +188,19 @@ pub async fn verify(
     let reading = Reading::new(lake.clone()).with_check(Some(Arc::new(policy)));
     let resolved = history::resolve(&reading, &tips, &Default::default(), &Silent).await?;
     let mut versions: Vec<_> = resolved.built.into_iter().collect();
-    versions.sort_by(|a, b| b.1.time.cmp(&a.1.time).then(b.0.cmp(&a.0)));
+    let time = |b: &history::BuiltVersion| b.checked.as_ref().map_or(0, |c| c.time);
+    versions.sort_by(|a, b| time(&b.1).cmp(&time(&a.1)).then(b.0.cmp(&a.0)));
     let rows = versions
         .into_iter()
         .map(|(version, b)| {
-            let verdict = b.verdict.map_or(Verdict::Missing, |v| *v);
+            let (verdict, author) = match b.checked {
+                Some(c) => (c.verdict, c.author_email),
+                None => (Verdict::Missing, String::new()),
+            };
             let signer = match &verdict {
                 Verdict::Good { principal, .. } => principal.clone(),
-                _ if b.author_email.is_empty() => "-".to_string(),
-                _ => format!("({})", b.author_email),
+                _ if author.is_empty() => "-".to_string(),
+                _ => format!("({author})"),
             };
             VerifyRow {
                 version,

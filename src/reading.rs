@@ -26,28 +26,10 @@ pub(crate) struct Reading {
     spill: Arc<Spill>,
     /// Whether each summary keeps its record's `sha256` (for `fsck --catalogs`).
     digests: bool,
-    /// The authors' addresses met so far, each held once.
-    emails: Arc<Interned>,
     /// Room, in KiB, for what parsing a record holds beside its bytes (the parsed record and
     /// its commit tail, about three times its size): the store's budget counts only the bytes,
     /// so without it the records parsed at once could hold several times the budget.
     parsing: Arc<tokio::sync::Semaphore>,
-}
-
-/// Texts met many times (authors' addresses), each held once.
-#[derive(Default)]
-struct Interned(std::sync::Mutex<std::collections::HashSet<Arc<str>>>);
-
-impl Interned {
-    fn intern(&self, text: String) -> Arc<str> {
-        let mut set = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(held) = set.get(text.as_str()) {
-            return held.clone();
-        }
-        let held: Arc<str> = text.into();
-        set.insert(held.clone());
-        held
-    }
 }
 
 /// The room for parsing records, in KiB (64 MiB).
@@ -66,9 +48,6 @@ pub(crate) struct Summary {
     pub parents: Box<[VersionId]>,
     objects: Objects,
     tail: Tail,
-    /// One allocation for each author, shared by all their versions.
-    pub author_email: Arc<str>,
-    pub time: u64,
     /// What only some readings keep (boxed: most keep none, and a clone holds a summary for
     /// every version).
     pub extra: Option<Box<Extra>>,
@@ -90,7 +69,7 @@ enum Objects {
 /// What a summary holds only when the reading asks for it.
 pub(crate) struct Extra {
     /// The signature's verdict, when reading checks signatures.
-    pub verdict: Option<Verdict>,
+    pub checked: Option<Box<Checked>>,
     /// The record's `sha256` as given (an excerpt), when the reading keeps digests.
     pub sha256: Option<Box<str>>,
 }
@@ -127,9 +106,17 @@ impl Summary {
 #[derive(Clone)]
 pub(crate) struct BuiltVersion {
     pub parents: Box<[VersionId]>,
-    pub author_email: Arc<str>,
+    /// Its signature's verdict, with its author and time, when the reading checked it.
+    pub checked: Option<Box<Checked>>,
+}
+
+/// A version's signature checked: the verdict, and the author and time the signature was
+/// checked against.
+#[derive(Clone)]
+pub(crate) struct Checked {
+    pub verdict: Verdict,
+    pub author_email: String,
     pub time: u64,
-    pub verdict: Option<Box<Verdict>>,
 }
 
 impl Reading {
@@ -140,7 +127,6 @@ impl Reading {
             check: None,
             spill: Arc::default(),
             digests: false,
-            emails: Arc::default(),
             parsing: Arc::new(tokio::sync::Semaphore::new(PARSING_ROOM_KIB as usize)),
         }
     }
@@ -268,19 +254,24 @@ impl Reading {
             })?;
         let sig = sig?;
         let time = mapping::commit_time(id, &record);
-        let verdict = self.check.as_ref().map(|c| {
+        let checked = self.check.as_ref().map(|c| {
             let subject = Subject {
                 record: &raw.bytes,
                 signature: sig.as_deref(),
                 principal: &record.author.email,
                 time,
             };
-            Box::new(signatures::verify(
+            let verdict = signatures::verify(
                 &subject,
                 &c.trusted,
                 &c.namespace,
                 &self.lake.config().signers,
-            ))
+            );
+            Checked {
+                verdict,
+                author_email: record.author.email.clone(),
+                time,
+            }
         });
         let record_blob = self.keep_blob(id, "version.json", &raw.bytes)?;
         let tail = mapping::commit_tail(id, &record);
@@ -289,9 +280,9 @@ impl Reading {
             (true, Some(d)) => Some(crate::redact::excerpt(&d, 100).into_boxed_str()),
             _ => None,
         };
-        let extra = (verdict.is_some() || sha256.is_some()).then(|| {
+        let extra = (checked.is_some() || sha256.is_some()).then(|| {
             Box::new(Extra {
-                verdict: verdict.map(|v| *v),
+                checked: checked.map(Box::new),
                 sha256,
             })
         });
@@ -299,8 +290,6 @@ impl Reading {
             parents: record.parents.into_boxed_slice(),
             objects: Objects::Record(record_blob),
             tail,
-            author_email: self.emails.intern(record.author.email),
-            time,
             extra,
             under_way: false,
         }))
@@ -413,9 +402,7 @@ impl Reading {
         };
         let built = BuiltVersion {
             parents: s.parents,
-            author_email: s.author_email,
-            time: s.time,
-            verdict: s.extra.and_then(|e| e.verdict).map(Box::new),
+            checked: s.extra.and_then(|e| e.checked),
         };
         Ok((commit, built))
     }

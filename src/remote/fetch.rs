@@ -378,7 +378,7 @@ impl Remote {
         for v in versions {
             let built = listing.built.get(v).or(computed.get(v).map(|(_, b)| b));
             let verdict = built
-                .and_then(|b| b.verdict.as_deref())
+                .and_then(|b| b.checked.as_deref().map(|c| &c.verdict))
                 .unwrap_or(&not_checked);
             if !verdict.is_good() {
                 failures.push((v.clone(), verdict.clone()));

@@ -25,6 +25,9 @@ pub(crate) fn hex(checksum: &[u8]) -> String {
         .to_string()
 }
 
+/// Offsets from here on are 8 bytes in an index (the 4-byte table's high bit says so).
+const LARGE_OFFSET: u64 = 0x8000_0000;
+
 /// Objects at least this large are compressed straight into the file, under the writer's lock,
 /// so that no second copy of them is held; smaller ones are compressed by the caller's thread.
 const STREAM_FROM: usize = 1 << 20;
@@ -34,7 +37,12 @@ pub(crate) struct PackWriter {
     file: BufWriter<File>,
     path: PathBuf,
     len: u64,
-    entries: Vec<(ObjectId, u64, u32)>,
+    /// Each object: its ID, its offset as the index writes it (below 2 GiB the offset, else
+    /// the high bit and a place in `large`), and its CRC-32: 28 bytes, 400,000 of them in a
+    /// clone of 100,000 versions.
+    entries: Vec<(ObjectId, u32, u32)>,
+    /// Offsets of 2 GiB and more, in the order their objects were written.
+    large: Vec<u64>,
     /// The objects in the pack, as indexes into `entries` hashed by the ID's first bytes (a
     /// SHA-1 is spread evenly already): 5 bytes a slot, not the 21 of a set of IDs.
     seen: hashbrown::HashTable<u32>,
@@ -75,6 +83,7 @@ impl PackWriter {
             path: path.to_path_buf(),
             len: 12,
             entries: Vec::new(),
+            large: Vec::new(),
             seen: hashbrown::HashTable::new(),
             z: Compress::new(flate2::Compression::fast(), true),
             failed: None,
@@ -123,11 +132,21 @@ impl PackWriter {
         match self.file.write_all(entry) {
             Ok(()) => {
                 self.len += entry.len() as u64;
+                let offset = self.offset_entry(offset);
                 self.entries.push((id, offset, crc32fast::hash(entry)));
                 self.add_seen(&id);
             }
             Err(e) => self.failed = Some(e),
         }
+    }
+
+    /// An offset as the index's table of 4-byte offsets holds it.
+    fn offset_entry(&mut self, offset: u64) -> u32 {
+        if offset < LARGE_OFFSET {
+            return offset as u32;
+        }
+        self.large.push(offset);
+        LARGE_OFFSET as u32 | (self.large.len() - 1) as u32
     }
 
     /// Compresses and appends `data` in pieces, never holding its compressed form whole.
@@ -154,6 +173,7 @@ impl PackWriter {
         match written {
             Ok(n) => {
                 self.len += n;
+                let offset = self.offset_entry(offset);
                 self.entries.push((id, offset, crc.finalize()));
                 self.add_seen(&id);
             }
@@ -183,16 +203,17 @@ impl PackWriter {
         // The index (sorted IDs, CRCs, offsets: a tenth of a second at 300,000 objects) is
         // made while the pack is read back for its checksum, which only its end needs.
         let mut entries = std::mem::take(&mut self.entries);
+        let large = std::mem::take(&mut self.large);
         let (checksum, written) = std::thread::scope(|scope| {
             let body = std::thread::Builder::new()
-                .spawn_scoped(scope, || index_body(&mut entries, &mut index));
+                .spawn_scoped(scope, || index_body(&mut entries, &large, &mut index));
             let checksum = self.complete(count);
             let written = body.map(|b| b.join().expect("making a pack index does not panic"));
             (checksum, written.ok())
         });
         let checksum = checksum.and_then(|c| {
             // No thread to be had (a process limit): made now.
-            written.unwrap_or_else(|| index_body(&mut entries, &mut index))?;
+            written.unwrap_or_else(|| index_body(&mut entries, &large, &mut index))?;
             index.write_all(&c)?;
             let digest: [u8; 20] = index.sha.clone().finalize().into();
             index.write_all(&digest)?;
@@ -392,7 +413,11 @@ impl Hashed {
 
 /// A version-2 index of `entries` (sorted here) up to its trailer: the pack's checksum, then
 /// its own.
-fn index_body(entries: &mut [(ObjectId, u64, u32)], out: &mut Hashed) -> std::io::Result<()> {
+fn index_body(
+    entries: &mut [(ObjectId, u32, u32)],
+    large: &[u64],
+    out: &mut Hashed,
+) -> std::io::Result<()> {
     // IDs are unique and spread evenly: their first eight bytes nearly always decide.
     let prefix = |id: &ObjectId| u64::from_be_bytes(id.0[..8].try_into().expect("8 bytes"));
     entries.sort_unstable_by(|a, b| prefix(&a.0).cmp(&prefix(&b.0)).then(a.0.cmp(&b.0)));
@@ -412,16 +437,18 @@ fn index_body(entries: &mut [(ObjectId, u64, u32)], out: &mut Hashed) -> std::io
     for (_, _, crc) in entries.iter() {
         out.write_all(&crc.to_be_bytes())?;
     }
-    let mut large = Vec::new();
+    // The 8-byte offsets follow in the order of the objects that point at them.
+    let mut in_order = Vec::new();
     for (_, offset, _) in entries.iter() {
-        if *offset < 0x8000_0000 {
-            out.write_all(&(*offset as u32).to_be_bytes())?;
+        if u64::from(*offset) < LARGE_OFFSET {
+            out.write_all(&offset.to_be_bytes())?;
         } else {
-            out.write_all(&(0x8000_0000 | large.len() as u32).to_be_bytes())?;
-            large.push(*offset);
+            let at = (*offset & !(LARGE_OFFSET as u32)) as usize;
+            out.write_all(&(LARGE_OFFSET as u32 | in_order.len() as u32).to_be_bytes())?;
+            in_order.push(large[at]);
         }
     }
-    for offset in large {
+    for offset in in_order {
         out.write_all(&offset.to_be_bytes())?;
     }
     Ok(())
@@ -432,6 +459,43 @@ mod tests {
     use super::*;
     use crate::mapping::Object;
     use std::io::Read;
+
+    #[test]
+    fn offsets_of_2_gib_and_more_are_read_back_by_gix_from_the_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let id = |n: u8| ObjectId([n; 20]);
+        let offsets = [12u64, LARGE_OFFSET + 5, 99, 5 << 32, LARGE_OFFSET - 1];
+        let large: Vec<u64> = offsets
+            .iter()
+            .copied()
+            .filter(|o| *o >= LARGE_OFFSET)
+            .collect();
+        // Written in the order 5, 4, 3, 2, 1: the index sorts them, large ones too.
+        let mut entries: Vec<(ObjectId, u32, u32)> = Vec::new();
+        let mut k = 0;
+        for (n, offset) in offsets.iter().enumerate() {
+            let stored = if *offset < LARGE_OFFSET {
+                *offset as u32
+            } else {
+                k += 1;
+                LARGE_OFFSET as u32 | (k - 1)
+            };
+            entries.push((id(5 - n as u8), stored, n as u32));
+        }
+        let path = dir.path().join("x.idx");
+        let mut out = Hashed::new(File::create(&path).unwrap());
+        index_body(&mut entries, &large, &mut out).unwrap();
+        out.write_all(&[0u8; 20]).unwrap();
+        let digest: [u8; 20] = out.sha.clone().finalize().into();
+        out.write_all(&digest).unwrap();
+        drop(out.out.into_inner().unwrap());
+        let index = gix::odb::pack::index::File::at(&path, gix::hash::Kind::Sha1).unwrap();
+        for e in index.iter() {
+            let n = 5 - e.oid.as_bytes()[0] as usize;
+            assert_eq!(e.pack_offset, offsets[n], "object {n}");
+        }
+        assert_eq!(index.iter().count(), offsets.len());
+    }
 
     #[test]
     fn objects_whose_ids_share_their_first_bytes_are_told_apart() {
