@@ -98,6 +98,24 @@ fn http_lake_with_unreadable_refs_json_is_fatal() {
     assert!(!err.contains("panicked"), "{err}");
 }
 
+/// Over plain HTTP the refs come from `refs.json`, read once with `fdl.json` and `HEAD`: a
+/// clone and an `ls-remote` ask for it once, not again when the refs are listed.
+#[test]
+fn refs_json_is_read_once_over_http() {
+    let t = TestEnv::new();
+    t.local_lake("lake", &lake_with_dev());
+    let server = serve(&t.path("lake"));
+    let url = format!("fdl::{}", server.url);
+    for args in [
+        vec!["ls-remote", url.as_str()],
+        vec!["clone", "-q", "--bare", &url, "c.git"],
+    ] {
+        let (_, stderr) = t.traced(".", &args);
+        let reads = stderr.matches("store: GET refs.json").count();
+        assert_eq!(reads, 1, "git {args:?}: {stderr}");
+    }
+}
+
 #[test]
 fn refs_json_naming_one_ref_twice_is_an_error() {
     let t = TestEnv::new();

@@ -405,12 +405,15 @@ impl Lake {
     }
 
     /// Lets go of `refs.json` read with `fdl.json`, when no push will use it; what it says
-    /// of each ref is kept, for the listing's ETags to prove.
+    /// of each ref is kept, for the listing's ETags to prove. A store that cannot list keeps
+    /// it: there it is where the refs are read from.
     pub fn forget_read_ahead(&self) {
         let mut ahead = self.read_ahead.lock().expect("read-ahead lock");
         let claims = claims_of(&ahead.refs_json);
         ahead.claims = Some(claims);
-        ahead.refs_json = None;
+        if self.store.can_list() {
+            ahead.refs_json = None;
+        }
     }
 
     /// What `refs.json`, as read with `fdl.json`, says each ref holds (nothing if it was not
