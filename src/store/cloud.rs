@@ -309,7 +309,12 @@ impl Backend for Cloud {
         check_key_length(rel, &path).map_err(WriteError::Refused)?;
         let local = |e: std::io::Error| WriteError::Store(failed(rel, e));
         let whole = || async {
-            let bytes = std::fs::read(file).map_err(local)?;
+            // Read off the runtime's threads: up to 16 MiB, or a whole pack (see below).
+            let owned = file.to_path_buf();
+            let read = tokio::task::spawn_blocking(move || std::fs::read(owned)).await;
+            let bytes = read
+                .unwrap_or_else(|e| Err(std::io::Error::other(e)))
+                .map_err(local)?;
             let put = self.put(rel, bytes.into(), &WriteMode::Create).await;
             put.map(|_| ())
         };
