@@ -1,6 +1,6 @@
-//! Bytes kept on disk instead of in memory: an unnamed temporary file that large pieces (a
-//! huge commit message, say) are appended to and read back from, so that what the helper holds
-//! per version stays small whatever a lake's files hold.
+//! Bytes kept on disk instead of in memory: an unnamed temporary file that pieces (every
+//! commit's text, waiting for its parents' commits) are appended to and read back from, so
+//! that what the helper holds per version stays small whatever a lake's files hold.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
