@@ -50,6 +50,31 @@ fn pack_size(server: &s3lite::S3Lite, bucket: &str) -> usize {
     server.get(bucket, pack).expect("the pack").len()
 }
 
+/// A lake of over 30 MiB of packed objects in `bucket` of its own server, packed: the pack's
+/// size and the refs reading the versions gives.
+struct Packed {
+    server: s3lite::S3Lite,
+    t: TestEnv,
+    size: usize,
+    expected: Vec<(String, String)>,
+}
+
+fn heavy_lake_packed(bucket: &str) -> Packed {
+    let server = s3lite::start_with(64);
+    server.put_files(bucket, "lake/", &heavy_lake(4, 11).files);
+    let t = server.test_env();
+    let url = format!("fdl::s3://{bucket}/lake/");
+    pack(&t, &url);
+    let size = pack_size(&server, bucket);
+    let expected = read_one_by_one(&t, &url);
+    Packed {
+        server,
+        t,
+        size,
+        expected,
+    }
+}
+
 /// On a link of 8 MiB/s with a 3 s request timeout, a pack of over 30 MiB does not fit one
 /// request (about 4 s or more); it comes in parts of 8 MiB (1 s each), each a request of its
 /// own, and the clone is the lake. (Without parts, object_store resumes a body cut by the
@@ -57,18 +82,18 @@ fn pack_size(server: &s3lite::S3Lite, bucket: &str) -> usize {
 /// than a minute failed outright.)
 #[test]
 fn a_pack_too_large_for_one_request_on_a_slow_link_comes_in_parts() {
-    let server = s3lite::start_with(64);
-    server.put_files("slow", "lake/", &heavy_lake(4, 11).files);
-    let t = server.test_env();
     let url = "fdl::s3://slow/lake/";
-    pack(&t, url);
-    let size = pack_size(&server, "slow");
+    let Packed {
+        server,
+        t,
+        size,
+        expected,
+    } = heavy_lake_packed("slow");
     let bandwidth: u64 = 8 << 20;
     assert!(
         size as u64 > bandwidth * 7 / 2,
         "the pack ({size} bytes) needs more than 3.5 s at {bandwidth} bytes/s"
     );
-    let expected = read_one_by_one(&t, url);
     server.set_bandwidth(Some(bandwidth));
     server.reset();
     let stderr = clone_with(&t, "remote.origin.fdlOption=timeout=3s", url, "slow.git");
@@ -90,13 +115,13 @@ fn a_pack_too_large_for_one_request_on_a_slow_link_comes_in_parts() {
 /// of the timeout): the same pack in fewer requests than parts of 8 MiB, to the same commits.
 #[test]
 fn a_pack_on_a_fast_link_comes_in_parts_that_grow() {
-    let server = s3lite::start_with(64);
-    server.put_files("fast", "lake/", &heavy_lake(4, 11).files);
-    let t = server.test_env();
     let url = "fdl::s3://fast/lake/";
-    pack(&t, url);
-    let size = pack_size(&server, "fast");
-    let expected = read_one_by_one(&t, url);
+    let Packed {
+        server,
+        t,
+        size,
+        expected,
+    } = heavy_lake_packed("fast");
     server.reset();
     let stderr = clone_with(&t, "remote.origin.fdlOption=timeout=60s", url, "fast.git");
     server.settle();
