@@ -187,8 +187,8 @@ async fn check_refs_json(
     Ok(())
 }
 
-/// What fsck keeps of each version read: what a fetch keeps (parents, object IDs, a commit
-/// message spilled to disk when large), or why it could not be read. Records are read within
+/// What fsck keeps of each version read: what a fetch keeps (parents, object IDs, where its
+/// commit's text waits on disk), or why it could not be read. Records are read within
 /// the store's memory budget and let go, so memory does not grow with their size.
 type Read = crate::history::Summaries;
 

@@ -68,7 +68,8 @@ enum Objects {
 
 /// What a summary holds only when the reading asks for it.
 pub(crate) struct Extra {
-    /// The signature's verdict, when reading checks signatures.
+    /// The signature checked, when reading checks signatures (boxed on its own: it moves
+    /// whole into the built version).
     pub checked: Option<Box<Checked>>,
     /// The record's `sha256` as given (an excerpt), when the reading keeps digests.
     pub sha256: Option<Box<str>>,
