@@ -287,12 +287,7 @@ fn measure_packed(
     // Issue 22's goal: (objects under versions/) / 1000 + 30 requests, for the listing that
     // checks the packs and a few files. Each ref file is read besides (the lake's 1,002 refs:
     // the same in a clone without packs), so they are counted apart.
-    let objects = l
-        .files
-        .keys()
-        .filter(|k| k.starts_with("versions/"))
-        .count() as u64;
-    let refs = l.files.keys().filter(|k| k.starts_with("refs/")).count() as u64;
+    let (objects, refs) = (l.files_under("versions/"), l.files_under("refs/"));
     let most = objects / 1000 + 30;
     let others = packed.1.requests.saturating_sub(refs);
     notes.push(format!(

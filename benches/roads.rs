@@ -72,12 +72,7 @@ fn cold_roads(server: &S3Lite, versions: u64, delay_ms: u64, rows: &mut Vec<Row>
     server.set_delay(Duration::ZERO);
     pack(&server.test_env(), &url);
     server.set_delay(Duration::from_millis(delay_ms));
-    let files = l
-        .files
-        .keys()
-        .filter(|k| k.starts_with("versions/"))
-        .count() as u64;
-    let refs = l.files.keys().filter(|k| k.starts_with("refs/")).count() as u64;
+    let (files, refs) = (l.files_under("versions/"), l.files_under("refs/"));
     let most = refs.div_ceil(1000) + files.div_ceil(1000) + 30;
     let off = "fdl.usePacks=false";
     let (pw, pr, _) = cold(server, &["clone", "-q", "--bare", &url, "c.git"]);

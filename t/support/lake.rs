@@ -143,6 +143,13 @@ impl LakeBuilder {
         self.put("refs.json", bytes)
     }
 
+    /// How many of the lake's files lie below `prefix` (`versions/`, `refs/`): what a listing
+    /// of it pages through.
+    #[allow(dead_code)] // The benchmarks' (benches/*.rs), which share this support; no test's.
+    pub fn files_under(&self, prefix: &str) -> u64 {
+        self.files.keys().filter(|k| k.starts_with(prefix)).count() as u64
+    }
+
     pub fn write_dir(&self, dir: &Path) {
         for (path, bytes) in &self.files {
             let p = dir.join(path);
