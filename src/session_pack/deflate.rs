@@ -39,14 +39,16 @@ impl SmallDeflate {
             self.table.fill(0);
             self.base = 0;
         }
+        // At most 9 bits a byte, and the header, end of block and checksum: never grown.
+        out.reserve(data.len() + data.len() / 8 + 16);
         // CMF: deflate with a 32 KiB window; FLG: fastest level, check bits.
         out.extend_from_slice(&[0x78, 0x01]);
         let mut bits = Bits { out, acc: 0, n: 0 };
         bits.put(0b011, 3); // the last block, fixed Huffman codes
         self.encode(data, &mut bits);
-        put_literal_or_length(&mut bits, END_OF_BLOCK);
+        bits.put_symbol(END_OF_BLOCK);
         bits.flush();
-        out.extend_from_slice(&adler32(data).to_be_bytes());
+        out.extend_from_slice(&zlib_rs::adler32::adler32(1, data).to_be_bytes());
         self.base += data.len() as u32 + 1;
     }
 
@@ -54,12 +56,11 @@ impl SmallDeflate {
         let mut i = 0;
         while i < data.len() {
             if let Some((distance, length)) = self.find_match(data, i) {
-                put_length(bits, length);
-                put_distance(bits, distance);
+                bits.put_match(distance, length);
                 // The positions inside the match are passed over, as zlib's fastest level does.
                 i += length;
             } else {
-                put_literal_or_length(bits, data[i] as usize);
+                bits.put_symbol(data[i] as usize);
                 i += 1;
             }
         }
@@ -78,59 +79,96 @@ impl SmallDeflate {
             return None;
         }
         let limit = (data.len() - i).min(MAX_MATCH);
-        let length = data[earlier..]
-            .iter()
-            .zip(&data[i..i + limit])
-            .take_while(|(a, b)| a == b)
-            .count();
+        let length = common_prefix(&data[earlier..earlier + limit], &data[i..i + limit]);
         Some((i - earlier, length))
     }
 }
 
+/// How many bytes `a` and `b` (of one length) share from their start, eight at a time.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let mut n = 0;
+    for (x, y) in a.chunks_exact(8).zip(b.chunks_exact(8)) {
+        let x = u64::from_le_bytes(x.try_into().expect("8 bytes"));
+        let y = u64::from_le_bytes(y.try_into().expect("8 bytes"));
+        if x != y {
+            return n + ((x ^ y).trailing_zeros() / 8) as usize;
+        }
+        n += 8;
+    }
+    n + a[n..]
+        .iter()
+        .zip(&b[n..])
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
 const END_OF_BLOCK: usize = 256;
 
-/// Deflate's bits: least significant first, Huffman codes most significant bit first.
+/// Deflate's bits, least significant first, gathered 32 at a time.
 struct Bits<'a> {
     out: &'a mut Vec<u8>,
     acc: u64,
+    /// Bits in `acc`: fewer than 32 between calls.
     n: u32,
 }
 
 impl Bits<'_> {
+    /// Puts the low `count` bits of `value` (`count` at most 32).
     fn put(&mut self, value: u32, count: u32) {
         self.acc |= u64::from(value) << self.n;
         self.n += count;
-        while self.n >= 8 {
-            self.out.push(self.acc as u8);
-            self.acc >>= 8;
-            self.n -= 8;
+        if self.n >= 32 {
+            self.out.extend_from_slice(&(self.acc as u32).to_le_bytes());
+            self.acc >>= 32;
+            self.n -= 32;
         }
     }
 
-    /// A Huffman code of `len` bits, which deflate writes from its most significant bit.
-    fn put_code(&mut self, code: u32, len: u32) {
-        self.put(code.reverse_bits() >> (32 - len), len);
+    /// A literal byte or the end of the block.
+    fn put_symbol(&mut self, symbol: usize) {
+        let (code, len) = LITERAL_CODES[symbol];
+        self.put(u32::from(code), u32::from(len));
+    }
+
+    /// A match: its length's code and extra bits, then its distance's (31 bits at most).
+    fn put_match(&mut self, distance: usize, length: usize) {
+        let (code, len) = LENGTH_CODES[length];
+        self.put(code, u32::from(len));
+        let (code, len) = distance_code(distance);
+        self.put(code, len);
     }
 
     fn flush(&mut self) {
-        if self.n > 0 {
-            self.out.push(self.acc as u8);
-        }
+        let bytes = self.acc.to_le_bytes();
+        self.out
+            .extend_from_slice(&bytes[..self.n.div_ceil(8) as usize]);
         self.acc = 0;
         self.n = 0;
     }
 }
 
-/// The fixed literal/length code of `symbol` (RFC 1951, 3.2.6).
-fn put_literal_or_length(bits: &mut Bits, symbol: usize) {
-    let s = symbol as u32;
-    match symbol {
-        0..=143 => bits.put_code(0x30 + s, 8),
-        144..=255 => bits.put_code(0x190 + s - 144, 9),
-        256..=279 => bits.put_code(s - 256, 7),
-        _ => bits.put_code(0xc0 + s - 280, 8),
-    }
+/// A Huffman code of `len` bits as deflate writes it, from its most significant bit.
+const fn reversed(code: u32, len: u32) -> u32 {
+    code.reverse_bits() >> (32 - len)
 }
+
+/// The fixed code of each literal/length symbol (RFC 1951, 3.2.6), ready to put: bits
+/// reversed, and its length.
+const LITERAL_CODES: [(u16, u8); 288] = {
+    let mut table = [(0u16, 0u8); 288];
+    let mut s = 0;
+    while s < 288 {
+        let (code, len) = match s {
+            0..=143 => (0x30 + s as u32, 8),
+            144..=255 => (0x190 + s as u32 - 144, 9),
+            256..=279 => (s as u32 - 256, 7),
+            _ => (0xc0 + s as u32 - 280, 8),
+        };
+        table[s] = (reversed(code, len) as u16, len as u8);
+        s += 1;
+    }
+    table
+};
 
 const LENGTH_BASE: [u16; 29] = [
     3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99, 115, 131,
@@ -139,47 +177,39 @@ const LENGTH_BASE: [u16; 29] = [
 const LENGTH_EXTRA: [u8; 29] = [
     0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0,
 ];
-const DISTANCE_BASE: [u16; 30] = [
-    1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769, 1025, 1537,
-    2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577,
-];
-const DISTANCE_EXTRA: [u8; 30] = [
-    0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13,
-    13,
-];
 
-/// The index of the last entry of `bases` that is at most `value`.
-fn code_of(bases: &[u16], value: usize) -> usize {
-    bases.partition_point(|&b| usize::from(b) <= value) - 1
-}
-
-fn put_length(bits: &mut Bits, length: usize) {
-    let code = code_of(&LENGTH_BASE, length);
-    put_literal_or_length(bits, 257 + code);
-    let extra = u32::from(LENGTH_EXTRA[code]);
-    bits.put((length - usize::from(LENGTH_BASE[code])) as u32, extra);
-}
-
-fn put_distance(bits: &mut Bits, distance: usize) {
-    let code = code_of(&DISTANCE_BASE, distance);
-    bits.put_code(code as u32, 5);
-    let extra = u32::from(DISTANCE_EXTRA[code]);
-    bits.put((distance - usize::from(DISTANCE_BASE[code])) as u32, extra);
-}
-
-/// Adler-32 (RFC 1950), summed 5552 bytes at a time so that the sums cannot overflow.
-fn adler32(data: &[u8]) -> u32 {
-    const MOD: u32 = 65521;
-    let (mut a, mut b) = (1u32, 0u32);
-    for chunk in data.chunks(5552) {
-        for &byte in chunk {
-            a += u32::from(byte);
-            b += a;
+/// Each match length's bits: its symbol's code, then its extra bits (13 bits at most).
+const LENGTH_CODES: [(u32, u8); MAX_MATCH + 1] = {
+    let mut table = [(0u32, 0u8); MAX_MATCH + 1];
+    let mut length = MIN_MATCH;
+    let mut code = 0;
+    while length <= MAX_MATCH {
+        while code + 1 < LENGTH_BASE.len() && LENGTH_BASE[code + 1] as usize <= length {
+            code += 1;
         }
-        a %= MOD;
-        b %= MOD;
+        let (symbol, symbol_len) = LITERAL_CODES[257 + code];
+        let extra = (length - LENGTH_BASE[code] as usize) as u32;
+        table[length] = (
+            symbol as u32 | extra << symbol_len,
+            symbol_len + LENGTH_EXTRA[code],
+        );
+        length += 1;
     }
-    (b << 16) | a
+    table
+};
+
+/// A distance's bits: its 5-bit code, then its extra bits. Distance codes 4 and up cover
+/// two ranges for each count of extra bits, found from the highest bit of `distance - 1`.
+fn distance_code(distance: usize) -> (u32, u32) {
+    let d = (distance - 1) as u32;
+    if d < 4 {
+        return (reversed(d, 5), 5);
+    }
+    let high = 31 - d.leading_zeros();
+    let extra_bits = high - 1;
+    let code = 2 * high + ((d >> extra_bits) & 1);
+    let extra = d & ((1 << extra_bits) - 1);
+    (reversed(code, 5) | extra << 5, 5 + extra_bits)
 }
 
 #[cfg(test)]
@@ -350,10 +380,11 @@ mod tests {
     }
 
     #[test]
-    fn text_is_compressed_and_adler32_is_right() {
-        let text = b"Wikipedia".to_vec();
-        assert_eq!(adler32(&text), 0x11e6_0398);
+    fn text_is_compressed_and_ends_in_its_adler32() {
         let mut z = SmallDeflate::default();
+        let mut out = Vec::new();
+        z.compress(b"Wikipedia", &mut out);
+        assert_eq!(out[out.len() - 4..], 0x11e6_0398u32.to_be_bytes());
         let json = samples()[8].clone();
         let mut out = Vec::new();
         z.compress(&json, &mut out);
@@ -363,5 +394,50 @@ mod tests {
             out.len(),
             json.len()
         );
+    }
+
+    /// RFC 1951, 3.2.5: each code's first length or distance and its count of extra bits.
+    const RFC_LENGTH_BASE: [usize; 29] = [
+        3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99, 115,
+        131, 163, 195, 227, 258,
+    ];
+    const RFC_LENGTH_EXTRA: [u32; 29] = [
+        0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0,
+    ];
+    const RFC_DISTANCE_BASE: [usize; 30] = [
+        1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769, 1025, 1537,
+        2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577,
+    ];
+    const RFC_DISTANCE_EXTRA: [u32; 30] = [
+        0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12,
+        13, 13,
+    ];
+
+    /// The code of `value` in an RFC table: the last base at most `value`.
+    fn rfc_code(bases: &[usize], value: usize) -> usize {
+        bases.partition_point(|&b| b <= value) - 1
+    }
+
+    #[test]
+    fn every_length_and_distance_is_coded_as_the_rfc_tables_say() {
+        for (length, &(got, got_len)) in LENGTH_CODES.iter().enumerate().skip(MIN_MATCH) {
+            let code = rfc_code(&RFC_LENGTH_BASE, length);
+            let (symbol, symbol_len) = LITERAL_CODES[257 + code];
+            let extra = (length - RFC_LENGTH_BASE[code]) as u32;
+            let want = (
+                u32::from(symbol) | extra << symbol_len,
+                u32::from(symbol_len) + RFC_LENGTH_EXTRA[code],
+            );
+            assert_eq!((got, u32::from(got_len)), want, "length {length}");
+        }
+        for distance in 1..=SMALL_MAX {
+            let code = rfc_code(&RFC_DISTANCE_BASE, distance);
+            let extra = (distance - RFC_DISTANCE_BASE[code]) as u32;
+            let want = (
+                reversed(code as u32, 5) | extra << 5,
+                5 + RFC_DISTANCE_EXTRA[code],
+            );
+            assert_eq!(distance_code(distance), want, "distance {distance}");
+        }
     }
 }

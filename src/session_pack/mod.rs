@@ -32,6 +32,9 @@ const LARGE_OFFSET: u64 = 0x8000_0000;
 /// so that no second copy of them is held; smaller ones are compressed by the caller's thread.
 const STREAM_FROM: usize = 1 << 20;
 
+/// The largest buffer a thread keeps between the objects it encodes.
+const KEPT_ENTRY_BUFFER: usize = 64 << 10;
+
 /// Writes objects into a pack file as they come, each once.
 pub(crate) struct PackWriter {
     file: BufWriter<File>,
@@ -308,9 +311,19 @@ impl PackSink {
         if self.with(|w| w.contains(&id)).unwrap_or(true) {
             return;
         }
-        let mut entry = Vec::with_capacity(data.len() / 2 + 32);
-        encode_entry(kind, data, &mut entry);
-        self.with(|w| w.append_encoded(id, &entry));
+        thread_local! {
+            static ENTRY: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        // One buffer a thread, not an allocation an object; a large one is not kept.
+        ENTRY.with(|entry| {
+            let mut entry = entry.borrow_mut();
+            entry.clear();
+            encode_entry(kind, data, &mut entry);
+            self.with(|w| w.append_encoded(id, &entry));
+            if entry.capacity() > KEPT_ENTRY_BUFFER {
+                *entry = Vec::new();
+            }
+        });
     }
 
     /// The writer, to be finished; objects added afterwards are dropped.
