@@ -8,6 +8,7 @@
 //! listed.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use futures::StreamExt;
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -492,7 +493,7 @@ fn spread_reads<I, T, F, Fut>(
 where
     I: Send + 'static,
     T: Send + 'static,
-    F: Fn(Reading, I) -> Fut + Clone + Send + Sync + 'static,
+    F: Fn(Arc<Reading>, I) -> Fut + Clone + Send + Sync + 'static,
     Fut: std::future::Future<Output = T> + Send,
 {
     let workers = WORKERS.min(items.len()).max(1);
@@ -502,12 +503,14 @@ where
     let per_worker = items.len().div_ceil(workers).max(1);
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let mut items = items.into_iter();
+    // Shared, not cloned for each read: a clone copies the lake's URL and options.
+    let reading = Arc::new(reading.clone());
     for _ in 0..workers {
         let part: Vec<I> = items.by_ref().take(per_worker).collect();
-        let (reading, tx, read) = (reading.clone(), tx.clone(), read.clone());
+        let (reading, tx, read) = (Arc::clone(&reading), tx.clone(), read.clone());
         tokio::spawn(async move {
             let mut reads = futures::stream::iter(part)
-                .map(|item| read(reading.clone(), item))
+                .map(|item| read(Arc::clone(&reading), item))
                 .buffer_unordered(in_flight);
             // Results go out in small batches: one wake-up of the receiver per result would
             // cost more than a local read.
