@@ -41,7 +41,7 @@ GIT_REMOTE_S3 := $(VENV)/.git-remote-s3-0.4.2
 
 # Issue 29: every road to a packed lake (clone, ls-remote outside a repository, a fetch after a
 # long absence, a signed lake, plain HTTP), each beside packs off.
-export FDL_BENCH_ROADS ?= 2000x0,2000x30,100000x30
+export FDL_BENCH_ROADS ?= 2000x0,2000x30,100000x0,100000x30
 export FDL_BENCH_ROADS_HTTP ?= 300x20,3500x20
 
 bench: $(MOTO) $(GIT_REMOTE_S3) ssh-keygen

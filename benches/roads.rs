@@ -12,7 +12,7 @@
 //! `<ms>` late), the same lake's folder packed, cloned without `fdlTrustPacks`, beside the same
 //! clone at 0 ms. Every clone is compared with the folder's.
 //!
-//! `FDL_BENCH_ROADS=<versions>x<ms>,...` (`make bench`: `2000x0,2000x30,100000x30`),
+//! `FDL_BENCH_ROADS=<versions>x<ms>,...` (`make bench`: `2000x0,2000x30,100000x0,100000x30`),
 //! `FDL_BENCH_ROADS_HTTP=<versions>x<ms>,...` (`300x20,3500x20`).
 
 // The shared test support is one crate's private modules, `pub` to one another.
