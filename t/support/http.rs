@@ -52,8 +52,12 @@ fn handle(
     weak: bool,
 ) -> std::io::Result<()> {
     let mut reader = BufReader::new(stream.try_clone()?);
-    let mut out = stream;
+    let mut stream = stream;
+    // Each answer goes out in one write, as a web server sends it: written in pieces, Nagle's
+    // algorithm would hold the last piece for the client's delayed ACK (40 ms on Linux).
+    stream.set_nodelay(true)?;
     while let Some(req) = read_request(&mut reader)? {
+        let mut out = Vec::new();
         std::thread::sleep(delay);
         let method = req.method.as_str();
         // The path as sent, not decoded: a file's name is what the client asked for.
@@ -91,7 +95,7 @@ fn handle(
                     e_tag(body.len())
                 )?;
                 if method != "HEAD" {
-                    out.write_all(slice)?;
+                    out.extend_from_slice(slice);
                 }
             }
             Some((Err(()), body)) => write!(
@@ -101,7 +105,7 @@ fn handle(
             )?,
             None => write!(out, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")?,
         }
-        out.flush()?;
+        stream.write_all(&out)?;
     }
     Ok(())
 }
