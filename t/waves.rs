@@ -424,15 +424,19 @@ fn a_cold_clone_reads_only_the_ref_files_whose_listed_md5_does_not_prove_refs_js
     let mut unlisted = lake.clone();
     unlisted.remove("refs.json");
     server.put_files("unlisted", "lake/", &unlisted.files);
+    // A tag file deleted, refs.json still naming it: the listing decides that it is gone.
+    let mut deleted = lake.clone();
+    deleted.remove("refs/tags/t0009");
+    server.put_files("deleted", "lake/", &deleted.files);
 
     let t = env(&server);
     let mut counts = Vec::new();
-    for bucket in ["proven", "lying", "unlisted"] {
+    for bucket in ["proven", "lying", "unlisted", "deleted"] {
         repo_with_origin(&t, bucket, &format!("fdl::s3://{bucket}/lake/"));
         counts.push(waves(&server, &t, bucket, &["fetch", "-q", "origin"]));
     }
-    eprintln!("cold clones, 1,000 tags (proven, lying, unlisted): {counts:?}");
-    let (proven, lying, unlisted) = (&counts[0], &counts[1], &counts[2]);
+    eprintln!("cold clones, 1,000 tags (proven, lying, unlisted, deleted): {counts:?}");
+    let (proven, lying, unlisted, deleted) = (&counts[0], &counts[1], &counts[2], &counts[3]);
     assert_eq!(refs_in(&t, "proven"), refs_in(&t, "unlisted"));
     assert_eq!(refs_in(&t, "lying"), refs_in(&t, "unlisted"));
     assert_eq!(
@@ -442,6 +446,17 @@ fn a_cold_clone_reads_only_the_ref_files_whose_listed_md5_does_not_prove_refs_js
     );
     // Without refs.json every ref file (1,000 tags and main) is read.
     assert_eq!(unlisted.gets, proven.gets + 1_001);
+    let without_the_tag: String = refs_in(&t, "unlisted")
+        .lines()
+        .filter(|l| !l.starts_with("refs/tags/t0009 "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_ne!(without_the_tag, refs_in(&t, "unlisted"));
+    assert_eq!(refs_in(&t, "deleted"), without_the_tag);
+    assert_eq!(
+        deleted.gets, proven.gets,
+        "a tag the listing lacks is not read"
+    );
 }
 
 #[test]
