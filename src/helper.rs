@@ -473,12 +473,19 @@ impl Opening {
     /// made here, on the thread that then reads Git (no request), and the first round trip on
     /// a worker.
     fn start(url: StoreUrl, early: Early) -> Opening {
-        let opts = early.options.join().unwrap_or_else(|_| Ok(Vec::new()));
-        let prepared = opts
-            .and_then(|opts| Store::open(&url, &opts).map_err(|e| Fatal::cannot_open(&url, &e)));
+        let read = early
+            .options
+            .join()
+            .unwrap_or_else(|_| Ok((Vec::new(), false)));
+        let use_packs = matches!(read, Ok((_, true)));
+        let prepared = read.and_then(|(opts, _)| {
+            Store::open(&url, &opts).map_err(|e| Fatal::cannot_open(&url, &e))
+        });
         let hints = early.hints.join().unwrap_or_default();
+        // No names remembered: most likely a clone, which reads the packs' list first thing.
+        let pack_list = use_packs && hints.is_empty();
         Opening(tokio::spawn(async move {
-            Ok(Lake::open_listing(prepared?, &hints).await?)
+            Ok(Lake::open_listing(prepared?, &hints, pack_list).await?)
         }))
     }
 
@@ -489,14 +496,17 @@ impl Opening {
     }
 }
 
+/// The store's options, from the configuration of the repository, and whether the lake's
+/// packs may be read (`fdlUsePacks`; an error in it is said when the remote is opened).
+type EarlyConfig = (Vec<(String, String)>, bool);
+
 /// What a cloud session's first request needs, read on threads of their own while the
 /// runtime starts: the repository Git names (`GIT_DIR`, for the remote's configuration), and
 /// where the ref listing splits (the names the last listing found, in that repository's cache,
 /// else the user's). None for a folder: it lists its refs in one walk, and is not opened early
 /// (a relative one is first recorded absolute).
 struct Early {
-    /// The store's options, from the configuration of the repository.
-    options: std::thread::JoinHandle<Result<Vec<(String, String)>, Fatal>>,
+    options: std::thread::JoinHandle<Result<EarlyConfig, Fatal>>,
     hints: std::thread::JoinHandle<Vec<String>>,
 }
 
@@ -509,7 +519,9 @@ impl Early {
         Some(Early {
             options: std::thread::spawn(move || {
                 let repo = Repo::from_env().map_err(crate::remote::RemoteError::from)?;
-                Ok(config::store_options(repo.as_ref(), &remote_name)?)
+                let options = config::store_options(repo.as_ref(), &remote_name)?;
+                let use_packs = config::use_packs(repo.as_ref(), &remote_name).unwrap_or(false);
+                Ok((options, use_packs))
             }),
             hints: std::thread::spawn(move || Early::hints(&url)),
         })
@@ -549,7 +561,7 @@ async fn open_remote(
             let store = store_of(remote_name, url, repo.as_ref())?;
             let hints = Early::hints(url);
             Opening(tokio::spawn(async move {
-                Ok(Lake::open_listing(store, &hints).await?)
+                Ok(Lake::open_listing(store, &hints, false).await?)
             }))
         }
     };

@@ -137,6 +137,15 @@ fn use_packs_off_reads_no_file_of_git_packs() {
         stderr.contains("version.json"),
         "every version is read: {stderr}"
     );
+    // Nor over plain HTTP, where a clone otherwise reads the list with fdl.json.
+    let folder = t.local_lake("site", &lake(20, 10));
+    pack(&t, &folder);
+    let site = crate::support::http::serve(&t.path("site"));
+    let (_, stderr) = t.traced(".", &["clone", "-q", &format!("fdl::{}", site.url), "web"]);
+    assert!(!stderr.contains("git-packs/"), "{stderr}");
+    t.ok(".", &["config", "--global", "fdl.usePacks", "true"]);
+    let (_, stderr) = t.traced(".", &["clone", "-q", &format!("fdl::{}", site.url), "web2"]);
+    assert!(stderr.contains("git-packs/list.json"), "{stderr}");
     t.ok(".", &["config", "--global", "fdl.usePacks", "maybe"]);
     let err = t.fails(".", &["ls-remote", &at.url]);
     assert!(

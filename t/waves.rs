@@ -678,7 +678,8 @@ fn a_clone_over_plain_http_reads_the_versions_pack_records_name_at_once() {
     eprintln!("plain HTTP clone of 40 packed and 4 new versions: {counts:?}");
     t.ok(".", &clone("unpacked").each_ref().map(String::as_str));
     assert_eq!(refs_in(&t, "published"), refs_in(&t, "unpacked"));
-    // refs.json and HEAD, the list and its record, every named version, their datasets,
-    // then the 4 new versions one generation each: far from one wave per version.
-    assert!(counts.waves <= 14, "{counts:?}");
+    // fdl.json, HEAD, refs.json and the packs' list in the first wave; the record; every
+    // named version with its dataset; then the 4 new versions one generation each.
+    assert_eq!(counts.per_wave.get(&1), Some(&4), "{counts:?}");
+    assert!(counts.waves <= 7, "{counts:?}");
 }

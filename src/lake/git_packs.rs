@@ -7,17 +7,13 @@ use bytes::Bytes;
 use super::handle::Lake;
 use super::version_of_key;
 use super::VersionId;
+use super::PACK_LIST;
 use crate::store::{Listed, StoreError, Token, Versioned, WriteError, WriteMode};
 
 /// The folder at the lake's root that holds the packs, their records and their list.
 pub(crate) const PACKS_DIR: &str = "git-packs/";
-/// The list of packs, written last, on condition.
-const LIST: &str = "git-packs/list.json";
 /// A pack's record larger than this is not read (about 300 bytes a version).
 pub(crate) const RECORD_LIMIT: u64 = 256 << 20;
-/// A `list.json` larger than this is not read: it names at most about 30 packs (more are
-/// merged), some 50 bytes each.
-pub(crate) const LIST_LIMIT: u64 = 64 << 10;
 /// A pack larger than this is not downloaded.
 pub(crate) const PACK_LIMIT: u64 = 16 << 30;
 
@@ -78,7 +74,16 @@ fn checked(name: &str) -> Result<(), StoreError> {
 impl Lake {
     /// `git-packs/list.json` with its token; `None` if there is none.
     pub async fn pack_list(&self) -> Result<Option<Versioned>, StoreError> {
-        self.store.get_versioned(LIST, LIST_LIMIT).await
+        let ahead = self
+            .read_ahead
+            .lock()
+            .expect("read-ahead lock")
+            .pack_list
+            .take();
+        match ahead {
+            Some(read) => read,
+            None => super::handle::read_pack_list(&self.store).await,
+        }
     }
 
     /// Writes `git-packs/list.json` on condition.
@@ -87,7 +92,7 @@ impl Lake {
         bytes: Bytes,
         mode: &WriteMode,
     ) -> Result<Token, WriteError> {
-        self.store.put(LIST, bytes, mode).await
+        self.store.put(PACK_LIST, bytes, mode).await
     }
 
     /// The record of pack `name` (`git-packs/<name>.json`).

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use super::error::LakeError;
 use super::etags;
 use super::small_files::FdlConfig;
-use super::{list_ref_folders, REFS_JSON_LIMIT, SMALL_FILE_LIMIT};
+use super::{list_ref_folders, PACK_LIST, PACK_LIST_LIMIT, REFS_JSON_LIMIT, SMALL_FILE_LIMIT};
 use crate::store::{Listed, Store, StoreError, Versioned};
 
 /// An opened lake; clones share the store and the warnings.
@@ -36,6 +36,14 @@ pub(super) struct ReadAhead {
     /// What `refs.json` (as read with `fdl.json`) says each ref holds, kept when `refs.json`
     /// itself is let go: a claim a listed ETag can prove ([`etags::proves`]).
     pub(super) claims: Option<std::collections::HashMap<String, super::VersionId>>,
+    /// `git-packs/list.json`, read with `fdl.json` where a clone from a store that cannot list
+    /// takes its versions from the packs' records ([`Lake::open_listing`]).
+    pub(super) pack_list: Option<Result<Option<Versioned>, StoreError>>,
+}
+
+/// Reads `git-packs/list.json`: when the lake is opened ([`Lake::open_listing`]), or later.
+pub(super) async fn read_pack_list(store: &Store) -> Result<Option<Versioned>, StoreError> {
+    store.get_versioned(PACK_LIST, PACK_LIST_LIMIT).await
 }
 
 impl Lake {
@@ -44,18 +52,30 @@ impl Lake {
     /// `HEAD` and `refs.json` are read alongside it: every listing needs `HEAD`, and a push (or
     /// a store that cannot list) `refs.json`, so neither costs a round trip of its own later.
     pub async fn open(store: Store) -> Result<Lake, LakeError> {
-        Lake::open_with(store, None).await
+        Lake::open_with(store, None, false).await
     }
 
     /// Opens a lake and lists its refs in the same round trip, for a caller that lists them
     /// next (`git ls-remote`, fetch, push). The listing is split in ranges at `hints` (ref names
     /// seen before, sorted), so that many refs still take one round trip; it is handed out by
     /// the first ref listing, and thrown away if `fdl.json` says this is no lake.
-    pub async fn open_listing(store: Store, hints: &[String]) -> Result<Lake, LakeError> {
-        Lake::open_with(store, Some(hints)).await
+    ///
+    /// With `pack_list`, on a store that cannot list (plain HTTP), `git-packs/list.json` is
+    /// read in that round trip too: there a clone reads the packs' records before any version,
+    /// and the list would otherwise cost a round trip of its own.
+    pub async fn open_listing(
+        store: Store,
+        hints: &[String],
+        pack_list: bool,
+    ) -> Result<Lake, LakeError> {
+        Lake::open_with(store, Some(hints), pack_list).await
     }
 
-    async fn open_with(store: Store, hints: Option<&[String]>) -> Result<Lake, LakeError> {
+    async fn open_with(
+        store: Store,
+        hints: Option<&[String]>,
+        pack_list: bool,
+    ) -> Result<Lake, LakeError> {
         let lake = store.url().to_string();
         // A folder lists its refs in one cheap walk when asked; a store that cannot list
         // reads refs.json, which is read here anyway.
@@ -66,12 +86,19 @@ impl Lake {
                 None => None,
             }
         };
+        let pack_list = async {
+            match pack_list && !store.can_list() {
+                true => Some(read_pack_list(&store).await),
+                false => None,
+            }
+        };
         // The listing first: its ranges' answers take longest to parse.
-        let (ref_listing, raw, head, refs_json) = futures::join!(
+        let (ref_listing, raw, head, refs_json, pack_list) = futures::join!(
             listing,
             store.get_versioned("fdl.json", SMALL_FILE_LIMIT),
             store.get("HEAD", SMALL_FILE_LIMIT),
-            store.get_versioned("refs.json", REFS_JSON_LIMIT)
+            store.get_versioned("refs.json", REFS_JSON_LIMIT),
+            pack_list
         );
         let raw = raw
             .map_err(|source| LakeError::Store {
@@ -98,6 +125,7 @@ impl Lake {
                 head: Some(head),
                 refs_json: Some(refs_json),
                 claims: None,
+                pack_list,
                 ref_listing: ref_listing.map(|l| {
                     l.map_err(|source| LakeError::Store {
                         lake: lake_name.clone(),

@@ -34,6 +34,11 @@ pub(crate) const SMALL_FILE_LIMIT: u64 = 1 << 20;
 pub(crate) const REFS_JSON_LIMIT: u64 = 64 << 20;
 pub(crate) const VERSION_JSON_LIMIT: u64 = 16 << 20;
 pub(crate) const DATASET_JSON_LIMIT: u64 = 64 << 20;
+/// The list of the lake's packs (`git-packs/`), written last, on condition.
+const PACK_LIST: &str = "git-packs/list.json";
+/// A `git-packs/list.json` larger than this is not read: it names at most about 30 packs
+/// (more are merged), some 50 bytes each.
+const PACK_LIST_LIMIT: u64 = 64 << 10;
 /// Names a listing is split at: one range per this many names remembered, fewer than a
 /// page holds (1000), so that each range takes one request even after some refs are added.
 const LIST_SPLIT: usize = 900;
