@@ -244,15 +244,30 @@ fn http_road(versions: u64, delay_ms: u64, rows: &mut Vec<Row>) {
         }
         (wall, requests_traced(&stderr))
     };
-    let near = clone(0, "near.git");
-    let far = clone(delay_ms, "far.git");
+    // A single run of a clone this short swings by a tenth either way: the median of three,
+    // taken in turn.
+    let (mut nears, mut fars) = (Vec::new(), Vec::new());
+    for i in 0..3 {
+        nears.push(clone(0, &format!("near-{i}.git")));
+        fars.push(clone(delay_ms, &format!("far-{i}.git")));
+    }
+    let median = |mut runs: Vec<(f64, u64)>| {
+        runs.sort_by(|a, b| a.0.total_cmp(&b.0));
+        runs[runs.len() / 2]
+    };
+    let (near, far) = (median(nears), median(fars));
+    // What the delay added, in round trips: those made one after the other.
+    let in_sequence = (far.0 - near.0) / (delay_ms as f64 / 1000.0);
     rows.push(Row {
         road: format!(
             "plain HTTP clone, packed, untrusted ({versions} versions, {delay_ms} ms against 0 ms)"
         ),
         packed: far,
         unpacked: Some(near),
-        goal: format!("<= 1.5x the clone at 0 ms ({:.2}x)", far.0 / near.0),
+        goal: format!(
+            "<= 1.5x the clone at 0 ms ({:.2}x; {in_sequence:.0} round trips in sequence)",
+            far.0 / near.0
+        ),
         met: far.0 <= 1.5 * near.0,
     });
 }
