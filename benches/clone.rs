@@ -18,7 +18,7 @@ mod support;
 
 use std::time::Instant;
 
-use support::{LakeBuilder, TestEnv};
+use support::{median, LakeBuilder, TestEnv};
 
 fn time<T>(f: impl FnOnce() -> T) -> (T, f64) {
     let start = Instant::now();
@@ -29,11 +29,6 @@ fn time<T>(f: impl FnOnce() -> T) -> (T, f64) {
 /// The median of `runs` timings of `f(i)`, for run numbers 0..runs.
 fn median_secs(runs: usize, mut f: impl FnMut(usize)) -> f64 {
     median((0..runs).map(|i| timed(|| f(i))).collect())
-}
-
-fn median(mut times: Vec<f64>) -> f64 {
-    times.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    times[times.len() / 2]
 }
 
 /// The seconds `f` takes, once the disk has written what earlier steps left in memory: a lake

@@ -63,10 +63,9 @@ fn run(server: &S3Lite, t: &TestEnv, cwd: &str, args: &[&[&str]]) -> (f64, Count
 const RUNS: usize = 3;
 
 /// The median wall time of `runs` (and the counts of the last).
-fn median(mut runs: Vec<(f64, Counts)>) -> (f64, Counts) {
+fn median(runs: Vec<(f64, Counts)>) -> (f64, Counts) {
     let counts = runs.last().expect("at least one run").1.clone();
-    runs.sort_by(|a, b| a.0.partial_cmp(&b.0).expect("times compare"));
-    (runs[runs.len() / 2].0, counts)
+    (support::median(runs.iter().map(|r| r.0).collect()), counts)
 }
 
 /// A lake of `versions` on the one server of the run (a bucket of its own), the server

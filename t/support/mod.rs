@@ -403,6 +403,13 @@ pub fn requests_traced(stderr: &str) -> u64 {
         .sum()
 }
 
+/// The median of a benchmark's timings (of an even number, the upper middle one).
+#[allow(dead_code)] // The benchmarks' (benches/*.rs), which share this support; no test's.
+pub fn median(mut times: Vec<f64>) -> f64 {
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2]
+}
+
 /// A benchmark's runs, `<versions>x<ms>,...` (`2000x0,2000x30`), as pairs.
 #[allow(dead_code)] // The benchmarks' (benches/*.rs), which share this support; no test's.
 pub fn pairs(list: &str) -> Vec<(u64, u64)> {
