@@ -238,24 +238,27 @@ impl Walk<'_> {
     }
 
     /// On a store that cannot list, the versions the lake's pack records named (a clone over
-    /// plain HTTP), read at once; returns what the walk goes on with: the parents they miss,
-    /// and the tips of `frontier` they did not name.
+    /// plain HTTP), read at once; returns what the walk goes on with: the parents they miss.
+    /// The tips (`frontier`) are read while the records arrive: a lake with a tag on many
+    /// versions has most of them read a round trip sooner.
     async fn read_named(
         &self,
         st: &mut State,
         under_way: ListingUnderWay,
         frontier: Vec<VersionId>,
     ) -> Result<Vec<VersionId>, LakeError> {
-        let named = self.taken(under_way).await?;
+        let tips = with_datasets(frontier);
+        let (named, ()) = futures::join!(self.taken(under_way), self.read_batch(st, tips, false));
         // Named by a record, so reachable when packed: each dataset.json is read beside its
-        // record (a round trip less). Whether it has one is not taken from the record.
+        // record (a round trip less). Whether it has one is not taken from the record. The
+        // tips' parents go with them: one the lake lacks is passed over here, as a named one
+        // is, and read again by the walk, which reports it.
+        let mut named = named?;
+        named.extend(self.next_frontier(st).into_iter().map(|v| (v, None)));
+        named.sort_by(|a, b| a.0.cmp(&b.0));
+        named.dedup_by(|a, b| a.0 == b.0);
         self.read_found(st, named, true).await;
-        let unnamed = frontier.into_iter().filter(|v| !st.data.contains_key(v));
-        let mut next: Vec<VersionId> = unnamed.collect();
-        next.extend(self.next_frontier(st));
-        next.sort();
-        next.dedup();
-        Ok(next)
+        Ok(self.next_frontier(st))
     }
 
     /// The versions a listing under way finds.

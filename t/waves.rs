@@ -634,7 +634,8 @@ fn the_first_round_trip_leaves_before_git_asks_for_the_refs() {
 fn a_clone_over_plain_http_reads_the_versions_pack_records_name_at_once() {
     // Plain HTTP cannot list, and the packs are not trusted there: their records still name
     // the versions to read, all at once (issue 29, item 4), each read and mapped as without
-    // packs. The versions written since the pack are found by the walk, a generation a wave.
+    // packs. The tips are read while the record comes, and their parents with the versions it
+    // names; the versions written since the pack are found by the walk, a generation a wave.
     let server = s3lite::start_with(256);
     let mut lake = chain(40, 3);
     server.put_files("published", "lake/", &lake.files);
@@ -678,8 +679,46 @@ fn a_clone_over_plain_http_reads_the_versions_pack_records_name_at_once() {
     eprintln!("plain HTTP clone of 40 packed and 4 new versions: {counts:?}");
     t.ok(".", &clone("unpacked").each_ref().map(String::as_str));
     assert_eq!(refs_in(&t, "published"), refs_in(&t, "unpacked"));
-    // fdl.json, HEAD, refs.json and the packs' list in the first wave; the record; every
-    // named version with its dataset; then the 4 new versions one generation each.
+    // fdl.json, HEAD, refs.json and the packs' list in the first wave; the record with the
+    // 4 tips (version 44 and the tags' 1 to 3); every other named version with its dataset,
+    // and 43; then 42 and 41, a generation each.
     assert_eq!(counts.per_wave.get(&1), Some(&4), "{counts:?}");
-    assert!(counts.waves <= 7, "{counts:?}");
+    assert_eq!(counts.per_wave.get(&2), Some(&(1 + 4 * 2)), "{counts:?}");
+    assert!(counts.waves <= 5, "{counts:?}");
+}
+
+#[test]
+fn over_plain_http_a_missing_parent_of_a_version_newer_than_the_pack_fails_as_unpacked() {
+    // The parents of the tips are read with the versions a record names, where a version the
+    // lake lacks is passed over: one that a tip names must still stop the clone, with the
+    // message a clone of the same lake without packs gives.
+    let server = s3lite::start_with(256);
+    let mut lake = chain(10, 2);
+    server.put_files("published", "lake/", &lake.files);
+    let t = env(&server);
+    let packed = t
+        .command(
+            env!("CARGO_BIN_EXE_git-remote-fdl"),
+            ".",
+            &["pack", "fdl::s3://published/lake/"],
+        )
+        .output()
+        .unwrap();
+    assert!(packed.status.success());
+    // Version 12 names 11, which was never written.
+    lake.version(12, &[11], "after the pack");
+    lake.branch("main", 12);
+    lake.refs_json();
+    server.put_files("published", "lake/", &lake.files);
+    server.put_files("unpacked", "lake/", &lake.files);
+    let clone = |bucket: &str| {
+        let url = format!("fdl::{}/{bucket}/lake/", server.endpoint);
+        let out = t.git(".", &["clone", "-q", "--bare", &url, bucket]);
+        assert!(!out.status.success(), "{bucket}");
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        stderr.replace(bucket, "<bucket>")
+    };
+    let (packed, unpacked) = (clone("published"), clone("unpacked"));
+    assert!(packed.contains(&crate::support::vid(11)), "{packed}");
+    assert_eq!(packed, unpacked);
 }
