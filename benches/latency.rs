@@ -43,8 +43,11 @@ fn lake(n: u64) -> LakeBuilder {
     let mut l = LakeBuilder::new();
     l.chain(1, n);
     l.branch("main", n).branch("staging", n - 1);
-    for k in 1..=TAGS {
-        l.tag(&format!("t{k:04}"), k * n / TAGS);
+    // At most a tag a version: a lake smaller than TAGS would otherwise tag version 0, which
+    // does not exist.
+    let tags = TAGS.min(n);
+    for k in 1..=tags {
+        l.tag(&format!("t{k:04}"), k * n / tags);
     }
     l.refs_json();
     l
