@@ -163,9 +163,10 @@ impl Walk<'_> {
         tips: &[(VersionId, String)],
         under_way: Option<ListingUnderWay>,
     ) -> Result<WalkRead, LakeError> {
-        let under_way = under_way.filter(|_| self.newest_known.is_none());
+        // A listing of everything is taken only where nothing is known; pack records (on a
+        // store that cannot list) name only what was packed since the last fetch read them.
         let (under_way, under_way_unlisted) = match self.reading.lake().can_list() {
-            true => (under_way, None),
+            true => (under_way.filter(|_| self.newest_known.is_none()), None),
             false => (None, under_way),
         };
         let mut st = State {

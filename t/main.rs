@@ -48,3 +48,4 @@ mod stores;
 mod submodules;
 mod throttling;
 mod waves;
+mod waves_http;

@@ -11,9 +11,9 @@ use crate::support::{LakeBuilder, TestEnv};
 const VERSIONS: u64 = 2_000;
 
 /// Long enough that a wave's requests, issued together, never straddle two waves.
-const QUIET: Duration = Duration::from_millis(500);
+pub(crate) const QUIET: Duration = Duration::from_millis(500);
 
-fn chain(n: u64, tags: u64) -> LakeBuilder {
+pub(crate) fn chain(n: u64, tags: u64) -> LakeBuilder {
     let mut l = LakeBuilder::new();
     l.chain(1, n);
     l.branch("main", n);
@@ -24,12 +24,12 @@ fn chain(n: u64, tags: u64) -> LakeBuilder {
     l
 }
 
-fn env(server: &S3Lite) -> TestEnv {
+pub(crate) fn env(server: &S3Lite) -> TestEnv {
     server.test_env()
 }
 
 /// Runs git with the server in waves mode; returns what the server counted.
-fn waves(server: &S3Lite, t: &TestEnv, cwd: &str, args: &[&str]) -> Counts {
+pub(crate) fn waves(server: &S3Lite, t: &TestEnv, cwd: &str, args: &[&str]) -> Counts {
     server.reset();
     server.set_waves(Some(QUIET));
     let out = t.git(cwd, args);
@@ -401,7 +401,7 @@ fn a_cold_clone_lists_every_version_while_it_reads_a_thousand_ref_files() {
 }
 
 /// Every ref of a repository, with the commit it holds.
-fn refs_in(t: &TestEnv, repo: &str) -> String {
+pub(crate) fn refs_in(t: &TestEnv, repo: &str) -> String {
     t.ok(repo, &["for-each-ref", "--format=%(refname) %(objectname)"])
 }
 
@@ -628,97 +628,4 @@ fn the_first_round_trip_leaves_before_git_asks_for_the_refs() {
         listed.contains(&format!("{} refs/heads/main", main.trim())),
         "{listed:?}"
     );
-}
-
-#[test]
-fn a_clone_over_plain_http_reads_the_versions_pack_records_name_at_once() {
-    // Plain HTTP cannot list, and the packs are not trusted there: their records still name
-    // the versions to read, all at once (issue 29, item 4), each read and mapped as without
-    // packs. The tips are read while the record comes, and their parents with the versions it
-    // names; the versions written since the pack are found by the walk, a generation a wave.
-    let server = s3lite::start_with(256);
-    let mut lake = chain(40, 3);
-    server.put_files("published", "lake/", &lake.files);
-    let t = env(&server);
-    let helper = env!("CARGO_BIN_EXE_git-remote-fdl");
-    let packed = t
-        .command(helper, ".", &["pack", "fdl::s3://published/lake/"])
-        .output()
-        .unwrap();
-    assert!(
-        packed.status.success(),
-        "{}",
-        String::from_utf8_lossy(&packed.stderr)
-    );
-    // A record that names a version the lake does not have: passed over, as a version a
-    // listing shows in progress is.
-    let list: serde_json::Value =
-        serde_json::from_slice(&server.get("published", "lake/git-packs/list.json").unwrap())
-            .unwrap();
-    let record_key = format!("lake/git-packs/{}.json", list["packs"][0].as_str().unwrap());
-    let mut record: serde_json::Value =
-        serde_json::from_slice(&server.get("published", &record_key).unwrap()).unwrap();
-    let versions = record["versions"].as_array_mut().unwrap();
-    let mut ghost = versions[0].clone();
-    ghost["id"] = crate::support::vid(999).into();
-    versions.push(ghost);
-    let mut files = std::collections::BTreeMap::new();
-    files.insert(record_key, serde_json::to_vec(&record).unwrap());
-    server.put_files("published", "", &files);
-    lake.chain(41, 44);
-    lake.branch("main", 44);
-    lake.refs_json();
-    server.put_files("published", "lake/", &lake.files);
-    server.put_files("unpacked", "lake/", &lake.files);
-
-    let url = |bucket: &str| format!("fdl::{}/{bucket}/lake/", server.endpoint);
-    let clone = |bucket: &str| ["clone", "-q", "--bare", &url(bucket), bucket].map(String::from);
-    let args = clone("published");
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let counts = waves(&server, &t, ".", &args);
-    eprintln!("plain HTTP clone of 40 packed and 4 new versions: {counts:?}");
-    t.ok(".", &clone("unpacked").each_ref().map(String::as_str));
-    assert_eq!(refs_in(&t, "published"), refs_in(&t, "unpacked"));
-    // fdl.json, HEAD, refs.json and the packs' list in the first wave; the record with the
-    // 4 tips (version 44 and the tags' 1 to 3); every other named version with its dataset,
-    // and 43; then 42 and 41, a generation each.
-    assert_eq!(counts.per_wave.get(&1), Some(&4), "{counts:?}");
-    assert_eq!(counts.per_wave.get(&2), Some(&(1 + 4 * 2)), "{counts:?}");
-    assert!(counts.waves <= 5, "{counts:?}");
-}
-
-#[test]
-fn over_plain_http_a_missing_parent_of_a_version_newer_than_the_pack_fails_as_unpacked() {
-    // The parents of the tips are read with the versions a record names, where a version the
-    // lake lacks is passed over: one that a tip names must still stop the clone, with the
-    // message a clone of the same lake without packs gives.
-    let server = s3lite::start_with(256);
-    let mut lake = chain(10, 2);
-    server.put_files("published", "lake/", &lake.files);
-    let t = env(&server);
-    let packed = t
-        .command(
-            env!("CARGO_BIN_EXE_git-remote-fdl"),
-            ".",
-            &["pack", "fdl::s3://published/lake/"],
-        )
-        .output()
-        .unwrap();
-    assert!(packed.status.success());
-    // Version 12 names 11, which was never written.
-    lake.version(12, &[11], "after the pack");
-    lake.branch("main", 12);
-    lake.refs_json();
-    server.put_files("published", "lake/", &lake.files);
-    server.put_files("unpacked", "lake/", &lake.files);
-    let clone = |bucket: &str| {
-        let url = format!("fdl::{}/{bucket}/lake/", server.endpoint);
-        let out = t.git(".", &["clone", "-q", "--bare", &url, bucket]);
-        assert!(!out.status.success(), "{bucket}");
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        stderr.replace(bucket, "<bucket>")
-    };
-    let (packed, unpacked) = (clone("published"), clone("unpacked"));
-    assert!(packed.contains(&crate::support::vid(11)), "{packed}");
-    assert_eq!(packed, unpacked);
 }

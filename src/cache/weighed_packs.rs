@@ -1,8 +1,9 @@
 //! The lake's packs a fetch weighed and did not take (what they held that the repository
-//! lacked was too little to be worth their download): remembered by name, so that a later
-//! fetch neither reads their records again nor weighs them twice. A pack's name is its
-//! checksum, so what a name held once it holds for ever; a name this file lacks costs one
-//! record's read, never a wrong result.
+//! lacked was too little to be worth their download), or whose records a clone or fetch over
+//! plain HTTP read as the lake's index: remembered by name, so that a later fetch neither
+//! reads their records again nor weighs them twice. A pack's name is its checksum, so what a
+//! name held once it holds for ever; a name this file lacks costs one record's read, never a
+//! wrong result.
 
 use std::collections::HashSet;
 

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use super::error::RemoteError;
 use super::listing::Listing;
-use super::packed::{EarlyTags, PacksUnderWay};
+use super::packed::{EarlyTags, IndexRecords, PacksUnderWay};
 use super::state::Remote;
 use crate::history::{self, Known, Reading};
 use crate::lake::{self, LakeError, VersionId};
@@ -147,9 +147,7 @@ impl Remote {
         for_push: bool,
     ) -> Result<Listing, RemoteError> {
         let packs = self.pack_list_early(for_push);
-        let listing = self
-            .list_everything_early(for_push, packs.as_ref().map(|p| p.tags()))
-            .or_else(|| self.versions_of_records(for_push));
+        let (listing, index) = self.listing_early(for_push, packs.as_ref());
         let ReadRefs {
             head,
             refs,
@@ -189,6 +187,9 @@ impl Remote {
         let (resolved, tips_known, nothing_known) = self
             .resolve_tips(&reading, &tips, progress, listing, packs)
             .await?;
+        if let Some(index) = index {
+            self.remember_index(index);
+        }
         // The map of every version read, grown by a few tips rather than copied.
         let mut commits = resolved.commits;
         commits.extend(tips_known);
@@ -214,6 +215,23 @@ impl Remote {
             refs_json_first,
             for_push,
         })
+    }
+
+    /// What lists the versions to read, started before the refs are read: a listing of every
+    /// version on a clone from a store that lists, or the packs' records where the store
+    /// cannot list (with the records read, remembered once the walk is done).
+    fn listing_early(
+        &self,
+        for_push: bool,
+        packs: Option<&PacksUnderWay>,
+    ) -> (Option<history::ListingUnderWay>, Option<IndexRecords>) {
+        if let Some(listing) = self.list_everything_early(for_push, packs.map(|p| p.tags())) {
+            return (Some(listing), None);
+        }
+        match self.versions_of_records(for_push) {
+            Some((listing, records)) => (Some(listing), Some(records)),
+            None => (None, None),
+        }
     }
 
     /// Reads and builds what the tips reach that the cache does not vouch for ([`crate::vouch`]):

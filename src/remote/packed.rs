@@ -67,40 +67,70 @@ impl EarlyTags {
     }
 }
 
+/// The packs whose records a clone or fetch over plain HTTP read as the lake's index.
+#[derive(Clone, Default)]
+pub(super) struct IndexRecords(Arc<Mutex<Vec<String>>>);
+
 /// A repository that knows part of the lake takes a pack only for this many versions it
 /// lacks at least, and only where they are a quarter of the pack's at least: below that, the
 /// download, `index-pack` and the listing cost more than reading the versions does.
 const WORTH_A_PACK: usize = 32;
 
 impl Remote {
-    /// Where nothing is known of the lake (a clone) and the store cannot list, the versions
-    /// the lake's pack records name, as a listing would give them: the walk reads them all at
-    /// once. Only their IDs are taken (each version is read and mapped as without packs, and a
-    /// named version the lake lacks is passed over as a listed one in progress is); versions
-    /// no record names (newer than the last `pack`) are found by the walk as before. A list or
-    /// record that cannot be read names nothing.
-    pub(super) fn versions_of_records(&self, for_push: bool) -> Option<ListingUnderWay> {
+    /// Where the store cannot list (plain HTTP), the versions the lake's pack records name, as
+    /// a listing would give them: the walk reads at once those it lacks. Only their IDs are
+    /// taken (each version is read and mapped as without packs, and a named version the lake
+    /// lacks is passed over as a listed one in progress is); versions no record names (newer
+    /// than the last `pack`) are found by the walk as before. A list or record that cannot be
+    /// read names nothing. Where the lake is known (a fetch), only the records of packs no
+    /// clone or fetch read before are read: a fetch after a long absence reads what was
+    /// packed since at once, one of a few new versions reads only `git-packs/list.json` more.
+    pub(super) fn versions_of_records(
+        &self,
+        for_push: bool,
+    ) -> Option<(ListingUnderWay, IndexRecords)> {
         let lake = &self.lake;
         let index = !lake.can_list() && !lake.is_local() && !self.trust_packs;
-        if for_push || !self.knows_nothing() || !index || !self.packs_allowed {
+        if for_push || !index || !self.packs_allowed {
             return None;
         }
+        let read_before = match self.knows_nothing() {
+            true => Default::default(),
+            false => self.cache.as_ref()?.weighed_packs(),
+        };
         let lake = self.lake.clone();
-        Some(ListingUnderWay(tokio::spawn(async move {
+        let index = IndexRecords::default();
+        let read = index.clone();
+        let listing = ListingUnderWay(tokio::spawn(async move {
             let Ok(Some(list)) = lake.pack_list().await else {
                 return Ok(Vec::new());
             };
             let names = crate::lake_packs::parse_list(&list.bytes).unwrap_or_default();
-            let records = read_records(&lake, names).await;
-            let mut ids: Vec<VersionId> = records
+            let names: Vec<String> = names
                 .into_iter()
-                .filter_map(|(_, r)| r.ok())
-                .flat_map(|r| r.versions.into_iter().map(|v| v.id))
+                .filter(|n| !read_before.contains(n))
                 .collect();
+            let records = read_records(&lake, names).await;
+            let mut ids = Vec::new();
+            for (name, record) in records {
+                let Ok(record) = record else { continue };
+                read.0.lock().expect("records lock").push(name);
+                ids.extend(record.versions.into_iter().map(|v| v.id));
+            }
             ids.sort();
             ids.dedup();
             Ok(ids.into_iter().map(|v| (v, None)).collect())
-        })))
+        }));
+        Some((listing, index))
+    }
+
+    /// Remembers the records read as the lake's index ([`Remote::versions_of_records`]) once
+    /// the walk that used them is done, so that no later fetch reads them again.
+    pub(super) fn remember_index(&self, index: IndexRecords) {
+        let names = std::mem::take(&mut *index.0.lock().expect("records lock"));
+        if let (Some(cache), false) = (&self.cache, names.is_empty()) {
+            cache.weigh_packs(names);
+        }
     }
 
     /// Where the lake is read from a store that lists (or whose packs the user trusts), the
