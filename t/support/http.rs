@@ -5,52 +5,64 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
 use super::wire::read_request;
 
 pub struct HttpServer {
     pub url: String,
+    /// Microseconds each answer waits.
+    delay: Arc<AtomicU64>,
+}
+
+impl HttpServer {
+    /// Sends each answer from now on `delay` after its request came.
+    #[allow(dead_code)] // The benchmarks' (benches/roads.rs), which share this support.
+    pub fn set_delay(&self, delay: Duration) {
+        self.delay
+            .store(delay.as_micros() as u64, Ordering::Relaxed);
+    }
 }
 
 /// Serves `root` on a free port; returns its base URL (ending in `/`).
 pub fn serve(root: &Path) -> HttpServer {
-    serve_with_delay(root, std::time::Duration::ZERO)
+    serve_with_delay(root, Duration::ZERO)
 }
 
 /// [`serve`], each answer sent `delay` after its request came (a web server far away).
-pub fn serve_with_delay(root: &Path, delay: std::time::Duration) -> HttpServer {
+pub fn serve_with_delay(root: &Path, delay: Duration) -> HttpServer {
     serve_as(root, delay, false)
 }
 
 /// [`serve`] giving weak ETags (`W/"..."`, as a CDN that compressed the answer does), which an
 /// `If-Match` never matches (HTTP compares it strongly): such a request is answered 412.
 pub fn serve_with_weak_etags(root: &Path) -> HttpServer {
-    serve_as(root, std::time::Duration::ZERO, true)
+    serve_as(root, Duration::ZERO, true)
 }
 
-fn serve_as(root: &Path, delay: std::time::Duration, weak: bool) -> HttpServer {
+fn serve_as(root: &Path, delay: Duration, weak: bool) -> HttpServer {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let root = root.to_path_buf();
+    let delay = Arc::new(AtomicU64::new(delay.as_micros() as u64));
+    let delays = delay.clone();
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
-            let root = root.clone();
+            let (root, delay) = (root.clone(), delays.clone());
             std::thread::spawn(move || {
-                let _ = handle(stream, &root, delay, weak);
+                let _ = handle(stream, &root, &delay, weak);
             });
         }
     });
     HttpServer {
         url: format!("http://127.0.0.1:{port}/"),
+        delay,
     }
 }
 
-fn handle(
-    stream: TcpStream,
-    root: &Path,
-    delay: std::time::Duration,
-    weak: bool,
-) -> std::io::Result<()> {
+fn handle(stream: TcpStream, root: &Path, delay: &AtomicU64, weak: bool) -> std::io::Result<()> {
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut stream = stream;
     // Each answer goes out in one write, as a web server sends it: written in pieces, Nagle's
@@ -58,7 +70,7 @@ fn handle(
     stream.set_nodelay(true)?;
     while let Some(req) = read_request(&mut reader)? {
         let mut out = Vec::new();
-        std::thread::sleep(delay);
+        std::thread::sleep(Duration::from_micros(delay.load(Ordering::Relaxed)));
         let method = req.method.as_str();
         // The path as sent, not decoded: a file's name is what the client asked for.
         let path = req.target.split('?').next().unwrap_or("/");
@@ -195,13 +207,13 @@ pub fn python_http_server(root: &Path) -> PythonHttp {
         url: format!("http://127.0.0.1:{port}/"),
         child,
     };
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(
             std::time::Instant::now() < deadline,
             "python3 -m http.server did not start"
         );
-        std::thread::sleep(std::time::Duration::from_millis(50));
+        std::thread::sleep(Duration::from_millis(50));
     }
     server
 }
