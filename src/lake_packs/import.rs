@@ -26,6 +26,8 @@ const DOWNLOADS: usize = 8;
 pub(crate) struct Imported {
     pub verified: Vec<Taken>,
     pub warnings: Vec<String>,
+    /// The packs this import installed that versions were taken from.
+    pub installed: Vec<String>,
 }
 
 /// A version taken from a pack: its commit checked, and its parents.
@@ -246,7 +248,10 @@ fn settle<'r>(
             (Ok(record), None) => take(record, results, claimed, &mut taken, &mut out.verified),
         };
         match (out.verified.len() > before, installed) {
-            (true, _) => _ = used.insert(pack.as_str()),
+            (true, installed) => {
+                used.insert(pack.as_str());
+                out.installed.extend(installed);
+            }
             (false, Some(installed)) => unused.push(installed),
             (false, None) => {}
         }

@@ -78,6 +78,8 @@ impl Remote {
                 trace_step(&format!("fetch: completing a pack of {} objects", w.len()));
                 crate::session_pack::install(repo, w, lock_pack && outcome.self_contained)?
             }
+            // Nothing to write: the wants may all be in a lake's pack this session took.
+            _ if lock_pack => (0, self.lock_installed_pack(wants)),
             _ => (0, None),
         };
         trace_step("fetch: pack written");

@@ -6,11 +6,13 @@
 //! and the packs are not trusted, their records still name the versions to read: all at once,
 //! each read and mapped as without packs, instead of a generation per round trip.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use super::fetch::Want;
 use super::state::Remote;
 use crate::history::ListingUnderWay;
 use crate::lake::git_packs::{listed_files, VersionFileEtags};
@@ -18,6 +20,7 @@ use crate::lake::VersionId;
 use crate::lake_packs::download::has_in;
 use crate::lake_packs::import::{import, read_records, Checks, ReadRecord, Trust};
 use crate::lake_packs::verify::Signing;
+use crate::mapping::ObjectId;
 use crate::progress::Progress;
 use crate::repo::ScratchRepo;
 use crate::store::{Listed, StoreError};
@@ -285,10 +288,40 @@ impl Remote {
         {
             self.repo = Some(fresh);
         }
+        let taken: HashSet<&VersionId> = imported.verified.iter().map(|t| &t.version).collect();
+        let closed =
+            (imported.verified.iter()).all(|t| t.parents.iter().all(|p| taken.contains(p)));
+        if self.repo.is_some() && closed {
+            self.installed_packs = imported.installed;
+            self.taken_closed = imported.verified.iter().map(|t| t.commit).collect();
+        }
         if let Some(cache) = self.cache.as_mut() {
             let taken = imported.verified.into_iter();
             cache.extend(taken.map(|t| (t.version, t.commit, t.parents)));
         }
+    }
+
+    /// Where a fetch wrote nothing (a clone that took every version from the lake's packs),
+    /// the pack installed this session that holds every wanted commit, held by a `.keep` file
+    /// for Git, which then skips its walk over the whole history (`check-connectivity`). Only
+    /// if each wanted commit is one the session took, from a history closed under parents:
+    /// each version taken was checked with its tree, blobs and parents, parents first.
+    pub(super) fn lock_installed_pack(&self, wants: &[Want]) -> Option<PathBuf> {
+        let repo = self.repo.as_ref()?;
+        let wanted: Option<Vec<ObjectId>> =
+            wants.iter().map(|w| ObjectId::from_hex(&w.oid)).collect();
+        let wanted = wanted.filter(|w| w.iter().all(|c| self.taken_closed.contains(c)))?;
+        let wanted: Vec<gix::ObjectId> = wanted.into_iter().map(gix::ObjectId::from).collect();
+        let dir = repo.pack_dir();
+        let holds_all = |name: &&String| {
+            let idx = dir.join(format!("{name}.idx"));
+            gix::odb::pack::index::File::at(&idx, gix::hash::Kind::Sha1)
+                .is_ok_and(|index| wanted.iter().all(|oid| index.lookup(oid).is_some()))
+        };
+        let name = self.installed_packs.iter().find(holds_all)?;
+        let keep = crate::session_pack::keep_path(&dir, name).ok()??;
+        crate::session_pack::write_keep(&keep).ok()?;
+        Some(keep)
     }
 }
 

@@ -1,7 +1,7 @@
 //! A lake opened as a remote: its cache (loaded, lent, saved), the session's pack, how
 //! versions are read, and the warnings gathered on the way.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::error::RemoteError;
@@ -28,6 +28,10 @@ pub(crate) struct Remote {
     pub(super) trust_packs: bool,
     /// The lake's packs may be read at all (`fdlUsePacks`, on unless turned off).
     pub(super) packs_allowed: bool,
+    /// The lake's packs this session installed into the repository and took versions from,
+    /// with the commits taken, where every parent of one was taken too (a closed history).
+    pub(super) installed_packs: Vec<String>,
+    pub(super) taken_closed: HashSet<ObjectId>,
 }
 
 /// A cache being saved on a blocking thread ([`Remote::remember_written_refs`]).
@@ -129,6 +133,8 @@ impl Remote {
             sink: None,
             trust_packs: false,
             packs_allowed: true,
+            installed_packs: Vec::new(),
+            taken_closed: HashSet::new(),
         };
         remote.warn_if_damaged();
         remote

@@ -2,7 +2,7 @@
 //! objects stream into, completed with its index and renamed into place, and held by a `.keep`
 //! file for Git when the fetch asks for one.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::{hex, PackWriter};
 use crate::repo::{write_error, Repo, RepoError};
@@ -32,16 +32,14 @@ pub(crate) fn install(
     let pack = writer.finish().map_err(|e| write_error(&pack_dir, e))?;
     let name = format!("pack-{}", hex(&pack.checksum));
     let tmp_idx = pack.index_path.clone();
-    let keep = locked.then(|| std::path::absolute(pack_dir.join(format!("{name}.keep"))));
-    let keep = keep.transpose().map_err(|e| write_error(&pack_dir, e))?;
-    // Git reads the path back from a protocol line and removes that file: a path that line
-    // cannot carry exactly (not UTF-8, or a line break in it) is not handed over.
-    let keep = keep.filter(|k| k.to_str().is_some_and(|t| !t.contains(['\n', '\r'])));
+    let keep = locked.then(|| keep_path(&pack_dir, &name));
+    let keep = keep
+        .transpose()
+        .map_err(|e| write_error(&pack_dir, e))?
+        .flatten();
     let installed = (|| -> std::io::Result<()> {
         if let Some(keep) = &keep {
-            let host = crate::process::host_tag();
-            let why = format!("git-remote-fdl {} on {host}\n", std::process::id());
-            std::fs::write(keep, why)?;
+            write_keep(keep)?;
         }
         std::fs::rename(&pack.path, pack_dir.join(format!("{name}.pack")))?;
         std::fs::rename(&tmp_idx, pack_dir.join(format!("{name}.idx")))
@@ -56,4 +54,18 @@ pub(crate) fn install(
         return Err(write_error(&pack_dir, e));
     }
     Ok((pack.objects, keep))
+}
+
+/// The `.keep` file of pack `name` for Git: none where the protocol line Git reads it back
+/// from (and removes that file) cannot carry its path exactly (not UTF-8, or a line break).
+pub(crate) fn keep_path(pack_dir: &Path, name: &str) -> std::io::Result<Option<PathBuf>> {
+    let keep = std::path::absolute(pack_dir.join(format!("{name}.keep")))?;
+    Ok(Some(keep).filter(|k| k.to_str().is_some_and(|t| !t.contains(['\n', '\r']))))
+}
+
+/// Writes a `.keep` file saying who holds the pack, as `git index-pack --keep` does.
+pub(crate) fn write_keep(keep: &Path) -> std::io::Result<()> {
+    let host = crate::process::host_tag();
+    let why = format!("git-remote-fdl {} on {host}\n", std::process::id());
+    std::fs::write(keep, why)
 }

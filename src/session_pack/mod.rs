@@ -16,7 +16,7 @@ use crate::mapping::{Kind, ObjectId};
 mod deflate;
 mod install;
 pub(crate) use deflate::SmallDeflate;
-pub(crate) use install::{install, writer_in};
+pub(crate) use install::{install, keep_path, write_keep, writer_in};
 
 /// A pack's checksum (a SHA-1, as gix names one) in lower-case hex: the pack's name.
 pub(crate) fn hex(checksum: &[u8]) -> String {
