@@ -440,7 +440,7 @@ fn a_clone_taken_whole_from_the_lakes_pack_spares_git_its_connectivity_walk() {
     let url = "fdl::s3://packed/lake/";
     let packed = helper(&t, ".", &["pack", url]);
     assert!(packed.status.success());
-    let lake_pack = listed_packs_in_bucket(&server);
+    let lake_pack = listed_packs_in_bucket(&server, "packed");
     // The pack Git was told holds everything, if any.
     let cloned = |dir: &str| {
         let expected = read_one_by_one(&t, url);
@@ -499,9 +499,53 @@ fn a_clone_taken_whole_from_the_lakes_pack_spares_git_its_connectivity_walk() {
     assert_ne!(cloned("grown.git"), Some(lake_pack));
 }
 
-/// The name of the one pack `git-packs/list.json` of bucket `packed` names.
-fn listed_packs_in_bucket(server: &S3Lite) -> String {
-    let list = server.get("packed", "lake/git-packs/list.json").unwrap();
+/// A pack nothing is taken from stays where another pack was taken from: the versions taken
+/// were checked against every pack installed, and a later pack may leave out a blob an earlier
+/// one holds (here a new start's `dataset.json`, the same bytes as the packed tip's; the
+/// second pack `pack` made still holds it, so this clone is complete either way).
+#[test]
+fn an_untaken_pack_stays_when_another_pack_was_taken_from_for_the_blobs_they_share() {
+    let server: S3Lite = s3lite::start_with(64);
+    let t = server.test_env();
+    let url = "fdl::s3://shared/lake/";
+    let mut l = crate::support::LakeBuilder::new();
+    l.chain(1, 12);
+    l.branch("main", 12).refs_json();
+    server.put_files("shared", "lake/", &l.files);
+    assert!(helper(&t, ".", &["pack", url]).status.success());
+    let first = listed_packs_in_bucket(&server, "shared");
+    // A new start whose dataset.json is the packed tip's: the next pack leaves that blob out.
+    let tip = crate::support::vid(12);
+    let shared = l.files[&format!("versions/{tip}/dataset.json")].clone();
+    let start = l.version(13, &[], "a new start");
+    l.put(&format!("versions/{start}/dataset.json"), shared);
+    l.branch("main", 13).refs_json();
+    server.put_files("shared", "lake/", &l.files);
+    assert!(helper(&t, ".", &["pack", url]).status.success());
+    let key = format!("lake/git-packs/{first}.json");
+    let record = String::from_utf8(server.get("shared", &key).unwrap()).unwrap();
+    // The first pack's versions all fail: its first and last name each other's commit.
+    let v: serde_json::Value = serde_json::from_str(&record).unwrap();
+    let (c1, c12) = (
+        v["versions"][0]["commit"].as_str().unwrap(),
+        v["versions"][11]["commit"].as_str().unwrap(),
+    );
+    let swapped = (record.replace(c1, "@").replace(c12, c1)).replace('@', c12);
+    server.put_files("shared", "", &[(key, swapped.into_bytes())].into());
+    let expected = read_one_by_one(&t, url);
+    // Every object the refs reach is there: `clone` runs `git fsck`.
+    let (refs, installed, stderr) = clone(&t, url, "c.git");
+    same_refs(&expected, &refs);
+    assert!(stderr.contains("cannot be taken from it"), "{stderr}");
+    assert!(
+        installed.iter().any(|p| p.contains(&first)),
+        "{installed:?}"
+    );
+}
+
+/// The name of the first pack `git-packs/list.json` of `bucket` names.
+fn listed_packs_in_bucket(server: &S3Lite, bucket: &str) -> String {
+    let list = server.get(bucket, "lake/git-packs/list.json").unwrap();
     let list: serde_json::Value = serde_json::from_slice(&list).unwrap();
     list["packs"][0].as_str().unwrap().to_string()
 }

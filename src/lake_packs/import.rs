@@ -263,9 +263,14 @@ fn settle<'r>(
         }
     }
     // A pack this import installed that gave nothing goes again: it would only be garbage in
-    // objects/pack (another lake's, misnamed, unrecorded, every version failed), unless a pack
-    // taken from has its name (a misnamed copy of it).
-    for pack in unused.iter().filter(|p| !used.contains(p.as_str())) {
+    // objects/pack (another lake's, misnamed, unrecorded, every version failed). Not where
+    // another pack was taken from: its versions were checked against every pack installed, and
+    // a later pack leaves out what an earlier one holds (`pack-objects ^<packed commits>`), so
+    // a version taken may need a blob only the untaken pack has.
+    if !used.is_empty() {
+        return;
+    }
+    for pack in &unused {
         super::download::remove(repo, pack);
     }
 }

@@ -320,7 +320,7 @@ impl Remote {
         };
         let name = self.installed_packs.iter().find(holds_all)?;
         let keep = crate::session_pack::keep_path(&dir, name).ok()??;
-        crate::session_pack::write_keep(&keep).ok()?;
+        crate::session_pack::write_keep(&keep, false).ok()?;
         Some(keep)
     }
 }

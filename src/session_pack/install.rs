@@ -39,7 +39,7 @@ pub(crate) fn install(
         .flatten();
     let installed = (|| -> std::io::Result<()> {
         if let Some(keep) = &keep {
-            write_keep(keep)?;
+            write_keep(keep, true)?;
         }
         std::fs::rename(&pack.path, pack_dir.join(format!("{name}.pack")))?;
         std::fs::rename(&tmp_idx, pack_dir.join(format!("{name}.idx")))
@@ -63,9 +63,18 @@ pub(crate) fn keep_path(pack_dir: &Path, name: &str) -> std::io::Result<Option<P
     Ok(Some(keep).filter(|k| k.to_str().is_some_and(|t| !t.contains(['\n', '\r']))))
 }
 
-/// Writes a `.keep` file saying who holds the pack, as `git index-pack --keep` does.
-pub(crate) fn write_keep(keep: &Path) -> std::io::Result<()> {
+/// Writes a `.keep` file saying who holds the pack, as `git index-pack --keep` does. Without
+/// `replace`, never over one already there: Git removes the file it is handed, which would
+/// then be another's (a pack installed before this session).
+pub(crate) fn write_keep(keep: &Path, replace: bool) -> std::io::Result<()> {
+    use std::io::Write;
     let host = crate::process::host_tag();
     let why = format!("git-remote-fdl {} on {host}\n", std::process::id());
-    std::fs::write(keep, why)
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .create(replace)
+        .create_new(!replace)
+        .open(keep)?;
+    file.write_all(why.as_bytes())
 }
