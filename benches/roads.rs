@@ -217,6 +217,20 @@ fn signed_road(server: &S3Lite, delay_ms: u64, rows: &mut Vec<Row>) {
     });
 }
 
+/// `git <args>` in `cwd`, traced: its wall time and the requests the helper made.
+fn traced(t: &TestEnv, cwd: &str, args: &[&str]) -> (f64, u64) {
+    let start = Instant::now();
+    let out = t
+        .command("git", cwd, args)
+        .env("GIT_REMOTE_FDL_DEBUG", "1")
+        .output()
+        .unwrap();
+    let wall = start.elapsed().as_secs_f64();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    (wall, requests_traced(&stderr))
+}
+
 /// A clone over plain HTTP of the lake's folder, packed, `fdlTrustPacks` not set, at `delay_ms`
 /// and at 0 ms, traced for its requests.
 fn http_road(versions: u64, delay_ms: u64, rows: &mut Vec<Row>) {
@@ -227,15 +241,7 @@ fn http_road(versions: u64, delay_ms: u64, rows: &mut Vec<Row>) {
     let clone = |delay: u64, dir: &str| {
         let server = support::http::serve_with_delay(&t.path("site"), Duration::from_millis(delay));
         let url = format!("fdl::{}", server.url);
-        let start = Instant::now();
-        let out = t
-            .command("git", ".", &["clone", "-q", "--bare", &url, dir])
-            .env("GIT_REMOTE_FDL_DEBUG", "1")
-            .output()
-            .unwrap();
-        let wall = start.elapsed().as_secs_f64();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{stderr}");
+        let run = traced(&t, ".", &["clone", "-q", "--bare", &url, dir]);
         let refs =
             parse_ls_remote(&t.ok(dir, &["for-each-ref", "--format=%(objectname)\t%(refname)"]));
         for (commit, name) in expected.iter().filter(|(_, n)| n != "HEAD") {
@@ -244,7 +250,7 @@ fn http_road(versions: u64, delay_ms: u64, rows: &mut Vec<Row>) {
                 "{name} over HTTP"
             );
         }
-        (wall, requests_traced(&stderr))
+        run
     };
     // A single run of a clone this short swings by a tenth either way: the median of three,
     // taken in turn.
@@ -303,18 +309,7 @@ fn http_absent_road(versions: u64, delay_ms: u64, rows: &mut Vec<Row>) {
     l.branch("main", versions).refs_json();
     l.write_dir(&t.path("site"));
     pack(&t, &folder);
-    let fetch = |repo: &str, args: &[&str]| {
-        let start = Instant::now();
-        let out = t
-            .command("git", repo, args)
-            .env("GIT_REMOTE_FDL_DEBUG", "1")
-            .output()
-            .unwrap();
-        let wall = start.elapsed().as_secs_f64();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{stderr}");
-        (wall, requests_traced(&stderr))
-    };
+    let fetch = |repo: &str, args: &[&str]| traced(&t, repo, args);
     let all = "+refs/*:refs/*";
     let median = |side: &'static str| {
         let runs: Vec<(f64, u64)> = repos(side)

@@ -2,6 +2,7 @@
 //! read at once by a clone and by a fetch after a long absence, counted in waves as
 //! `t/waves.rs` counts them, on `s3lite` read as a web server.
 
+use crate::support::run::pack;
 use crate::support::s3lite;
 use crate::waves::{chain, env, refs_in, waves, QUIET};
 
@@ -15,16 +16,7 @@ fn a_clone_over_plain_http_reads_the_versions_pack_records_name_at_once() {
     let mut lake = chain(40, 3);
     server.put_files("published", "lake/", &lake.files);
     let t = env(&server);
-    let helper = env!("CARGO_BIN_EXE_git-remote-fdl");
-    let packed = t
-        .command(helper, ".", &["pack", "fdl::s3://published/lake/"])
-        .output()
-        .unwrap();
-    assert!(
-        packed.status.success(),
-        "{}",
-        String::from_utf8_lossy(&packed.stderr)
-    );
+    pack(&t, "fdl::s3://published/lake/");
     // A record that names a version the lake does not have: passed over, as a version a
     // listing shows in progress is.
     let list: serde_json::Value =
@@ -71,15 +63,7 @@ fn over_plain_http_a_missing_parent_of_a_version_newer_than_the_pack_fails_as_un
     let mut lake = chain(10, 2);
     server.put_files("published", "lake/", &lake.files);
     let t = env(&server);
-    let packed = t
-        .command(
-            env!("CARGO_BIN_EXE_git-remote-fdl"),
-            ".",
-            &["pack", "fdl::s3://published/lake/"],
-        )
-        .output()
-        .unwrap();
-    assert!(packed.status.success());
+    pack(&t, "fdl::s3://published/lake/");
     // Version 12 names 11, which was never written.
     lake.version(12, &[11], "after the pack");
     lake.branch("main", 12);
@@ -107,19 +91,8 @@ fn a_fetch_over_plain_http_after_many_packed_versions_reads_them_at_once_and_the
     let mut lake = chain(10, 2);
     server.put_files("published", "lake/", &lake.files);
     let t = env(&server);
-    let pack = || {
-        let helper = env!("CARGO_BIN_EXE_git-remote-fdl");
-        let out = t
-            .command(helper, ".", &["pack", "fdl::s3://published/lake/"])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    pack();
+    let pack_the_lake = || pack(&t, "fdl::s3://published/lake/");
+    pack_the_lake();
     let http = format!("fdl::{}/published/lake/", server.endpoint);
     t.ok(".", &["clone", "-q", "--bare", &http, "long-ago.git"]);
     lake.chain(11, 40);
@@ -127,7 +100,7 @@ fn a_fetch_over_plain_http_after_many_packed_versions_reads_them_at_once_and_the
     lake.refs_json();
     server.put_files("published", "lake/", &lake.files);
     server.put_files("unpacked", "lake/", &lake.files);
-    pack();
+    pack_the_lake();
     let fetch = ["fetch", "-q", "origin", "+refs/*:refs/*"];
     let counts = waves(&server, &t, "long-ago.git", &fetch);
     eprintln!("plain HTTP fetch of 30 packed versions: {counts:?}");
