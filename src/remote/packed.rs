@@ -291,10 +291,14 @@ impl Remote {
         let taken: HashSet<&VersionId> = imported.verified.iter().map(|t| &t.version).collect();
         let closed =
             (imported.verified.iter()).all(|t| t.parents.iter().all(|p| taken.contains(p)));
-        if self.repo.is_some() && closed {
-            self.installed_packs = imported.installed;
-            self.taken_closed = imported.verified.iter().map(|t| t.commit).collect();
-        }
+        // What an earlier import of this session left is replaced, never added to.
+        (self.installed_packs, self.taken_closed) = match self.repo.is_some() && closed {
+            true => (
+                imported.installed,
+                imported.verified.iter().map(|t| t.commit).collect(),
+            ),
+            false => Default::default(),
+        };
         if let Some(cache) = self.cache.as_mut() {
             let taken = imported.verified.into_iter();
             cache.extend(taken.map(|t| (t.version, t.commit, t.parents)));
