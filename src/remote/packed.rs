@@ -18,7 +18,7 @@ use crate::history::ListingUnderWay;
 use crate::lake::git_packs::{listed_files, VersionFileEtags};
 use crate::lake::VersionId;
 use crate::lake_packs::download::has_in;
-use crate::lake_packs::import::{import, read_records, Checks, ReadRecord, Trust};
+use crate::lake_packs::import::{import, read_records, Checks, ReadRecord, Taken, Trust};
 use crate::lake_packs::verify::Signing;
 use crate::mapping::ObjectId;
 use crate::progress::Progress;
@@ -288,21 +288,23 @@ impl Remote {
         {
             self.repo = Some(fresh);
         }
-        let taken: HashSet<&VersionId> = imported.verified.iter().map(|t| &t.version).collect();
-        let closed =
-            (imported.verified.iter()).all(|t| t.parents.iter().all(|p| taken.contains(p)));
-        // What an earlier import of this session left is replaced, never added to.
-        (self.installed_packs, self.taken_closed) = match self.repo.is_some() && closed {
-            true => (
-                imported.installed,
-                imported.verified.iter().map(|t| t.commit).collect(),
-            ),
-            false => Default::default(),
-        };
+        self.hold_for_lock(imported.installed, &imported.verified);
         if let Some(cache) = self.cache.as_mut() {
             let taken = imported.verified.into_iter();
             cache.extend(taken.map(|t| (t.version, t.commit, t.parents)));
         }
+    }
+
+    /// Remembers for [`Remote::lock_installed_pack`] the packs an import installed and the
+    /// commits it took, where every parent of a version taken was taken too; otherwise
+    /// nothing. What an earlier import of this session left is replaced, never added to.
+    fn hold_for_lock(&mut self, installed: Vec<String>, verified: &[Taken]) {
+        let taken: HashSet<&VersionId> = verified.iter().map(|t| &t.version).collect();
+        let closed = (verified.iter()).all(|t| t.parents.iter().all(|p| taken.contains(p)));
+        (self.installed_packs, self.taken_closed) = match self.repo.is_some() && closed {
+            true => (installed, verified.iter().map(|t| t.commit).collect()),
+            false => Default::default(),
+        };
     }
 
     /// Where a fetch wrote nothing (a clone that took every version from the lake's packs),
