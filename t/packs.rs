@@ -438,8 +438,7 @@ fn a_clone_taken_whole_from_the_lakes_pack_spares_git_its_connectivity_walk() {
     server.put_files("packed", "lake/", &lake(12, 6).files);
     let t = server.test_env();
     let url = "fdl::s3://packed/lake/";
-    let packed = helper(&t, ".", &["pack", url]);
-    assert!(packed.status.success());
+    pack(&t, url);
     let lake_pack = listed_packs_in_bucket(&server, "packed");
     // The pack Git was told holds everything, if any.
     let cloned = |dir: &str| {
@@ -512,7 +511,7 @@ fn an_untaken_pack_stays_when_another_pack_was_taken_from_for_the_blobs_they_sha
     l.chain(1, 12);
     l.branch("main", 12).refs_json();
     server.put_files("shared", "lake/", &l.files);
-    assert!(helper(&t, ".", &["pack", url]).status.success());
+    pack(&t, url);
     let first = listed_packs_in_bucket(&server, "shared");
     // A new start whose dataset.json is the packed tip's: the next pack leaves that blob out.
     let tip = crate::support::vid(12);
@@ -521,7 +520,7 @@ fn an_untaken_pack_stays_when_another_pack_was_taken_from_for_the_blobs_they_sha
     l.put(&format!("versions/{start}/dataset.json"), shared);
     l.branch("main", 13).refs_json();
     server.put_files("shared", "lake/", &l.files);
-    assert!(helper(&t, ".", &["pack", url]).status.success());
+    pack(&t, url);
     let key = format!("lake/git-packs/{first}.json");
     let record = String::from_utf8(server.get("shared", &key).unwrap()).unwrap();
     // The first pack's versions all fail: its first and last name each other's commit.
