@@ -10,8 +10,9 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use futures::StreamExt;
-use tokio::sync::mpsc::UnboundedReceiver;
+mod pool;
+
+use pool::ReadPool;
 
 use crate::graph::{parents_first, ParentsFirst};
 use crate::lake::{LakeError, VersionId};
@@ -20,14 +21,8 @@ use crate::progress::Progress;
 use crate::reading::InOrder;
 pub(crate) use crate::reading::{BuiltVersion, Reading, Summaries, Summary};
 
-/// Results a reading task hands over at once.
 /// A version's objects: its record's blob, its dataset's blob, its tree and its commit.
 const OBJECTS_PER_VERSION: usize = 4;
-
-const SEND_BATCH: usize = 64;
-
-/// Tasks that read versions side by side.
-const WORKERS: usize = 4;
 
 /// The outcome of resolving: commit IDs for every version reached, and those that had to be
 /// read (the others are known from the cache), whose objects went to the reading's pack.
@@ -44,6 +39,9 @@ pub(crate) struct Resolved {
 ///
 /// [`Remote::list`]: crate::remote::Remote::list
 pub(crate) struct ListingUnderWay(pub tokio::task::JoinHandle<Result<ListedVersions, LakeError>>);
+
+/// What reading one version gives: `None` if its record is missing.
+type ReadResult = Result<Option<Summary>, LakeError>;
 
 /// The versions a listing found, each with whether it has a `dataset.json`.
 pub(crate) type ListedVersions = Vec<(VersionId, Option<bool>)>;
@@ -240,26 +238,118 @@ impl Walk<'_> {
 
     /// On a store that cannot list, the versions the lake's pack records named (a clone over
     /// plain HTTP), read at once; returns what the walk goes on with: the parents they miss.
-    /// The tips (`frontier`) are read while the records arrive: a lake with a tag on many
-    /// versions has most of them read a round trip sooner.
+    /// One stream of reads: the tips (`frontier`) first, while the records arrive, then what
+    /// the records name, and, as each version comes, its parents no record named (a tip
+    /// written since the last `pack`). Named by a record, so reachable when packed: each
+    /// `dataset.json` is read beside its record; whether it has one is not taken from the
+    /// record.
     async fn read_named(
         &self,
         st: &mut State,
         under_way: ListingUnderWay,
         frontier: Vec<VersionId>,
     ) -> Result<Vec<VersionId>, LakeError> {
-        let tips = with_datasets(frontier);
-        let (named, ()) = futures::join!(self.taken(under_way), self.read_batch(st, tips, false));
-        // Named by a record, so reachable when packed: each dataset.json is read beside its
-        // record (a round trip less). Whether it has one is not taken from the record. The
-        // tips' parents go with them: one the lake lacks is passed over here, as a named one
-        // is, and read again by the walk, which reports it.
-        let mut named = named?;
-        named.extend(self.next_frontier(st).into_iter().map(|v| (v, None)));
-        named.sort_by(|a, b| a.0.cmp(&b.0));
-        named.dedup_by(|a, b| a.0 == b.0);
-        self.read_found(st, named, true).await;
+        // Each item says whether it was named (a missing one is passed over here, and read
+        // again by the walk, which reports it) or is a tip (missing: an error now).
+        let mut pool = pool_of(
+            self.reading,
+            2,
+            |reading, (id, listed): (VersionId, bool)| async move {
+                let r = reading.version(&id, true).await;
+                (id, listed, r)
+            },
+        );
+        let mut queued: HashSet<VersionId> = frontier.iter().cloned().collect();
+        pool.feed(frontier.into_iter().map(|v| (v, false)).collect());
+        let named = self.taken(under_way);
+        tokio::pin!(named);
+        let mut named_in = false;
+        loop {
+            tokio::select! {
+                named = &mut named, if !named_in => {
+                    named_in = true;
+                    let mut more = Vec::new();
+                    for (v, dataset) in named? {
+                        if dataset == Some(false) {
+                            st.no_dataset.insert(v.clone());
+                        }
+                        more.push(v);
+                    }
+                    // The parents of the tips read so far go with what the records name.
+                    let read: Vec<VersionId> = st.data.iter().map(|(id, _)| id.clone()).collect();
+                    more.extend(self.unread_parents(st, &read, &queued));
+                    self.feed_unqueued(st, &mut pool, &mut queued, more);
+                }
+                batch = pool.next() => {
+                    let Some(batch) = batch else { break };
+                    let ids: Vec<VersionId> = batch.iter().map(|(id, _, _)| id.clone()).collect();
+                    for (id, listed, r) in batch {
+                        self.take_read(st, id, r, listed);
+                    }
+                    if named_in {
+                        let parents = self.unread_parents(st, &ids, &queued);
+                        self.feed_unqueued(st, &mut pool, &mut queued, parents);
+                    }
+                }
+            }
+            if named_in && pool.waiting() == 0 {
+                pool.close();
+            }
+        }
         Ok(self.next_frontier(st))
+    }
+
+    /// The parents of `ids` (those read) that are neither read, queued, walked nor stopped at,
+    /// each named by its child.
+    fn unread_parents(
+        &self,
+        st: &mut State,
+        ids: &[VersionId],
+        queued: &HashSet<VersionId>,
+    ) -> Vec<VersionId> {
+        let mut parents = Vec::new();
+        for id in ids {
+            let Some(Ok(d)) = st.data.get(id) else {
+                continue;
+            };
+            for p in d.parents.iter() {
+                let unread = !st.data.contains_key(p) && !queued.contains(p);
+                if unread && !st.through.contains(p) && !(self.stop)(p) {
+                    st.named_by
+                        .entry(p.clone())
+                        .or_insert_with(|| format!("version {id}"));
+                    parents.push(p.clone());
+                }
+            }
+        }
+        self.to_read(parents, &mut st.through)
+    }
+
+    /// Feeds `pool` those of `ids` neither queued before, read, walked nor stopped at, with
+    /// room for them and the total the progress shows.
+    fn feed_unqueued(
+        &self,
+        st: &mut State,
+        pool: &mut ReadPool<(VersionId, bool), (VersionId, bool, ReadResult)>,
+        queued: &mut HashSet<VersionId>,
+        ids: Vec<VersionId>,
+    ) {
+        let mut fed = Vec::new();
+        for v in ids {
+            if (self.stop)(&v) || st.data.contains_key(&v) || (self.walked)(&v).is_some() {
+                continue;
+            }
+            if queued.insert(v.clone()) {
+                fed.push((v, true));
+            }
+        }
+        if !fed.is_empty() {
+            st.data.reserve(fed.len());
+            self.reading
+                .reserve_objects(fed.len() * OBJECTS_PER_VERSION);
+            pool.feed(fed);
+            st.total = Some(st.read + pool.waiting() as u64);
+        }
     }
 
     /// The versions a listing under way finds.
@@ -342,7 +432,7 @@ impl Walk<'_> {
                 (id, r)
             },
         );
-        while let Some(batch) = reads.recv().await {
+        while let Some(batch) = reads.next().await {
             for (v, r) in batch {
                 if let Some(Ok(d)) = st.data.get_mut(&v) {
                     d.add_dataset(r?);
@@ -401,9 +491,8 @@ impl Walk<'_> {
             .collect()
     }
 
-    /// Reads `ids` (each with its `dataset.json` or not) concurrently into the state. In a
-    /// walk, a missing record is an error (something names it); in a listing it is a version
-    /// deleted meanwhile, and is skipped.
+    /// Reads `ids` (each with its `dataset.json` or not) concurrently into the state
+    /// ([`Walk::take_read`]).
     async fn read_batch(&self, st: &mut State, ids: Vec<(VersionId, bool)>, from_listing: bool) {
         let reading = self.reading;
         let per_item = if ids.iter().any(|(_, d)| *d) { 2 } else { 1 };
@@ -418,27 +507,39 @@ impl Walk<'_> {
                 (id, r)
             },
         );
-        while let Some(batch) = results.recv().await {
+        while let Some(batch) = results.next().await {
             for (id, r) in batch {
-                st.read += 1;
-                self.progress.update("Reading versions", st.read, st.total);
-                match r {
-                    Ok(Some(d)) => {
-                        st.data.insert(id, Ok(d));
-                    }
-                    Ok(None) if from_listing => {}
-                    Ok(None) => {
-                        let missing = LakeError::MissingVersion {
-                            lake: reading.lake().name(),
-                            version: id.clone(),
-                            by: String::new(),
-                        };
-                        st.data.insert(id, Err(missing));
-                    }
-                    Err(e) => {
-                        st.data.insert(id, Err(e));
-                    }
-                }
+                self.take_read(st, id, r, from_listing);
+            }
+        }
+    }
+
+    /// Keeps what reading `id` gave. A missing record is an error in a walk (something names
+    /// it); in a listing (`listed`) it is a version deleted meanwhile, and is skipped.
+    fn take_read(
+        &self,
+        st: &mut State,
+        id: VersionId,
+        r: Result<Option<Summary>, LakeError>,
+        listed: bool,
+    ) {
+        st.read += 1;
+        self.progress.update("Reading versions", st.read, st.total);
+        match r {
+            Ok(Some(d)) => {
+                st.data.insert(id, Ok(d));
+            }
+            Ok(None) if listed => {}
+            Ok(None) => {
+                let missing = LakeError::MissingVersion {
+                    lake: self.reading.lake().name(),
+                    version: id.clone(),
+                    by: String::new(),
+                };
+                st.data.insert(id, Err(missing));
+            }
+            Err(e) => {
+                st.data.insert(id, Err(e));
             }
         }
     }
@@ -461,7 +562,7 @@ pub(crate) async fn read_versions(
         let r = reading.version(&id, true).await;
         (id, r)
     });
-    while let Some(batch) = results.recv().await {
+    while let Some(batch) = results.next().await {
         for (id, r) in batch {
             match r? {
                 Some(d) => {
@@ -485,50 +586,35 @@ pub(crate) async fn read_versions(
 }
 
 /// Runs `read` for every item (each `requests_per_item` requests at once) with the store's
-/// concurrency of requests in flight, spread over a few tasks so that parsing and hashing (and
-/// local reads, which are synchronous) use every core.
-/// Results arrive in completion order.
+/// concurrency of requests in flight. Results arrive in completion order.
 fn spread_reads<I, T, F, Fut>(
     reading: &Reading,
     items: Vec<I>,
     requests_per_item: usize,
     read: F,
-) -> UnboundedReceiver<Vec<T>>
+) -> ReadPool<I, T>
 where
     I: Send + 'static,
     T: Send + 'static,
     F: Fn(Arc<Reading>, I) -> Fut + Clone + Send + Sync + 'static,
     Fut: std::future::Future<Output = T> + Send,
 {
-    let workers = WORKERS.min(items.len()).max(1);
-    let in_flight = (reading.lake().concurrency() / requests_per_item.max(1))
-        .div_ceil(workers)
-        .max(1);
-    let per_worker = items.len().div_ceil(workers).max(1);
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    let mut items = items.into_iter();
-    // Shared, not cloned for each read: a clone copies the lake's URL and options.
-    let reading = Arc::new(reading.clone());
-    for _ in 0..workers {
-        let part: Vec<I> = items.by_ref().take(per_worker).collect();
-        let (reading, tx, read) = (Arc::clone(&reading), tx.clone(), read.clone());
-        tokio::spawn(async move {
-            let mut reads = futures::stream::iter(part)
-                .map(|item| read(Arc::clone(&reading), item))
-                .buffer_unordered(in_flight);
-            // Results go out in small batches: one wake-up of the receiver per result would
-            // cost more than a local read.
-            let mut batch = Vec::with_capacity(SEND_BATCH);
-            while let Some(result) = reads.next().await {
-                batch.push(result);
-                if batch.len() == SEND_BATCH && tx.send(std::mem::take(&mut batch)).is_err() {
-                    return;
-                }
-            }
-            let _ = tx.send(batch);
-        });
-    }
-    rx
+    let mut pool = pool_of(reading, requests_per_item, read);
+    pool.feed(items);
+    pool.close();
+    pool
+}
+
+/// A pool of reads fed later, with the store's concurrency of requests in flight.
+fn pool_of<I, T, F, Fut>(reading: &Reading, requests_per_item: usize, read: F) -> ReadPool<I, T>
+where
+    I: Send + 'static,
+    T: Send + 'static,
+    F: Fn(Arc<Reading>, I) -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = T> + Send,
+{
+    let in_flight = reading.lake().concurrency() / requests_per_item.max(1);
+    ReadPool::start(reading.clone(), in_flight.max(1), read)
 }
 
 /// Commit IDs in dependency order (parents first), without recursion; reports cycles and
