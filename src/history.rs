@@ -276,8 +276,7 @@ impl Walk<'_> {
                         more.push(v);
                     }
                     // The parents of the tips read so far go with what the records name.
-                    let read: Vec<VersionId> = st.data.iter().map(|(id, _)| id.clone()).collect();
-                    more.extend(self.unread_parents(st, &read, &queued));
+                    more.extend(self.unread_parents(st, None, &queued));
                     self.feed_unqueued(st, &mut pool, &mut queued, more);
                 }
                 batch = pool.next() => {
@@ -287,7 +286,7 @@ impl Walk<'_> {
                         self.take_read(st, id, r, listed);
                     }
                     if named_in {
-                        let parents = self.unread_parents(st, &ids, &queued);
+                        let parents = self.unread_parents(st, Some(&ids), &queued);
                         self.feed_unqueued(st, &mut pool, &mut queued, parents);
                     }
                 }
@@ -297,32 +296,6 @@ impl Walk<'_> {
             }
         }
         Ok(self.next_frontier(st))
-    }
-
-    /// The parents of `ids` (those read) that are neither read, queued, walked nor stopped at,
-    /// each named by its child.
-    fn unread_parents(
-        &self,
-        st: &mut State,
-        ids: &[VersionId],
-        queued: &HashSet<VersionId>,
-    ) -> Vec<VersionId> {
-        let mut parents = Vec::new();
-        for id in ids {
-            let Some(Ok(d)) = st.data.get(id) else {
-                continue;
-            };
-            for p in d.parents.iter() {
-                let unread = !st.data.contains_key(p) && !queued.contains(p);
-                if unread && !st.through.contains(p) && !(self.stop)(p) {
-                    st.named_by
-                        .entry(p.clone())
-                        .or_insert_with(|| format!("version {id}"));
-                    parents.push(p.clone());
-                }
-            }
-        }
-        self.to_read(parents, &mut st.through)
     }
 
     /// Feeds `pool` those of `ids` neither queued before, read, walked nor stopped at, with
@@ -472,17 +445,44 @@ impl Walk<'_> {
 
     /// Parents of what has been read that are neither stopped at, walked, nor read yet.
     fn next_frontier(&self, st: &mut State) -> Vec<VersionId> {
+        self.unread_parents(st, None, &HashSet::new())
+    }
+
+    /// The parents of the versions `of` names (`None`: every version read) that are neither
+    /// read, `queued`, walked nor stopped at, each named by its child.
+    fn unread_parents(
+        &self,
+        st: &mut State,
+        of: Option<&[VersionId]>,
+        queued: &HashSet<VersionId>,
+    ) -> Vec<VersionId> {
         let mut parents = Vec::new();
-        for (id, d) in st.data.iter() {
-            let Ok(d) = d else { continue };
+        let (data, through, named_by) = (&st.data, &st.through, &mut st.named_by);
+        let mut add = |id: &VersionId, d: &Summary| {
             for p in &d.parents {
-                if !st.data.contains_key(p) && !st.through.contains(p) && !(self.stop)(p) {
-                    st.named_by
+                if !data.contains_key(p)
+                    && !queued.contains(p)
+                    && !through.contains(p)
+                    && !(self.stop)(p)
+                {
+                    named_by
                         .entry(p.clone())
                         .or_insert_with(|| format!("version {id}"));
                     parents.push(p.clone());
                 }
             }
+        };
+        match of {
+            None => data.iter().for_each(|(id, d)| {
+                if let Ok(d) = d {
+                    add(id, d);
+                }
+            }),
+            Some(ids) => ids.iter().for_each(|id| {
+                if let Some(Ok(d)) = data.get(id) {
+                    add(id, d);
+                }
+            }),
         }
         let data = &st.data;
         self.to_read(parents, &mut st.through)
