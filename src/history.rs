@@ -268,13 +268,8 @@ impl Walk<'_> {
             tokio::select! {
                 named = &mut named, if !named_in => {
                     named_in = true;
-                    let mut more = Vec::new();
-                    for (v, dataset) in named? {
-                        if dataset == Some(false) {
-                            st.no_dataset.insert(v.clone());
-                        }
-                        more.push(v);
-                    }
+                    // Whether each has a dataset.json is asked of the lake, not of a record.
+                    let mut more: Vec<VersionId> = named?.into_iter().map(|(v, _)| v).collect();
                     // The parents of the tips read so far go with what the records name.
                     more.extend(self.unread_parents(st, None, &queued));
                     self.feed_unqueued(st, &mut pool, &mut queued, more);
@@ -516,13 +511,7 @@ impl Walk<'_> {
 
     /// Keeps what reading `id` gave. A missing record is an error in a walk (something names
     /// it); in a listing (`listed`) it is a version deleted meanwhile, and is skipped.
-    fn take_read(
-        &self,
-        st: &mut State,
-        id: VersionId,
-        r: Result<Option<Summary>, LakeError>,
-        listed: bool,
-    ) {
+    fn take_read(&self, st: &mut State, id: VersionId, r: ReadResult, listed: bool) {
         st.read += 1;
         self.progress.update("Reading versions", st.read, st.total);
         match r {
