@@ -207,7 +207,7 @@ async fn read_reachable(
         let all = lake.version_ids().await?;
         read_into(reading, all, false, true, &mut data, progress).await;
         let reachable = reachable_from(&tips, &data);
-        data.retain(|v, _| reachable.contains(v));
+        data.retain(|v| reachable.contains(v));
         let missing_datasets: Vec<(VersionId, ObjectId)> = data
             .iter()
             .filter_map(|(v, d)| match d {
@@ -282,7 +282,7 @@ async fn read_into(
 fn reachable_from(tips: &[VersionId], data: &Read) -> HashSet<VersionId> {
     let starts: Vec<VersionId> = if tips.is_empty() {
         data.values()
-            .filter_map(|d| d.as_ref().ok())
+            .filter_map(Result::ok)
             .flat_map(|d| d.parents.iter().cloned())
             .collect()
     } else {

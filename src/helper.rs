@@ -62,6 +62,10 @@ pub fn run(remote_name: &str, url: Option<&str>) -> Result<(), Fatal> {
         .map_err(|e| Fatal::new(format!("cannot start: {e}")))?;
     let stdin = std::io::stdin();
     let served = runtime.block_on(session.serve(stdin.lock(), early));
+    // A listing no fetch followed (an `ls-remote` in a repository) is remembered now.
+    if let (Some(remote), Some(listing)) = (session.remote.as_mut(), session.listing.as_mut()) {
+        remote.remember_listing(listing);
+    }
     // Git waits for the helper to exit. What is left on a cloud store's runtime once the
     // session is over only reads (a cache file being preloaded, idle connections): it is not
     // waited for. A folder's writes run on blocking threads, and those are.
@@ -282,11 +286,16 @@ impl<W: Write> Session<W> {
             let opening = self.opening.take();
             self.remote = Some(open_remote(&self.remote_name, &url, !for_push, opening).await?);
         }
+        let earlier = self.listing.take();
         let remote = self.remote().await?;
+        // What an earlier listing built is known to this one.
+        if let Some(mut earlier) = earlier {
+            remote.remember_listing(&mut earlier);
+        }
         let listing = if for_push {
             remote.list_for_push(progress.as_ref()).await
         } else {
-            remote.list(progress.as_ref()).await
+            remote.list_for_fetch(progress.as_ref()).await
         };
         self.show_warnings(&[]);
         let listing = listing?;
@@ -315,6 +324,9 @@ impl<W: Write> Session<W> {
         let outcome = remote
             .fetch(&mut listing, &wants, lock_pack, progress.as_ref())
             .await;
+        if outcome.is_err() {
+            remote.remember_listing(&mut listing);
+        }
         let lake_name = crate::redact::for_terminal(&remote.lake().name());
         self.show_warnings(&[]);
         let outcome = outcome?;
@@ -334,7 +346,12 @@ impl<W: Write> Session<W> {
             let lock = lock.to_string_lossy();
             self.out.send(&format!("lock {lock}\nconnectivity-ok\n"))?;
         }
-        self.out.send("\n")
+        self.out.send("\n")?;
+        // A clone's listing goes into the cache while Git goes on with the refs it fetched.
+        if let (Some(remote), Some(listing)) = (self.remote.as_mut(), self.listing.as_mut()) {
+            remote.remember_listing(listing);
+        }
+        Ok(())
     }
 
     async fn push(&mut self, items: &[PushItem]) -> Result<(), Fatal> {
@@ -347,7 +364,9 @@ impl<W: Write> Session<W> {
         // condition, and refs.json would be left behind.
         if !listing.for_push {
             let progress = self.progress();
-            let listed = self.remote().await?.list_for_push(progress.as_ref()).await;
+            let remote = self.remote().await?;
+            remote.remember_listing(&mut listing);
+            let listed = remote.list_for_push(progress.as_ref()).await;
             self.show_warnings(&[]);
             listing = listed?;
         }

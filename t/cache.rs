@@ -397,3 +397,54 @@ fn an_edited_commits_entry_with_a_valid_checksum_does_not_lose_history() {
         );
     }
 }
+
+/// The version lines of a repository's commits file (its header left out).
+fn remembered_versions(t: &TestEnv, git_dir: &str) -> usize {
+    let commits = std::fs::read_to_string(cache_dir(t, git_dir).join("commits")).unwrap();
+    commits.lines().filter(|l| !l.starts_with('#')).count()
+}
+
+/// Versions a git command read, from the helper's trace.
+fn versions_read(t: &TestEnv, cwd: &str, args: &[&str]) -> usize {
+    let out = t
+        .command("git", cwd, args)
+        .env("GIT_REMOTE_FDL_DEBUG", "1")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    err.lines()
+        .filter(|l| l.contains("GET versions/") && l.contains("/version.json"))
+        .count()
+}
+
+/// A clone's listing goes into the cache once its fetch has written the pack (the two are
+/// never held at once); a listing in a repository that no fetch follows, when its session
+/// ends; and a listing then a fetch in one session, after the fetch. Each is found by the next
+/// command, which reads no version.
+#[test]
+fn what_a_first_listing_built_is_remembered_whether_or_not_a_fetch_follows() {
+    let t = TestEnv::new();
+    let url = t.local_lake("lake", &lake(6, 2));
+    t.ok(".", &["clone", "-q", "--bare", &url, "cloned.git"]);
+    assert_eq!(remembered_versions(&t, "cloned.git"), 6);
+    assert_eq!(versions_read(&t, "cloned.git", &["fetch", "origin"]), 0);
+
+    t.ok(".", &["init", "-q", "--bare", "listed.git"]);
+    let listed = versions_read(&t, "listed.git", &["ls-remote", &url]);
+    assert_eq!(listed, 6);
+    assert_eq!(remembered_versions(&t, "listed.git"), 6);
+    assert_eq!(versions_read(&t, "listed.git", &["ls-remote", &url]), 0);
+
+    t.ok(".", &["init", "-q", "--bare", "session.git"]);
+    let lake_dir = url.trim_start_matches("fdl::");
+    let listing = helper_session(&t, "listed.git", lake_dir, "list\n\n");
+    let main = text(&listing.stdout)
+        .lines()
+        .find_map(|l| l.strip_suffix(" refs/heads/main").map(str::to_string))
+        .unwrap();
+    let input = format!("list\nfetch {main} refs/heads/main\n\n");
+    let out = helper_session(&t, "session.git", lake_dir, &input);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(remembered_versions(&t, "session.git"), 6);
+}

@@ -29,7 +29,26 @@ struct ReadRefs {
 impl Remote {
     /// Reads HEAD and the refs, and computes the commit of every ref.
     pub(crate) async fn list(&mut self, progress: &dyn Progress) -> Result<Listing, RemoteError> {
-        self.list_with(progress, false).await
+        self.list_with(progress, false, false).await
+    }
+
+    /// [`Remote::list`] for a session that may fetch next: what a listing that knew nothing
+    /// (a clone) built goes into the cache only when [`Remote::remember_listing`] is called,
+    /// once the fetch has completed its pack. The cache's copy of every version (13 MB at
+    /// 100,000) is then never held beside the pack's table of objects (14 MB), the largest
+    /// things a clone holds.
+    pub(crate) async fn list_for_fetch(
+        &mut self,
+        progress: &dyn Progress,
+    ) -> Result<Listing, RemoteError> {
+        self.list_with(progress, false, true).await
+    }
+
+    /// Puts what `listing` built into the cache, if [`Remote::list_for_fetch`] left it out.
+    pub(crate) fn remember_listing(&mut self, listing: &mut Listing) {
+        if std::mem::take(&mut listing.unremembered) {
+            self.remember(&listing.commits, &listing.built);
+        }
     }
 
     /// `list for-push`: also the ref files' tokens, and `refs.json` (read beside the refs, or
@@ -38,7 +57,7 @@ impl Remote {
         &mut self,
         progress: &dyn Progress,
     ) -> Result<Listing, RemoteError> {
-        self.list_with(progress, true).await
+        self.list_with(progress, true, false).await
     }
 
     /// Computes the commit of `version` (reading it and any ancestors not known yet).
@@ -145,6 +164,7 @@ impl Remote {
         &mut self,
         progress: &dyn Progress,
         for_push: bool,
+        defer_remember: bool,
     ) -> Result<Listing, RemoteError> {
         let packs = self.pack_list_early(for_push);
         let (listing, index) = self.listing_early(for_push, packs.as_ref());
@@ -155,12 +175,7 @@ impl Remote {
             refs_json,
             refs_json_first,
         } = self.read_refs(for_push).await?;
-        if !refs.iter().any(|(n, _)| *n == head) && !refs.is_empty() {
-            self.lake_warn(format!(
-                "lake '{}': HEAD names {head}, which does not exist",
-                self.lake.name()
-            ));
-        }
+        self.warn_if_head_dangles(&head, &refs);
         // A push's listing writes no objects: no fetch follows it.
         let reading = self.reading(!for_push)?;
         // Tips known from the file of refs (a push's listing, a no-op fetch): nothing to read
@@ -178,6 +193,7 @@ impl Remote {
                 refs_json,
                 refs_json_first,
                 for_push,
+                unremembered: false,
             });
         }
         let tips: Vec<(VersionId, String)> = refs
@@ -199,7 +215,11 @@ impl Remote {
                 .filter_map(|(v, _)| Some((v.clone(), *commits.get(v)?)));
             cache.set_tips(tip_commits.collect());
         }
-        self.remember(&commits, &resolved.built);
+        // A clone's listing waits for its fetch ([`Remote::list_for_fetch`]).
+        let unremembered = defer_remember && nothing_known && !for_push && self.repo.is_some();
+        if !unremembered {
+            self.remember(&commits, &resolved.built);
+        }
         Ok(Listing {
             head: Some(head),
             refs,
@@ -214,7 +234,18 @@ impl Remote {
             refs_json,
             refs_json_first,
             for_push,
+            unremembered,
         })
+    }
+
+    /// Warns when HEAD names a ref the lake does not have.
+    fn warn_if_head_dangles(&self, head: &str, refs: &[(String, VersionId)]) {
+        if !refs.iter().any(|(n, _)| *n == head) && !refs.is_empty() {
+            self.lake_warn(format!(
+                "lake '{}': HEAD names {head}, which does not exist",
+                self.lake.name()
+            ));
+        }
     }
 
     /// What lists the versions to read, started before the refs are read: a listing of every

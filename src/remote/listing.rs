@@ -26,6 +26,12 @@ pub(crate) struct Listing {
     pub refs_json_first: bool,
     /// Made by `list for-push`: with the tokens and `refs.json` a push writes on condition.
     pub for_push: bool,
+    /// What it built is not in the cache yet: [`Remote::remember_listing`] puts it there
+    /// ([`Remote::list_for_fetch`]).
+    ///
+    /// [`Remote::remember_listing`]: super::Remote::remember_listing
+    /// [`Remote::list_for_fetch`]: super::Remote::list_for_fetch
+    pub(super) unremembered: bool,
 }
 
 impl Listing {
