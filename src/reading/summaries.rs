@@ -14,7 +14,7 @@ const SHARDS: usize = 16;
 type Read = Result<Summary, LakeError>;
 
 /// How a table holds a [`Read`]: the error boxed, which makes an entry no larger than its
-/// summary (88 bytes with its ID, not 120: 4 MB less at the peak of a 100,000-version clone).
+/// summary (88 bytes with its ID, not 120: 4 MB less for the tables of 100,000 versions).
 type Held = Result<Summary, Box<LakeError>>;
 
 /// Each version read (or why it could not be), by ID.
