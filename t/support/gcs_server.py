@@ -122,6 +122,13 @@ class Adapter(BaseHTTPRequestHandler):
         )
 
 
+class Server(ThreadingHTTPServer):
+    # The helper opens dozens of connections at once. Python's backlog of 5 dropped their
+    # SYNs, each retried by the kernel 1, 3, 7 s later, until a read timed out (os error 110).
+    request_queue_size = 1024
+    daemon_threads = True
+
+
 def main():
     host, port = sys.argv[1], int(sys.argv[2])
     fport = free_port()
@@ -142,8 +149,7 @@ def main():
                 sys.exit(f"fake-gcs-server did not start on {upstream}")
             time.sleep(0.05)
     Adapter.upstream = upstream
-    server = ThreadingHTTPServer((host, port), Adapter)
-    server.daemon_threads = True
+    server = Server((host, port), Adapter)
     try:
         server.serve_forever()
     finally:
