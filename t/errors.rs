@@ -172,7 +172,8 @@ fn wrong_bucket_is_named_not_called_a_lake_without_fdl_json() {
 #[test]
 fn connection_refused_names_the_endpoint_and_how_to_set_it() {
     let mut t = s3_env(None);
-    let endpoint = format!("http://127.0.0.1:{}", closed_port());
+    let closed = closed_port();
+    let endpoint = format!("http://127.0.0.1:{}", closed.port());
     t.set("AWS_ENDPOINT_URL", &endpoint);
     let err = t.fails(".", &["ls-remote", "fdl::s3://b/lake/"]);
     assert_one_fatal_line_without(&err, &["error sending request"]);
@@ -253,7 +254,8 @@ fn push_to_an_unreachable_http_lake_says_read_only() {
     let t = TestEnv::new();
     let url = t.local_lake("lake", &lake(3, 1));
     t.ok(".", &["clone", "-q", &url, "work"]);
-    let http = format!("fdl::http://127.0.0.1:{}/lake/", closed_port());
+    let closed = closed_port();
+    let http = format!("fdl::http://127.0.0.1:{}/lake/", closed.port());
     let err = t.fails("work", &["push", &http, "main"]);
     assert!(err.contains("read-only: nothing was pushed"), "{err}");
     assert!(

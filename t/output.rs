@@ -6,16 +6,16 @@ use std::process::{Output, Stdio};
 use crate::support::run::helper_session_in;
 use crate::support::{lake, text, vid, TestEnv};
 
-/// Runs the helper with its standard output's reading end already closed (`| head -0`).
+/// Runs the helper with its standard output's reading end already closed (`| head -0`), closed
+/// before it starts, so that it cannot write everything before the close.
 fn into_closed_pipe(t: &TestEnv, cwd: &str, args: &[&str]) -> Output {
-    let mut child = t
-        .command(env!("CARGO_BIN_EXE_git-remote-fdl"), cwd, args)
-        .stdout(Stdio::piped())
+    let (reading_end, writing_end) = std::io::pipe().unwrap();
+    drop(reading_end);
+    t.command(env!("CARGO_BIN_EXE_git-remote-fdl"), cwd, args)
+        .stdout(writing_end)
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    drop(child.stdout.take());
-    child.wait_with_output().unwrap()
+        .output()
+        .unwrap()
 }
 
 fn into_dev_full(t: &TestEnv, cwd: &str, args: &[&str], stream: &str) -> Output {

@@ -11,7 +11,8 @@ use crate::support::{text, LakeBuilder, TestEnv, HELPER};
 fn url_password_with_slash_or_hash_is_never_printed() {
     let mut t = TestEnv::new();
     t.set("GIT_REMOTE_FDL_DEBUG", "1");
-    let port = closed_port();
+    let closed = closed_port();
+    let port = closed.port();
     for url in [
         format!("fdl::https://user:pa/ss-SECRETPART@127.0.0.1:{port}/lake/"),
         format!("fdl::https://user:pa#ss-SECRETPART@127.0.0.1:{port}/lake/"),
@@ -73,11 +74,12 @@ fn malformed_fdl_option_values_are_never_printed() {
 fn redaction_keeps_the_closing_quote_and_the_azure_container() {
     let mut t = TestEnv::new();
     // Azurite's address on this machine: nothing listens there, so nothing leaves it.
+    let closed = closed_port();
     t.set("AZURE_STORAGE_USE_EMULATOR", "true")
         .set("AZURE_STORAGE_ACCOUNT_NAME", "devstoreaccount1")
         .set(
             "AZURE_STORAGE_ENDPOINT",
-            &format!("http://127.0.0.1:{}", closed_port()),
+            &format!("http://127.0.0.1:{}", closed.port()),
         );
     let err = t.fails(
         ".",
@@ -96,7 +98,7 @@ fn redaction_keeps_the_closing_quote_and_the_azure_container() {
             "ls-remote",
             &format!(
                 "fdl::http://127.0.0.1:{}/lake/?sig=SECRETSIG",
-                closed_port()
+                closed.port()
             ),
         ],
     );

@@ -34,13 +34,28 @@ fn a_403_on_a_version_whose_id_starts_503_is_one_request() {
     assert_eq!(denied, 1, "tried {denied} times: {err}");
 }
 
+/// Ports whose numbers hold 503 or 429.
+const THROTTLING_DIGITS: [u16; 10] = [
+    15030, 25030, 35030, 45030, 15031, 14290, 24290, 34290, 50300, 42900,
+];
+
 /// A free port on 127.0.0.1 whose number holds 503 or 429, bound (or `None` if all are taken).
 fn port_with_throttling_digits() -> Option<TcpListener> {
-    [
-        15030, 25030, 35030, 45030, 15031, 14290, 24290, 34290, 50300, 42900,
-    ]
-    .iter()
-    .find_map(|p| TcpListener::bind(("127.0.0.1", *p)).ok())
+    THROTTLING_DIGITS
+        .iter()
+        .find_map(|p| TcpListener::bind(("127.0.0.1", *p)).ok())
+}
+
+/// The same, bound but never listening: a connection is refused, and the other test, which
+/// runs beside this one, cannot take the port meanwhile.
+fn closed_port_with_throttling_digits() -> Option<(socket2::Socket, u16)> {
+    use socket2::{Domain, SockAddr, Socket, Type};
+    THROTTLING_DIGITS.iter().find_map(|p| {
+        let socket = Socket::new(Domain::IPV4, Type::STREAM, None).ok()?;
+        let at = std::net::SocketAddr::from(([127, 0, 0, 1], *p));
+        socket.bind(&SockAddr::from(at)).ok()?;
+        Some((socket, *p))
+    })
 }
 
 /// An S3 endpoint that answers every request 403 AccessDenied; counts them.
@@ -99,9 +114,8 @@ fn an_endpoint_on_a_port_holding_503_that_answers_403_is_not_retried() {
 #[test]
 fn nothing_listening_on_a_port_holding_503_fails_in_seconds() {
     let mut t = TestEnv::new();
-    let listener = port_with_throttling_digits().expect("a free port holding 503 or 429");
-    let port = listener.local_addr().unwrap().port();
-    drop(listener);
+    let (_closed, port) =
+        closed_port_with_throttling_digits().expect("a free port holding 503 or 429");
     s3_env_at(&mut t, &format!("http://127.0.0.1:{port}"));
     // The trace has a line for each request the helper makes, each of its own retries too.
     t.set("GIT_REMOTE_FDL_DEBUG", "1");

@@ -8,7 +8,7 @@ use object_store::azure::MicrosoftAzureBuilder;
 use object_store::client::HttpConnector;
 use object_store::ObjectStore;
 
-use super::clouds::{block_on, free_port, start_server, Cloud};
+use super::clouds::{block_on, free_ports, start_server, Cloud};
 
 /// Azurite's well-known development account and key (public, in Azure's own documentation).
 pub const ACCOUNT: &str = "devstoreaccount1";
@@ -49,7 +49,7 @@ static AZURITE: OnceLock<Azurite> = OnceLock::new();
 pub fn azurite() -> &'static Azurite {
     AZURITE.get_or_init(|| {
         let bin = super::installed("AZURITE_BLOB");
-        let port = free_port();
+        let [port] = free_ports();
         start_server(
             "Azurite",
             &format!(

@@ -136,12 +136,35 @@ pub fn wait_for_port(what: &str, port: u16, log: &Path) {
     }
 }
 
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// `N` different ports on 127.0.0.1 that nothing listens on, for a server started next.
+pub fn free_ports<const N: usize>() -> [u16; N] {
+    use std::hash::{BuildHasher, RandomState};
+    // Below the kernel's own range (32768 up by default), where nothing a test starts asks for
+    // port 0, so no other server can take a port here before this one's server binds it; and
+    // each held until all are chosen, so none is chosen twice (SeaweedFS needs eight).
+    const FIRST: u16 = 16384;
+    const COUNT: u64 = 7616; // up to 24000: the throttling tests' fixed ports lie outside
+    let mut draw = RandomState::new().hash_one(std::process::id());
+    let mut held = Vec::with_capacity(N);
+    for _ in 0..COUNT {
+        if held.len() == N {
+            break;
+        }
+        draw = draw
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let port = FIRST + ((draw >> 33) % COUNT) as u16;
+        if let Ok(listener) = std::net::TcpListener::bind(("127.0.0.1", port)) {
+            held.push(listener);
+        }
+    }
+    let ports: Vec<u16> = held
+        .iter()
+        .map(|l| l.local_addr().unwrap().port())
+        .collect();
+    ports
+        .try_into()
+        .unwrap_or_else(|p: Vec<u16>| panic!("only {} free ports between 16384 and 24000", p.len()))
 }
 
 impl Cloud for super::moto::Moto {

@@ -11,7 +11,7 @@ use std::sync::{Arc, OnceLock};
 use object_store::gcp::GoogleCloudStorageBuilder;
 use object_store::{ClientOptions, ObjectStore};
 
-use super::clouds::{free_port, start_server, Cloud};
+use super::clouds::{free_ports, start_server, Cloud};
 
 /// A service-account key for emulators: no token is ever requested.
 pub const NO_OAUTH_KEY: &str = r#"{"disable_oauth": true, "client_email": "emulator@example.org", "private_key": "", "private_key_id": ""}"#;
@@ -49,7 +49,7 @@ pub fn gcs() -> &'static Gcs {
     GCS.get_or_init(|| {
         let python = super::installed("MOTO_PYTHON");
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/t/support/gcs_server.py");
-        let port = free_port();
+        let [port] = free_ports();
         start_server(
             "fake-gcs-server",
             &format!("'{python}' '{script}' 127.0.0.1 {port}"),

@@ -164,13 +164,22 @@ pub fn serve_fixed(status: &'static str, body: String) -> String {
     format!("http://127.0.0.1:{port}")
 }
 
-/// A port on 127.0.0.1 where nothing listens.
-pub fn closed_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// A port on 127.0.0.1 where nothing listens while this is held: bound, never listening, so
+/// a connection is refused and no other test's server can be given the port meanwhile.
+pub struct ClosedPort(socket2::Socket);
+
+impl ClosedPort {
+    pub fn port(&self) -> u16 {
+        self.0.local_addr().unwrap().as_socket().unwrap().port()
+    }
+}
+
+pub fn closed_port() -> ClosedPort {
+    use socket2::{Domain, SockAddr, Socket, Type};
+    let socket = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+    let any_port = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+    socket.bind(&SockAddr::from(any_port)).unwrap();
+    ClosedPort(socket)
 }
 
 /// Python's own `http.server` serving `root` (a web server that ignores `Range`), stopped
@@ -188,7 +197,7 @@ impl Drop for PythonHttp {
 }
 
 pub fn python_http_server(root: &Path) -> PythonHttp {
-    let port = closed_port();
+    let [port] = super::clouds::free_ports();
     let child = std::process::Command::new("python3")
         .args([
             "-m",

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -36,11 +36,7 @@ fn start() -> Moto {
 fn spawn(extra: &[&str]) -> u16 {
     let python = super::installed("MOTO_PYTHON");
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/t/support/moto_server.py");
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let [port] = super::clouds::free_ports();
     let extra: String = extra.iter().map(|a| format!(" '{a}'")).collect();
     let command = format!("'{python}' '{script}' 127.0.0.1 {port}{extra}");
     // The server gets none of the caller's variables (an AWS_PROFILE would reach its boto).

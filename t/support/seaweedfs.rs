@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use object_store::aws::AmazonS3Builder;
 use object_store::ObjectStore;
 
-use super::clouds::free_port;
+use super::clouds::free_ports;
 
 pub struct SeaweedFs {
     pub endpoint: String,
@@ -33,7 +33,7 @@ fn start() -> SeaweedFs {
     let dir = std::env::temp_dir().join(format!("fdl-seaweedfs-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     // Every port chosen here (its gRPC ports would otherwise be each port + 10000).
-    let [s3, master, volume, filer, s3g, masterg, volumeg, filerg] = [(); 8].map(|_| free_port());
+    let [s3, master, volume, filer, s3g, masterg, volumeg, filerg] = free_ports();
     let command = format!(
         "'{weed}' server -dir='{dir}' -ip=127.0.0.1 -ip.bind=127.0.0.1 \
          -master.port={master} -master.port.grpc={masterg} -volume.port={volume} \
