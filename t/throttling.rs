@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 
+use crate::support::http::{closed_port_at, ClosedPort};
 use crate::support::moto::s3_endpoint;
 use crate::support::{faults, text, wire, LakeBuilder, TestEnv, Where};
 
@@ -48,14 +49,8 @@ fn port_with_throttling_digits() -> Option<TcpListener> {
 
 /// The same, bound but never listening: a connection is refused, and the other test, which
 /// runs beside this one, cannot take the port meanwhile.
-fn closed_port_with_throttling_digits() -> Option<(socket2::Socket, u16)> {
-    use socket2::{Domain, SockAddr, Socket, Type};
-    THROTTLING_DIGITS.iter().find_map(|p| {
-        let socket = Socket::new(Domain::IPV4, Type::STREAM, None).ok()?;
-        let at = std::net::SocketAddr::from(([127, 0, 0, 1], *p));
-        socket.bind(&SockAddr::from(at)).ok()?;
-        Some((socket, *p))
-    })
+fn closed_port_with_throttling_digits() -> Option<ClosedPort> {
+    THROTTLING_DIGITS.iter().find_map(|p| closed_port_at(*p))
 }
 
 /// An S3 endpoint that answers every request 403 AccessDenied; counts them.
@@ -114,8 +109,8 @@ fn an_endpoint_on_a_port_holding_503_that_answers_403_is_not_retried() {
 #[test]
 fn nothing_listening_on_a_port_holding_503_fails_in_seconds() {
     let mut t = TestEnv::new();
-    let (_closed, port) =
-        closed_port_with_throttling_digits().expect("a free port holding 503 or 429");
+    let closed = closed_port_with_throttling_digits().expect("a free port holding 503 or 429");
+    let port = closed.port();
     s3_env_at(&mut t, &format!("http://127.0.0.1:{port}"));
     // The trace has a line for each request the helper makes, each of its own retries too.
     t.set("GIT_REMOTE_FDL_DEBUG", "1");

@@ -175,11 +175,16 @@ impl ClosedPort {
 }
 
 pub fn closed_port() -> ClosedPort {
+    closed_port_at(0).expect("a port on 127.0.0.1")
+}
+
+/// `port` closed as [`closed_port`] closes one, if it is free.
+pub fn closed_port_at(port: u16) -> Option<ClosedPort> {
     use socket2::{Domain, SockAddr, Socket, Type};
-    let socket = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
-    let any_port = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
-    socket.bind(&SockAddr::from(any_port)).unwrap();
-    ClosedPort(socket)
+    let socket = Socket::new(Domain::IPV4, Type::STREAM, None).ok()?;
+    let at = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    socket.bind(&SockAddr::from(at)).ok()?;
+    Some(ClosedPort(socket))
 }
 
 /// Python's own `http.server` serving `root` (a web server that ignores `Range`), stopped
