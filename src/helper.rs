@@ -63,9 +63,7 @@ pub fn run(remote_name: &str, url: Option<&str>) -> Result<(), Fatal> {
     let stdin = std::io::stdin();
     let served = runtime.block_on(session.serve(stdin.lock(), early));
     // A listing no fetch followed (an `ls-remote` in a repository) is remembered now.
-    if let (Some(remote), Some(listing)) = (session.remote.as_mut(), session.listing.as_mut()) {
-        remote.remember_listing(listing);
-    }
+    session.remember_listing();
     // Git waits for the helper to exit. What is left on a cloud store's runtime once the
     // session is over only reads (a cache file being preloaded, idle connections): it is not
     // waited for. A folder's writes run on blocking threads, and those are.
@@ -348,10 +346,15 @@ impl<W: Write> Session<W> {
         }
         self.out.send("\n")?;
         // A clone's listing goes into the cache while Git goes on with the refs it fetched.
+        self.remember_listing();
+        Ok(())
+    }
+
+    /// Puts what the session's listing built into the cache, if it is not there yet.
+    fn remember_listing(&mut self) {
         if let (Some(remote), Some(listing)) = (self.remote.as_mut(), self.listing.as_mut()) {
             remote.remember_listing(listing);
         }
-        Ok(())
     }
 
     async fn push(&mut self, items: &[PushItem]) -> Result<(), Fatal> {
