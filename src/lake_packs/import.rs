@@ -172,7 +172,10 @@ async fn fetch_all(
     let fetched = futures::stream::iter(records)
         .map(|(n, r)| async move {
             match r {
-                Ok(r) if !r.versions.is_empty() => fetch_pack(lake, repo, n).await,
+                Ok(r) if !r.versions.is_empty() => {
+                    let limit = super::verify::pack_size_bound(r.recorded);
+                    fetch_pack(lake, repo, n, limit).await
+                }
                 _ => (Ok(()), None),
             }
         })
@@ -436,11 +439,12 @@ async fn fetch_pack(
     lake: &Lake,
     repo: &Repo,
     pack: &str,
+    limit: u64,
 ) -> (Result<(), Unusable>, Option<String>) {
     if super::download::has(repo, pack) {
         return (Ok(()), None);
     }
-    match download_and_install(lake, repo, pack).await {
+    match download_and_install(lake, repo, pack, limit).await {
         Ok(got) if got == pack => (Ok(()), Some(got)),
         Ok(got) => {
             let why = Unusable::Misnamed {
@@ -453,12 +457,18 @@ async fn fetch_pack(
     }
 }
 
-/// Downloads pack `pack` and installs it under the name its checksum gives (returned).
-async fn download_and_install(lake: &Lake, repo: &Repo, pack: &str) -> Result<String, Unusable> {
+/// Downloads pack `pack` (at most `limit` bytes) and installs it under the name its checksum
+/// gives (returned).
+async fn download_and_install(
+    lake: &Lake,
+    repo: &Repo,
+    pack: &str,
+    limit: u64,
+) -> Result<String, Unusable> {
     let tmp = super::download::download_path(repo)?;
     let mut file = std::fs::File::create(&tmp).map_err(|e| crate::repo::write_error(&tmp, e))?;
     let mut sink = |chunk: &[u8]| std::io::Write::write_all(&mut file, chunk);
-    let found = lake.download_pack(pack, &mut sink).await;
+    let found = lake.download_pack(pack, limit, &mut sink).await;
     drop(file);
     match found {
         Ok(true) => {}

@@ -138,6 +138,7 @@ pub(crate) async fn pack(job: &PackJob<'_>) -> Result<PackSummary, PackError> {
     let record = Record {
         lake: lake.config().id.clone(),
         pack: pack_name.clone(),
+        recorded: versions.len(),
         versions,
     };
     let write_err = |path: String, e: WriteError| PackError::Write {

@@ -53,6 +53,9 @@ pub(crate) struct Record {
     pub lake: Option<String>,
     pub pack: String,
     pub versions: Vec<PackedVersion>,
+    /// How many versions the record lists, before any are passed over as known: what bounds
+    /// the size of its pack (`verify::pack_size_bound`).
+    pub recorded: usize,
 }
 
 /// Why a file of `git-packs/` cannot be read.
@@ -339,6 +342,7 @@ pub(crate) fn parse_record(name: &str, raw: &[u8]) -> Result<Record, FormatError
     Ok(Record {
         lake: top.lake.and_then(Text::into_string),
         pack: name.to_string(),
+        recorded: versions.len(),
         versions,
     })
 }
@@ -483,6 +487,7 @@ mod tests {
                 lake: lake.map(str::to_string),
                 pack: format!("pack-{}", "a".repeat(40)),
                 versions: vec![version(1, None), version(2, Some("\"d-2\""))],
+                recorded: 2,
             };
             let versions: Vec<serde_json::Value> = record
                 .versions
@@ -531,6 +536,7 @@ mod tests {
                         .into(),
                 }),
             }],
+            recorded: 1,
         };
         let raw = render_record(&record);
         assert_eq!(parse_record(&record.pack, &raw), Ok(record.clone()));

@@ -75,6 +75,18 @@ const COMMIT_LIMIT: u64 = VERSION_JSON_LIMIT + (64 << 10);
 /// A version's tree: two entries.
 const TREE_LIMIT: u64 = 1 << 10;
 
+/// The most bytes an honest pack of `versions` versions can hold: each version's commit, tree
+/// and two blobs at the limits above, stored without compression (zlib then adds 5 bytes a
+/// 64 KiB block, counted as 1%) behind an entry's header, and the pack's own header and
+/// trailer. A server that says a pack is larger is not believed, and the download stops.
+pub(crate) fn pack_size_bound(versions: usize) -> u64 {
+    let objects = COMMIT_LIMIT + TREE_LIMIT + VERSION_JSON_LIMIT + DATASET_JSON_LIMIT;
+    let per_version = objects + objects / 100 + 4 * 64;
+    (versions as u64)
+        .saturating_mul(per_version)
+        .saturating_add(32)
+}
+
 /// Object `id` of `kind`, read only if its header says it is at most `limit` bytes (the limit
 /// the lake's reader applies to the same file); the error says why not, naming it `what`.
 fn read(

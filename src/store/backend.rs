@@ -67,7 +67,12 @@ pub(crate) trait Backend: std::fmt::Debug + Send + Sync {
     }
 
     /// Streams `rel` into `sink` a chunk at a time; `false` when there is no such file.
-    async fn download(&self, rel: &str, sink: &mut Sink<'_>) -> Result<bool, StoreError>;
+    async fn download(
+        &self,
+        rel: &str,
+        limit: u64,
+        sink: &mut Sink<'_>,
+    ) -> Result<bool, StoreError>;
 
     /// The files below the folder `prefix` in `range`, in order, with their ETags.
     async fn list(&self, prefix: &str, range: Range<'_>) -> Result<Paged<Listed>, StoreError>;

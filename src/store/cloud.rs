@@ -18,6 +18,7 @@ use super::delete::{self, Deleter};
 use super::error::{failed, StoreError};
 use super::local::Listed;
 use super::pages::Pages;
+use super::parts::Stopped;
 use super::url::StoreUrl;
 use crate::redact::redact;
 
@@ -164,16 +165,30 @@ impl Backend for Cloud {
         Ok(Some(Got { bytes, token, room }))
     }
 
-    async fn download(&self, rel: &str, sink: &mut Sink<'_>) -> Result<bool, StoreError> {
+    async fn download(
+        &self,
+        rel: &str,
+        limit: u64,
+        sink: &mut Sink<'_>,
+    ) -> Result<bool, StoreError> {
         // The same error path as every other request: a missing bucket is not a missing file,
         // and the store's hints and throttling words reach the caller.
         let absent = |e: &object_store::Error| self.is_absent(e);
         let path = self.path(rel)?;
         let (store, timeout, whole) = (&self.store, self.timeout, &self.whole_only);
-        match super::parts::download(store, &path, timeout, whole, &absent, sink).await {
+        let bounds = (timeout, limit);
+        match super::parts::download(store, &path, bounds, whole, &absent, sink).await {
             Ok(found) => Ok(found),
-            Err(super::parts::Stopped::Sink(e)) => Err(e),
-            Err(super::parts::Stopped::Store(e)) => Err(self.request_failed(rel, &e)),
+            Err(Stopped::Sink(e)) => Err(e),
+            Err(Stopped::Store(e)) => Err(self.request_failed(rel, &e)),
+            Err(Stopped::TooLarge) => Err(StoreError::TooLarge {
+                path: rel.to_string(),
+                limit,
+            }),
+            Err(Stopped::Inconsistent(message)) => Err(StoreError::Failed {
+                path: rel.to_string(),
+                message: format!("refused the server's answer: {message}"),
+            }),
         }
     }
 

@@ -85,10 +85,22 @@ impl Backend for Folder {
             }))
     }
 
-    async fn download(&self, rel: &str, sink: &mut Sink<'_>) -> Result<bool, StoreError> {
+    async fn download(
+        &self,
+        rel: &str,
+        limit: u64,
+        sink: &mut Sink<'_>,
+    ) -> Result<bool, StoreError> {
         let Some(mut file) = self.dir.open_read(rel)? else {
             return Ok(false);
         };
+        let size = file.metadata().map_err(|e| failed(rel, e))?.len();
+        if size > limit {
+            return Err(StoreError::TooLarge {
+                path: rel.to_string(),
+                limit,
+            });
+        }
         let mut buf = vec![0u8; 1 << 20];
         loop {
             let n = std::io::Read::read(&mut file, &mut buf).map_err(|e| failed(rel, e))?;

@@ -372,7 +372,7 @@ impl Store {
             }
             sink(chunk).map_err(|e| error::failed(rel, e))
         };
-        self.backend.download(rel, &mut take).await
+        self.backend.download(rel, limit, &mut take).await
     }
 }
 

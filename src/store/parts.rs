@@ -33,42 +33,83 @@ fn part_size(previous: u64, seen: Option<(u64, Duration)>, timeout: Duration) ->
         .clamp(PART, LARGEST_PART)
 }
 
-/// Why a download stopped: the store's error, or the sink's (a file over its limit, a full disk).
+/// Why a download stopped: the store's error, the sink's (a full disk), or an answer no honest
+/// server gives (a file larger than its limit by its own word, parts that disagree).
 pub(super) enum Stopped {
     Store(object_store::Error),
     Sink(StoreError),
+    /// The server says the file holds more bytes than the limit for its kind.
+    TooLarge,
+    /// An answer that contradicts the request or an earlier answer, in words.
+    Inconsistent(String),
 }
 
 /// Streams `path` into `sink`; `false` when there is no such file (`absent` says which errors
 /// mean that). `whole_only` is set once the server answers a range with the whole file (a
 /// plain web server without ranges): from then on each file is asked for whole. `timeout`:
-/// the client's, for each request (a part's size is chosen to fit it).
+/// the client's, for each request (a part's size is chosen to fit it). A file the server says
+/// is over `limit` bytes is refused before its first byte is kept.
 pub(super) async fn download(
     store: &Arc<dyn ObjectStore>,
     path: &StorePath,
-    timeout: Duration,
+    (timeout, limit): (Duration, u64),
     whole_only: &AtomicBool,
     absent: &(dyn Fn(&object_store::Error) -> bool + Sync),
     sink: &mut (dyn FnMut(&[u8]) -> Result<(), StoreError> + Send),
 ) -> Result<bool, Stopped> {
+    let mut unclear = None;
     if !whole_only.load(Ordering::Relaxed) {
         let asked = Instant::now();
         match store.get_opts(path, part(0, PART, None)).await {
             Ok(first) => {
-                let rest = rest(store, path, (asked, first), timeout, sink).await;
+                let rest = rest(store, path, (asked, first), (timeout, limit), sink).await;
                 return rest.map(|()| true);
             }
             Err(e) if absent(&e) => return Ok(false),
-            Err(e) if !ranges_refused(&e) => return Err(Stopped::Store(e)),
-            // A server without ranges, or a file of no bytes (no range of it exists).
-            Err(_) => whole_only.store(true, Ordering::Relaxed),
+            // object_store's word for "this server answered a range with the whole file".
+            Err(object_store::Error::NotSupported { .. }) => {
+                whole_only.store(true, Ordering::Relaxed)
+            }
+            Err(e) if decisive(&e) => return Err(Stopped::Store(e)),
+            // A range refused in a way object_store does not name (a file of no bytes, whose
+            // every range is unsatisfiable; a cloud client's "non-partial response"): the file
+            // is asked for whole, once, and tells which it was.
+            Err(e) => unclear = Some(e),
         }
     }
     match store.get_opts(path, GetOptions::default()).await {
-        Ok(whole) => stream(whole, sink).await.map(|_| true),
+        Ok(whole) => {
+            if unclear.is_some() && whole.meta.size > 0 {
+                // A file with bytes, whose range was refused: the server has no ranges.
+                whole_only.store(true, Ordering::Relaxed);
+            }
+            if whole.meta.size > limit {
+                return Err(Stopped::TooLarge);
+            }
+            let size = whole.meta.size;
+            stream(whole, size, sink).await.map(|_| true)
+        }
         Err(e) if absent(&e) => Ok(false),
         Err(e) => Err(Stopped::Store(e)),
     }
+}
+
+/// Whether an error to a ranged request says all there is: no answer at all (no connection,
+/// no answer in time), or an answer about the file or the caller rather than the range.
+fn decisive(e: &object_store::Error) -> bool {
+    use object_store::Error as E;
+    let no_answer = super::error::causes(e).any(|s| {
+        s.downcast_ref::<object_store::client::HttpError>()
+            .is_some()
+    });
+    no_answer
+        || matches!(
+            e,
+            E::PermissionDenied { .. }
+                | E::Unauthenticated { .. }
+                | E::Precondition { .. }
+                | E::NotModified { .. }
+        )
 }
 
 /// Bytes `start..start + size` of the file, of the version with ETag `e_tag` where known (a
@@ -90,10 +131,13 @@ async fn rest(
     store: &Arc<dyn ObjectStore>,
     path: &StorePath,
     (first_asked, first): (Instant, GetResult),
-    timeout: Duration,
+    (timeout, limit): (Duration, u64),
     sink: &mut (dyn FnMut(&[u8]) -> Result<(), StoreError> + Send),
 ) -> Result<(), Stopped> {
     let size = first.meta.size;
+    if size > limit {
+        return Err(Stopped::TooLarge);
+    }
     // A weak ETag (`W/"..."`, a CDN that compressed the answer) never matches an `If-Match`,
     // whose comparison is strong: the later parts are then asked for without one.
     let e_tag = first.meta.e_tag.clone().filter(|t| !t.starts_with("W/"));
@@ -106,13 +150,26 @@ async fn rest(
         size,
         e_tag.as_ref(),
     );
-    let mut seen = Some((stream(first, sink).await?, first_asked.elapsed()));
+    let first_size = first.range.end - first.range.start;
+    let mut seen = Some((
+        stream(first, first_size, sink).await?,
+        first_asked.elapsed(),
+    ));
     while let Some((asked, answer)) = next {
         let got = answer.await.map_err(|e| Stopped::Store(join_error(e)))?;
         let got = got.map_err(Stopped::Store)?;
+        if got.meta.size != size {
+            // The file cannot change size between parts (the ETag holds it), so one of the
+            // answers is false: nothing more is asked of this server for it.
+            return Err(Stopped::Inconsistent(format!(
+                "the server gave its size as {size} bytes, then as {} bytes",
+                got.meta.size
+            )));
+        }
         asked_size = part_size(asked_size, seen.take(), timeout);
         next = ask(store, path, got.range.end, asked_size, size, e_tag.as_ref());
-        seen = Some((stream(got, sink).await?, asked.elapsed()));
+        let part_size = got.range.end - got.range.start;
+        seen = Some((stream(got, part_size, sink).await?, asked.elapsed()));
     }
     Ok(())
 }
@@ -143,16 +200,30 @@ fn ask(
     Some((Instant::now(), answer))
 }
 
-/// Streams an answer's body into `sink`: how many bytes.
+/// Streams an answer's body into `sink`: how many bytes, exactly the `expected` bytes its range
+/// (or the whole file's size) gave. A server that sends more, whatever its `Content-Length`
+/// says, is cut off there and refused; one that sends fewer is refused too.
 async fn stream(
     got: GetResult,
+    expected: u64,
     sink: &mut (dyn FnMut(&[u8]) -> Result<(), StoreError> + Send),
 ) -> Result<u64, Stopped> {
     let mut bytes = 0u64;
     let mut body = got.into_stream();
     while let Some(chunk) = body.try_next().await.map_err(Stopped::Store)? {
         bytes += chunk.len() as u64;
+        if bytes > expected {
+            return Err(Stopped::Inconsistent(format!(
+                "the server sent more than the {expected} bytes its answer was to hold"
+            )));
+        }
         sink(&chunk).map_err(Stopped::Sink)?;
+    }
+    if bytes < expected {
+        // A body that ended early and cleanly: the next part would start past a gap.
+        return Err(Stopped::Inconsistent(format!(
+            "the server sent {bytes} of the {expected} bytes its answer was to hold"
+        )));
     }
     Ok(bytes)
 }
@@ -163,22 +234,6 @@ fn join_error(e: tokio::task::JoinError) -> object_store::Error {
         store: "download",
         source: Box::new(e),
     }
-}
-
-/// Whether the server refused or ignored the range itself: answered the whole file (status 200)
-/// to a request for part of it, or found no part to give (status 416: a file of no bytes).
-fn ranges_refused(e: &object_store::Error) -> bool {
-    let text = e.to_string();
-    // object_store's words for a status (`status code: 416 Range Not Satisfiable`), never
-    // digits alone: a key or a bucket may hold them.
-    [
-        "non-partial response",
-        "status code: 416",
-        "Range Not Satisfiable",
-        "InvalidRange",
-    ]
-    .iter()
-    .any(|w| text.contains(w))
 }
 
 #[cfg(test)]
@@ -200,7 +255,15 @@ mod tests {
         };
         let never = |_: &object_store::Error| false;
         let (timeout, whole) = (Duration::from_secs(60), AtomicBool::new(false));
-        let found = download(&store, &path, timeout, &whole, &never, &mut sink).await;
+        let found = download(
+            &store,
+            &path,
+            (timeout, u64::MAX),
+            &whole,
+            &never,
+            &mut sink,
+        )
+        .await;
         assert!(matches!(found, Ok(true)));
         assert_eq!(got, data);
     }

@@ -71,9 +71,14 @@ impl Backend for Counted {
         self.inner.get_versioned(rel, limit, budget).await
     }
 
-    async fn download(&self, rel: &str, sink: &mut Sink<'_>) -> Result<bool, StoreError> {
+    async fn download(
+        &self,
+        rel: &str,
+        limit: u64,
+        sink: &mut Sink<'_>,
+    ) -> Result<bool, StoreError> {
         Self::add(&self.stats.get, 1);
-        self.inner.download(rel, sink).await
+        self.inner.download(rel, limit, sink).await
     }
 
     async fn list(&self, prefix: &str, range: Range<'_>) -> Result<Paged<Listed>, StoreError> {

@@ -262,9 +262,14 @@ impl Backend for Gated {
             .await
     }
 
-    async fn download(&self, rel: &str, sink: &mut Sink<'_>) -> Result<bool, StoreError> {
+    async fn download(
+        &self,
+        rel: &str,
+        limit: u64,
+        sink: &mut Sink<'_>,
+    ) -> Result<bool, StoreError> {
         let pass = self.gate.enter().await;
-        let result = self.inner.download(rel, sink).await;
+        let result = self.inner.download(rel, limit, sink).await;
         if result.is_ok() {
             pass.succeeded();
         }

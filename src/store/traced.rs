@@ -62,13 +62,18 @@ impl Backend for Traced {
         result
     }
 
-    async fn download(&self, rel: &str, sink: &mut Sink<'_>) -> Result<bool, StoreError> {
+    async fn download(
+        &self,
+        rel: &str,
+        limit: u64,
+        sink: &mut Sink<'_>,
+    ) -> Result<bool, StoreError> {
         let mut total = 0u64;
         let mut counting = |chunk: &[u8]| {
             total += chunk.len() as u64;
             sink(chunk)
         };
-        let result = self.inner.download(rel, &mut counting).await;
+        let result = self.inner.download(rel, limit, &mut counting).await;
         match &result {
             Ok(true) => log(format_args!("GET {rel} (streamed) -> {total} bytes")),
             Ok(false) => log(format_args!("GET {rel} (streamed) -> not found")),

@@ -15,9 +15,16 @@ pub struct HttpServer {
     pub url: String,
     /// Microseconds each answer waits.
     delay: Arc<AtomicU64>,
+    /// Bytes of answers' bodies sent so far.
+    sent: Arc<AtomicU64>,
 }
 
 impl HttpServer {
+    /// How many bytes of answers' bodies the server has sent.
+    pub fn bytes_sent(&self) -> u64 {
+        self.sent.load(Ordering::Relaxed)
+    }
+
     /// Sends each answer from now on `delay` after its request came.
     #[allow(dead_code)] // The benchmarks' (benches/roads.rs), which share this support.
     pub fn set_delay(&self, delay: Duration) {
@@ -33,36 +40,120 @@ pub fn serve(root: &Path) -> HttpServer {
 
 /// [`serve`], each answer sent `delay` after its request came (a web server far away).
 pub fn serve_with_delay(root: &Path, delay: Duration) -> HttpServer {
-    serve_as(root, delay, false)
+    serve_as(root, delay, Mode::Honest)
 }
 
 /// [`serve`] giving weak ETags (`W/"..."`, as a CDN that compressed the answer does), which an
 /// `If-Match` never matches (HTTP compares it strongly): such a request is answered 412.
 pub fn serve_with_weak_etags(root: &Path) -> HttpServer {
-    serve_as(root, Duration::ZERO, true)
+    serve_as(root, Duration::ZERO, Mode::Weak)
 }
 
-fn serve_as(root: &Path, delay: Duration, weak: bool) -> HttpServer {
+/// How a hostile server inflates its answers to a range of a pack (`*.pack`); every other
+/// file, and a pack asked for whole, is served honestly.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Inflate {
+    /// Each range answered as part of a file of 100 GiB (`Content-Range: bytes a-b/107374182400`),
+    /// zeros past the real file's end.
+    Total,
+    /// Each range answered with its true `Content-Range` but a `Content-Length` of 100 GiB, the
+    /// body going on in zeros past the range until the client hangs up.
+    Length,
+}
+
+/// The 100 GiB an inflated answer claims.
+const INFLATED: u64 = 100 << 30;
+/// The most an inflating server sends in all before it hangs up on every request: a helper
+/// that believed it stops at this instead of filling the disk (and its test fails by count).
+const INFLATED_CAP: u64 = 256 << 20;
+
+/// [`serve`] by a server that inflates its answers to a pack's ranges as `how` says.
+pub fn serve_inflating(root: &Path, how: Inflate) -> HttpServer {
+    serve_as(root, Duration::ZERO, Mode::Inflate(how))
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    Honest,
+    /// Weak ETags, which an `If-Match` never matches.
+    Weak,
+    Inflate(Inflate),
+}
+
+fn serve_as(root: &Path, delay: Duration, mode: Mode) -> HttpServer {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let root = root.to_path_buf();
     let delay = Arc::new(AtomicU64::new(delay.as_micros() as u64));
-    let delays = delay.clone();
+    let sent = Arc::new(AtomicU64::new(0));
+    let (delays, sent_by_all) = (delay.clone(), sent.clone());
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
-            let (root, delay) = (root.clone(), delays.clone());
+            let (root, delay, sent) = (root.clone(), delays.clone(), sent_by_all.clone());
             std::thread::spawn(move || {
-                let _ = handle(stream, &root, &delay, weak);
+                let _ = handle(stream, &root, &delay, mode, &sent);
             });
         }
     });
     HttpServer {
         url: format!("http://127.0.0.1:{port}/"),
         delay,
+        sent,
     }
 }
 
-fn handle(stream: TcpStream, root: &Path, delay: &AtomicU64, weak: bool) -> std::io::Result<()> {
+/// An inflated answer to a range of a pack, written to `stream`; `false` where `req` asks for
+/// no range (then the honest answer is given).
+fn inflated(
+    stream: &mut TcpStream,
+    req: &super::wire::Request,
+    body: &[u8],
+    how: Inflate,
+    sent: &AtomicU64,
+) -> std::io::Result<bool> {
+    let claimed = match how {
+        Inflate::Total => INFLATED as usize,
+        Inflate::Length => body.len(),
+    };
+    let Ok(Some(r)) = super::wire::range(req, claimed) else {
+        return Ok(false);
+    };
+    let real = &body[r.start.min(body.len())..r.end.min(body.len())];
+    let length = match how {
+        Inflate::Total => (r.end - r.start) as u64,
+        Inflate::Length => INFLATED,
+    };
+    write!(
+        stream,
+        "HTTP/1.1 206 Partial Content\r\nContent-Length: {length}\r\nContent-Range: bytes {}-{}/{claimed}\r\nETag: \"{}\"\r\n\r\n",
+        r.start,
+        r.end - 1,
+        body.len()
+    )?;
+    stream.write_all(real)?;
+    sent.fetch_add(real.len() as u64, Ordering::Relaxed);
+    let zeros = vec![0u8; 64 << 10];
+    let mut left = length - real.len() as u64;
+    while left > 0 {
+        if sent.load(Ordering::Relaxed) > INFLATED_CAP {
+            return Err(std::io::ErrorKind::ConnectionAborted.into());
+        }
+        let n = left.min(zeros.len() as u64) as usize;
+        stream.write_all(&zeros[..n])?;
+        sent.fetch_add(n as u64, Ordering::Relaxed);
+        left -= n as u64;
+    }
+    Ok(true)
+}
+
+fn handle(
+    stream: TcpStream,
+    root: &Path,
+    delay: &AtomicU64,
+    mode: Mode,
+    sent: &AtomicU64,
+) -> std::io::Result<()> {
+    let weak = mode == Mode::Weak;
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut stream = stream;
     // Each answer goes out in one write, as a web server sends it: written in pieces, Nagle's
@@ -81,6 +172,11 @@ fn handle(stream: TcpStream, root: &Path, delay: &AtomicU64, weak: bool) -> std:
         } else {
             None
         };
+        if let (Mode::Inflate(how), Some(body)) = (mode, &body) {
+            if path.ends_with(".pack") && inflated(&mut stream, &req, body, how, sent)? {
+                continue;
+            }
+        }
         let e_tag = |len: usize| format!("{}\"{len}\"", if weak { "W/" } else { "" });
         let refused = |len: usize| {
             req.header("if-match")
@@ -108,6 +204,7 @@ fn handle(stream: TcpStream, root: &Path, delay: &AtomicU64, weak: bool) -> std:
                 )?;
                 if method != "HEAD" {
                     out.extend_from_slice(slice);
+                    sent.fetch_add(slice.len() as u64, Ordering::Relaxed);
                 }
             }
             Some((Err(()), body)) => write!(

@@ -11,6 +11,7 @@ pub mod http;
 pub mod lake;
 pub mod memory;
 pub mod moto;
+pub mod nginx;
 pub mod recorder;
 pub mod rgw;
 pub mod run;
