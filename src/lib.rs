@@ -33,6 +33,7 @@ mod reading;
 pub mod redact;
 mod remote;
 mod repo;
+pub use repo::{check_command_line, Bogus};
 mod safety;
 mod session_pack;
 mod signatures;

@@ -13,6 +13,14 @@ fn main() {
     git_remote_fdl::process::return_large_buffers();
     std::panic::set_hook(Box::new(report_panic));
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if git_remote_fdl::check_command_line().is_err() {
+        // Git's own words and status for the same variable.
+        let _ = write!(
+            std::io::stderr(),
+            "error: bogus format in GIT_CONFIG_PARAMETERS\nfatal: unable to parse command-line config\n"
+        );
+        std::process::exit(128);
+    }
     let code = if cli::is_git_invocation(&args) {
         #[cfg(debug_assertions)]
         if std::env::var_os("GIT_REMOTE_FDL_TEST_PANIC").is_some() {

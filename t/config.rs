@@ -130,3 +130,36 @@ fn store_options_a_folder_cannot_use_or_switches_that_are_no_booleans_are_refuse
     t.ok("work", &["config", "remote.origin.fdlAllowHttp", "false"]);
     t.ok("work", &["fetch", "-q", "origin"]);
 }
+
+/// A `GIT_CONFIG_PARAMETERS` in neither of Git's forms stops the helper as it stops Git (the
+/// same two lines, status 128), before it reads anything: the human commands too, where it
+/// once made `ls origin` look for a folder named `origin`.
+#[test]
+fn a_malformed_git_config_parameters_stops_the_helper_as_it_stops_git() {
+    let mut t = TestEnv::new();
+    let url = t.local_lake("lake", &lake(2, 1));
+    t.ok(".", &["init", "-q", "work"]);
+    t.ok("work", &["remote", "add", "origin", &url]);
+    for bogus in ["'unterminated", "'a.b'=x", "bare"] {
+        t.set("GIT_CONFIG_PARAMETERS", bogus);
+        let git = t.git("work", &["config", "-l"]);
+        for args in [&["ls", "origin"][..], &["origin", &url]] {
+            let out = crate::support::helper(&t, "work", args);
+            assert_eq!(out.status.code(), git.status.code(), "{bogus} {args:?}");
+            assert_eq!(
+                crate::support::text(&out.stderr),
+                crate::support::text(&git.stderr),
+                "{bogus} {args:?}"
+            );
+            assert_eq!(crate::support::text(&out.stdout), "", "{bogus} {args:?}");
+        }
+    }
+    // Git's own forms still read.
+    t.set("GIT_CONFIG_PARAMETERS", "'fdl.usePacks'='false' 'a.b=c'");
+    let out = crate::support::helper(&t, "work", &["ls", "origin"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        crate::support::text(&out.stderr)
+    );
+}

@@ -7,8 +7,15 @@
 mod command_line;
 mod scratch;
 mod temporary;
+pub use command_line::Bogus;
 pub(crate) use scratch::ScratchRepo;
 pub(crate) use temporary::{temporary_name, write_error};
+
+/// Whether `GIT_CONFIG_PARAMETERS` (Git's `-c`), if set, is in one of Git's forms: where it is
+/// not, Git stops before anything is read, and so must the helper.
+pub fn check_command_line() -> Result<(), Bogus> {
+    command_line::check()
+}
 
 use std::path::{Path, PathBuf};
 
