@@ -134,7 +134,8 @@ fn a_store_that_honours_conditional_writes_is_checked_once_not_on_every_push() {
     let (first, second) = (&counts[0], &counts[1]);
     assert_eq!(first.puts, second.puts + 4, "{counts:#?}");
     assert_eq!(first.deletes, second.deletes + 1, "{counts:#?}");
-    assert_eq!(first.requests, second.requests + 5, "{counts:#?}");
+    // Five requests, and the listing of the root that removes long-abandoned scratch keys.
+    assert_eq!(first.requests, second.requests + 6, "{counts:#?}");
     assert_eq!(counts[2].puts, second.puts, "{counts:#?}");
     assert_eq!(second.deletes, 0, "{counts:#?}");
     // Another repository of the same user shares the answer.
@@ -417,11 +418,12 @@ fn the_store_check_settles_lost_answers_and_retried_writes_through_injected_faul
     assert!(c.lost_answers.load(SeqCst) > 0 && c.delayed.load(SeqCst) > 0);
 }
 
-/// On moto, whose DELETE goes signed and on condition, the check costs a first push six
+/// On moto, whose DELETE goes signed and on condition, the check costs a first push seven
 /// requests (four PUTs, the refused stale DELETE, the DELETE that removes the key at the
-/// version it knows), counted by a proxy that only forwards; a second push none.
+/// version it knows, and beside the first PUT the listing of the root that finds abandoned
+/// scratch keys), counted by a proxy that only forwards; a second push none.
 #[test]
-fn the_check_costs_a_first_push_six_requests_on_signed_s3_and_a_second_none() {
+fn the_check_costs_a_first_push_seven_requests_on_signed_s3_and_a_second_none() {
     use std::sync::atomic::Ordering::SeqCst;
     let m = crate::support::moto::moto();
     let proxy = crate::support::faults::start_slow(&m.endpoint, std::time::Duration::ZERO);
@@ -439,6 +441,36 @@ fn the_check_costs_a_first_push_six_requests_on_signed_s3_and_a_second_none() {
         );
         counts.push(proxy.counters.requests.load(SeqCst) - before);
     }
-    assert_eq!(counts[0], counts[1] + 6, "{counts:?}");
+    assert_eq!(counts[0], counts[1] + 7, "{counts:?}");
     assert_eq!(counts[1], counts[2], "{counts:?}");
+}
+
+/// A push killed during its store check leaves its scratch key under the root: the next check
+/// removes such keys once they are more than a day old (by the time in their names), and
+/// leaves a recent one (a check running now) and any other file alone.
+#[test]
+fn scratch_keys_of_checks_killed_over_a_day_ago_are_removed_at_the_next_check() {
+    let (server, t) = served(Conditions::Honoured, "abandoned");
+    let nanos = |ago_secs: u128| {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        format!("{:x}", now - ago_secs * 1_000_000_000)
+    };
+    let old = format!("lake/fdl-store-check.4242-{}", nanos(2 * 86400));
+    let recent = format!("lake/fdl-store-check.4343-{}", nanos(60));
+    let other = "lake/fdl-store-check.notes".to_string();
+    let mut files = std::collections::BTreeMap::new();
+    for key in [&old, &recent, &other] {
+        files.insert(key.trim_start_matches("lake/").to_string(), b"x".to_vec());
+    }
+    server.put_files("abandoned", "lake/", &files);
+    let tip = t.ok("r.git", &["rev-parse", "main"]).trim().to_string();
+    t.ok(
+        "r.git",
+        &["push", "-q", "origin", &format!("{tip}:refs/tags/t1")],
+    );
+    let keys = server.keys("abandoned", "lake/fdl-store-check");
+    assert_eq!(keys, vec![recent, other], "the old key alone is gone");
 }

@@ -7,7 +7,7 @@ use bytes::Bytes;
 use super::budget::Budget;
 use super::condition::{Token, Versioned, WriteError, WriteMode};
 use super::error::StoreError;
-use super::local::Listed;
+use super::local::{Below, Listed};
 
 /// A file read within the memory budget: its content, its version, its share of the budget.
 pub(crate) struct Got {
@@ -77,8 +77,8 @@ pub(crate) trait Backend: std::fmt::Debug + Send + Sync {
     /// The files below the folder `prefix` in `range`, in order, with their ETags.
     async fn list(&self, prefix: &str, range: Range<'_>) -> Result<Paged<Listed>, StoreError>;
 
-    /// The names of the folders directly below `prefix`.
-    async fn list_dirs(&self, prefix: &str) -> Result<Paged<Vec<String>>, StoreError>;
+    /// The names of the folders and of the files directly below `prefix`.
+    async fn list_dirs(&self, prefix: &str) -> Result<Paged<Below>, StoreError>;
 
     /// Writes `bytes` to `rel` on condition; the new version.
     async fn put(&self, rel: &str, bytes: Bytes, mode: &WriteMode) -> Result<Token, WriteError>;

@@ -16,7 +16,7 @@ use super::budget::Budget;
 use super::condition::{Token, WriteError, WriteMode};
 use super::delete::{self, Deleter};
 use super::error::{failed, StoreError};
-use super::local::Listed;
+use super::local::{Below, Listed};
 use super::pages::Pages;
 use super::parts::Stopped;
 use super::url::StoreUrl;
@@ -266,18 +266,22 @@ impl Backend for Cloud {
         })
     }
 
-    async fn list_dirs(&self, prefix: &str) -> Result<Paged<Vec<String>>, StoreError> {
+    async fn list_dirs(&self, prefix: &str) -> Result<Paged<Below>, StoreError> {
         let res = self
             .store
             .list_with_delimiter(Some(&self.path(prefix)?))
             .await
             .map_err(|e| self.request_failed(prefix, &e))?;
         let n = (res.common_prefixes.len() + res.objects.len()) as u64;
-        let found = res
-            .common_prefixes
-            .iter()
-            .filter_map(|p| p.filename().map(str::to_string))
-            .collect();
+        let names = |paths: &mut dyn Iterator<Item = &StorePath>| -> Vec<String> {
+            paths
+                .filter_map(|p| p.filename().map(str::to_string))
+                .collect()
+        };
+        let found = Below {
+            dirs: names(&mut res.common_prefixes.iter()),
+            files: names(&mut res.objects.iter().map(|o| &o.location)),
+        };
         Ok(Paged {
             found,
             requests: n.div_ceil(LIST_PAGE as u64).max(1),

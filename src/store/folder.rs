@@ -7,7 +7,7 @@ use super::backend::{Backend, Got, Paged, Range, Sink};
 use super::budget::Budget;
 use super::condition::{Token, Versioned, WriteError, WriteMode};
 use super::error::{failed, StoreError};
-use super::local::{Listed, LocalDir};
+use super::local::{Below, Listed, LocalDir};
 use super::local_write::{Expect, LocalWriteError};
 
 /// A local folder as a store.
@@ -124,7 +124,7 @@ impl Backend for Folder {
         })
     }
 
-    async fn list_dirs(&self, prefix: &str) -> Result<Paged<Vec<String>>, StoreError> {
+    async fn list_dirs(&self, prefix: &str) -> Result<Paged<Below>, StoreError> {
         let dir = self.dir.clone();
         let p = prefix.to_string();
         let found = tokio::task::spawn_blocking(move || dir.list_dirs(&p))

@@ -279,26 +279,30 @@ impl LocalDir {
     }
 
     /// The names of the folders directly below `prefix`.
-    pub(crate) fn list_dirs(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
+    pub(crate) fn list_dirs(&self, prefix: &str) -> Result<Below, StoreError> {
         let dir_rel = prefix.trim_end_matches('/');
         let Some(dir) = self.resolve(dir_rel)? else {
-            return Ok(Vec::new());
+            return Ok(Below::default());
         };
         let entries = match std::fs::read_dir(dir) {
             Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Below::default()),
             Err(e) => return Err(io_error(dir_rel, e)),
         };
-        let mut out = Vec::new();
+        let mut out = Below::default();
         for entry in entries {
             let entry = entry.map_err(|e| io_error(dir_rel, e))?;
-            if entry.file_type().map(|t| t.is_dir()).unwrap_or(false) {
-                if let Some(name) = entry.file_name().to_str() {
-                    out.push(name.to_string());
-                }
+            let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+                continue;
+            };
+            match entry.file_type() {
+                Ok(t) if t.is_dir() => out.dirs.push(name),
+                Ok(t) if t.is_file() => out.files.push(name),
+                _ => {}
             }
         }
-        out.sort();
+        out.dirs.sort();
+        out.files.sort();
         Ok(out)
     }
 }
@@ -408,6 +412,13 @@ mod beneath {
             None
         }
     }
+}
+
+/// What lies directly below a folder: the names of its folders and of its files.
+#[derive(Debug, Default)]
+pub(crate) struct Below {
+    pub dirs: Vec<String>,
+    pub files: Vec<String>,
 }
 
 /// What a listing found and did not list.

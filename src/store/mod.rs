@@ -216,7 +216,14 @@ impl Store {
     /// The names of the folders directly below `prefix` (ending in `/`).
     pub async fn list_dirs(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
         check_rel(prefix)?;
-        Ok(self.backend.list_dirs(prefix).await?.found)
+        Ok(self.backend.list_dirs(prefix).await?.found.dirs)
+    }
+
+    /// The names of the files directly below `prefix` (one request: what lies deeper is not
+    /// listed).
+    pub async fn list_files_at(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
+        check_rel(prefix)?;
+        Ok(self.backend.list_dirs(prefix).await?.found.files)
     }
 
     /// Writes `bytes` to `rel` on condition; returns the new version token.

@@ -9,6 +9,7 @@ use super::backend::{Backend, Got, Paged, Range, Sink};
 use super::budget::Budget;
 use super::condition::{Token, Versioned, WriteError, WriteMode};
 use super::error::StoreError;
+use super::local::Below;
 use super::local::Listed;
 
 /// Request counts, for benchmarks and `GIT_REMOTE_FDL_DEBUG`.
@@ -87,7 +88,7 @@ impl Backend for Counted {
         Ok(listed)
     }
 
-    async fn list_dirs(&self, prefix: &str) -> Result<Paged<Vec<String>>, StoreError> {
+    async fn list_dirs(&self, prefix: &str) -> Result<Paged<Below>, StoreError> {
         let listed = self.inner.list_dirs(prefix).await?;
         Self::add(&self.stats.list, listed.requests);
         Ok(listed)

@@ -16,6 +16,7 @@ use super::backend::{Backend, Got, Paged, Range, Sink};
 use super::budget::Budget;
 use super::condition::{Token, Versioned, WriteError, WriteMode};
 use super::error::StoreError;
+use super::local::Below;
 use super::local::Listed;
 
 /// How many times one request is tried again after the store throttled it (beyond the retries
@@ -281,7 +282,7 @@ impl Backend for Gated {
             .await
     }
 
-    async fn list_dirs(&self, prefix: &str) -> Result<Paged<Vec<String>>, StoreError> {
+    async fn list_dirs(&self, prefix: &str) -> Result<Paged<Below>, StoreError> {
         self.read("LIST", prefix, || self.inner.list_dirs(prefix))
             .await
     }

@@ -7,6 +7,7 @@ use super::backend::{Backend, Got, Paged, Range, Sink};
 use super::budget::Budget;
 use super::condition::{Token, Versioned, WriteError, WriteMode};
 use super::error::StoreError;
+use super::local::Below;
 use super::local::Listed;
 
 /// A backend whose requests are traced.
@@ -96,12 +97,13 @@ impl Backend for Traced {
         result
     }
 
-    async fn list_dirs(&self, prefix: &str) -> Result<Paged<Vec<String>>, StoreError> {
+    async fn list_dirs(&self, prefix: &str) -> Result<Paged<Below>, StoreError> {
         let result = self.inner.list_dirs(prefix).await;
         match &result {
             Ok(listed) => log(format_args!(
-                "LIST {prefix} (folders) -> {} folders",
-                listed.found.len()
+                "LIST {prefix} (folders) -> {} folders, {} files",
+                listed.found.dirs.len(),
+                listed.found.files.len()
             )),
             Err(e) => log(format_args!("LIST {prefix} (folders) -> {e}")),
         }

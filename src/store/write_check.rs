@@ -110,7 +110,9 @@ impl Store {
     pub async fn check_conditions(&self) -> Checks {
         let key = scratch_key();
         let mut left_behind = None;
-        let create = put_checked(self, &key, b"fdl store check 1", &WriteMode::Create, true).await;
+        // Beside the first PUT: the keys of checks killed long ago removed (no round trip more).
+        let first_put = put_checked(self, &key, b"fdl store check 1", &WriteMode::Create, true);
+        let (create, ()) = futures::join!(first_put, sweep_abandoned(self));
         let first = match create {
             Written::Taken(t) => t,
             Written::Refused => {
@@ -304,13 +306,42 @@ fn made_up() -> Token {
     }
 }
 
-/// A key of this process alone.
+/// A key of this process alone: its process ID and when it was made, in nanoseconds since the
+/// epoch, in hex.
 fn scratch_key() -> String {
-    let nanos = std::time::SystemTime::now()
+    format!("{SCRATCH_PREFIX}{}-{:x}", std::process::id(), now_nanos())
+}
+
+fn now_nanos() -> u128 {
+    std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
-        .unwrap_or_default();
-    format!("{SCRATCH_PREFIX}{}-{nanos:x}", std::process::id())
+        .unwrap_or_default()
+}
+
+/// A scratch key older than this was left by a check that never finished (a push killed
+/// during it): no check takes more than seconds.
+const ABANDONED_AFTER_NANOS: u128 = 24 * 3600 * 1_000_000_000;
+
+/// When scratch key `name` (a file at the lake's root) was made, by its name.
+fn made_at(name: &str) -> Option<u128> {
+    let (_, nanos) = name.strip_prefix(SCRATCH_PREFIX)?.split_once('-')?;
+    u128::from_str_radix(nanos, 16).ok()
+}
+
+/// Removes the scratch keys at the lake's root that checks killed more than a day ago left:
+/// one listing of the root alone, and a best effort (a key not removed now is at the next).
+async fn sweep_abandoned(store: &Store) {
+    let Ok(names) = store.list_files_at("").await else {
+        return;
+    };
+    let now = now_nanos();
+    let abandoned = names.into_iter().filter(|name| {
+        made_at(name).is_some_and(|at| now.saturating_sub(at) > ABANDONED_AFTER_NANOS)
+    });
+    for name in abandoned {
+        let _ = remove(store, &name, None).await;
+    }
 }
 
 /// Every check failed with `why`: nothing could be proven.
