@@ -5,10 +5,17 @@
 //! path removes the file as any failure does.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, Once};
+use std::time::{Duration, Instant};
 
 static FILES: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 static LISTENING: Once = Once::new();
+/// A signal was caught: the process is ending as that signal says.
+static CAUGHT: AtomicBool = AtomicBool::new(false);
+
+/// How long a child's death by a signal waits for the same signal to reach this process.
+const SIGNAL_GRACE: Duration = Duration::from_secs(5);
 
 /// `path` (a file, or a folder with all it holds) is removed if a signal ends the process
 /// before [`forget`] is called for it.
@@ -35,11 +42,39 @@ fn listen() {
         .name("fdl-signals".into())
         .spawn(move || {
             let number = wait_for_signal(&ready);
+            CAUGHT.store(true, Ordering::SeqCst);
+            crate::testhook::delay_signal_handling();
             remove_all();
             std::process::exit(128 + number);
         });
     if spawned.is_ok() {
         let _ = set.recv();
+    }
+}
+
+/// A child (Git) that `status` says a signal ended (Ctrl-C reaches the whole process group,
+/// and Git dies of it or exits 128 + its number): while this process catches signals, the
+/// same signal is given up to 5 s to be seen here, and then never returns, its handler
+/// ending the process with 128 + the signal. So the signal, not the child's failure, decides
+/// the exit status, however loaded the machine. Returns at once otherwise.
+pub(crate) fn yield_to_signal(status: &std::process::ExitStatus) {
+    use std::os::unix::process::ExitStatusExt;
+    let ours = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+    let by_signal = status.signal().is_some_and(|s| ours.contains(&s))
+        || status
+            .code()
+            .is_some_and(|c| ours.iter().any(|s| c == 128 + s));
+    if !by_signal || !LISTENING.is_completed() {
+        return;
+    }
+    let until = Instant::now() + SIGNAL_GRACE;
+    while Instant::now() < until {
+        if CAUGHT.load(Ordering::SeqCst) {
+            loop {
+                std::thread::park();
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
     }
 }
 

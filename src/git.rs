@@ -52,6 +52,7 @@ impl Git {
     {
         let mut cmd = Command::new("git");
         cmd.args(args);
+        crate::testhook::keep_signal_delay_to_this_process(&mut cmd);
         Git { cmd, stdin: None }
     }
 
@@ -128,6 +129,7 @@ impl Git {
         if let Some(f) = feeder {
             let _ = f.join();
         }
+        crate::cleanup::yield_to_signal(&out.status);
         Ok(out)
     }
 
@@ -178,6 +180,7 @@ impl Git {
             )));
         }
         let status = child.wait().map_err(cannot)?;
+        crate::cleanup::yield_to_signal(&status);
         let stdout = reader.join().ok().and_then(Result::ok).unwrap_or_default();
         match status.success() {
             true => Ok(String::from_utf8_lossy(&stdout).into_owned()),

@@ -50,6 +50,31 @@ pub fn stop_at(point: Point) {
 #[inline(always)]
 pub fn stop_at(_point: Point) {}
 
+/// For the signal tests: the thread that handles a caught signal waits the milliseconds that
+/// `GIT_REMOTE_FDL_TEST_SIGNAL_DELAY_MS` gives before it acts, as a loaded machine delays it.
+#[cfg(debug_assertions)]
+pub fn delay_signal_handling() {
+    let delay = std::env::var("GIT_REMOTE_FDL_TEST_SIGNAL_DELAY_MS")
+        .ok()
+        .and_then(|ms| ms.parse().ok());
+    if let Some(ms) = delay {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
+}
+
+/// Release builds: no delay.
+#[cfg(not(debug_assertions))]
+#[inline(always)]
+pub fn delay_signal_handling() {}
+
+/// The delay above is the process's the test started, not its children's (the helper that
+/// Git runs for `pack`'s inner clone catches the same Ctrl-C).
+pub fn keep_signal_delay_to_this_process(child: &mut std::process::Command) {
+    if cfg!(debug_assertions) {
+        child.env_remove("GIT_REMOTE_FDL_TEST_SIGNAL_DELAY_MS");
+    }
+}
+
 /// For the memory tests: appends this process's peak resident memory (`VmHWM`, in KiB) to the
 /// file `GIT_REMOTE_FDL_TEST_PEAK_FILE` names. Measured by the helper itself, because a
 /// process forked from a large test harness would count the harness's pages as its own.

@@ -63,3 +63,33 @@ fn a_fetch_interrupted_while_writing_its_pack_removes_its_temporary_files() {
         assert_eq!(left, Vec::<String>::new(), "{name}: left behind");
     }
 }
+
+/// Ctrl-C reaches the whole process group: while `pack`'s inner clone is writing its pack,
+/// the clone dies of it as `pack` catches it. However late `pack`'s own handler runs (a
+/// loaded machine; here a test hook delays it a second), the signal decides: exit 130 and the
+/// temporary clone removed, never the clone's failure (128).
+#[test]
+fn ctrl_c_to_the_group_during_packs_clone_exits_130_however_late_its_handler_runs() {
+    use std::os::unix::process::CommandExt;
+    let mut t = TestEnv::new();
+    let url = t.local_lake("lake", &lake(8, 4));
+    let tmp = t.path("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    t.set("TMPDIR", tmp.to_str().unwrap());
+    let pid_file = t.path("inner-fetch.pid");
+    let pack = t
+        .command(crate::support::HELPER, ".", &["pack", &url])
+        .env("GIT_REMOTE_FDL_TEST_STOP_WRITING_PACK", &pid_file)
+        .env("GIT_REMOTE_FDL_TEST_SIGNAL_DELAY_MS", "1000")
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    crate::support::run::pid_at_crash_point(&pid_file);
+    let group = pack.id() as i32;
+    assert_eq!(unsafe { libc::kill(-group, libc::SIGINT) }, 0);
+    let out = pack.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+    let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().flatten().collect();
+    assert!(left.is_empty(), "{left:?}");
+}
