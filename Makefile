@@ -15,7 +15,7 @@ export AZURITE_BLOB := $(abspath $(AZURITE))
 export DUCKDB_PYTHON := $(abspath $(VENV)/bin/python)
 export SEAWEEDFS_WEED := $(abspath $(VENV)/bin/weed)
 
-.PHONY: test test-ceph bench bench-million example install lint ssh-keygen nginx fuzz
+.PHONY: test test-ceph bench bench-million example example-path install lint ssh-keygen nginx fuzz
 
 test: $(MOTO) $(FAKE_GCS) $(SEAWEEDFS) $(DUCKDB) $(AZURITE) ssh-keygen nginx
 	cargo test --locked
@@ -55,7 +55,9 @@ bench-million:
 
 # Installs the helper, clones the example lake shipped in examples/lake and gets one version's
 # catalog, with the DuckDB statements that open it (offline: no Python package is needed).
-example: install
+# The install folder is checked first: the build takes minutes, and Git finds the helper only
+# on PATH.
+example: example-path install
 	@command -v git-remote-fdl >/dev/null || { \
 		echo "error: '$(PREFIX)/bin' is not on your PATH, so Git cannot find the helper it installed"; \
 		echo "hint: export PATH=\"$(PREFIX)/bin:\$$PATH\" and run make example again"; exit 1; }
@@ -64,6 +66,11 @@ example: install
 	git -C target/demo log --graph --stat --format='%h %s (%an, %ad)' --date=short --all
 	git -C target/demo checkout -q v2026.02
 	cd target/demo && git-remote-fdl catalog v2026.02
+
+example-path:
+	@case ":$$PATH:" in *":$(PREFIX)/bin:"*|*":$(PREFIX)/bin/:"*) ;; *) \
+		echo "error: '$(PREFIX)/bin' is not on your PATH, so Git could not find the helper make would install there"; \
+		echo "hint: export PATH=\"$(PREFIX)/bin:\$$PATH\" and run make example again (nothing was built)"; exit 1;; esac
 
 # The binary and its man page, both under cargo's install root (~/.cargo by default): man finds
 # <root>/share/man from <root>/bin on PATH, so `git help remote-fdl` and `man git-remote-fdl`

@@ -413,6 +413,11 @@ async fn verify(
             shown(&status)
         )?;
     }
+    let unsigned = || {
+        if report.none_signed() {
+            say!("hint: no version of this lake is signed (none has a version.json.sig), so there is nothing to verify; SIGNED VERSIONS in git-remote-fdl(1) says how a writer signs versions");
+        }
+    };
     let Some(allowed) = &report.allowed_signers else {
         out!(
             "{} version(s), none checked against a trusted key",
@@ -421,6 +426,7 @@ async fn verify(
         // Git's verify-commit, without gpg.ssh.allowedSignersFile: an error, exit 1.
         say!("error: no allowed signers file: no signature can be trusted");
         say!("hint: pass --allowed-signers FILE, or set gpg.ssh.allowedSignersFile (or remote.<name>.fdlAllowedSignersFile)");
+        unsigned();
         return Ok(1);
     };
     if report.listed_signers > 0 {
@@ -435,6 +441,7 @@ async fn verify(
         "{} version(s), {bad} not signed by a trusted key",
         report.rows.len()
     )?;
+    unsigned();
     Ok(if bad == 0 { 0 } else { 1 })
 }
 

@@ -151,6 +151,16 @@ impl VerifyReport {
     pub fn bad(&self) -> usize {
         self.rows.iter().filter(|r| !r.verdict.is_good()).count()
     }
+
+    /// Whether versions were found and none of them carries a signature at all (an unsigned
+    /// lake, such as the example's): there is nothing to verify.
+    pub fn none_signed(&self) -> bool {
+        !self.rows.is_empty()
+            && self
+                .rows
+                .iter()
+                .all(|r| matches!(r.verdict, Verdict::Missing))
+    }
 }
 
 /// `git-remote-fdl verify <lake | remote> [<ref>...]`: every version the refs reach, checked

@@ -175,3 +175,28 @@ fn the_manual_says_what_git_users_meet() {
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
     assert!(readme.contains("'remote-s3' is not a git command"));
 }
+
+/// `make example` says that the install folder is not on PATH before it builds anything (it
+/// once built for 8.5 minutes first), and stops.
+#[test]
+fn make_example_checks_the_path_before_it_builds() {
+    let prefix = "/nonexistent/fdl-prefix";
+    let out = std::process::Command::new("make")
+        .args(["-s", "example", &format!("PREFIX={prefix}")])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .output()
+        .expect("make");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.status.success(), "{said}");
+    assert!(
+        said.contains(&format!("error: '{prefix}/bin' is not on your PATH"))
+            && said.contains("nothing was built"),
+        "{said}"
+    );
+    assert!(!said.contains("Compiling"), "{said}");
+}

@@ -465,3 +465,28 @@ fn verify_without_allowed_signers_shows_the_table_and_trusts_nothing() {
         "{err}"
     );
 }
+
+/// `verify` on a lake none of whose versions is signed (the example lake shipped in
+/// `examples/lake`) says so after the table, rather than only failing every version.
+#[test]
+fn verify_on_an_unsigned_lake_says_that_nothing_is_signed() {
+    let t = TestEnv::new();
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/lake");
+    let helper = env!("CARGO_BIN_EXE_git-remote-fdl");
+    let out = t
+        .command(helper, ".", &["verify", example])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(
+        err.lines().last(),
+        Some("hint: no version of this lake is signed (none has a version.json.sig), so there is nothing to verify; SIGNED VERSIONS in git-remote-fdl(1) says how a writer signs versions"),
+        "{err}"
+    );
+    // A lake with one signed version is not called unsigned.
+    let k = keys(&t);
+    let url = signed_lake(&t, &k);
+    let out = t.command(helper, ".", &["verify", &url]).output().unwrap();
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("no version of this lake is signed"));
+}
