@@ -6,8 +6,10 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, Once};
+use std::sync::{Condvar, Mutex, Once, OnceLock};
 use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
 
 static FILES: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 static LISTENING: Once = Once::new();
@@ -16,6 +18,60 @@ static CAUGHT: AtomicBool = AtomicBool::new(false);
 
 /// How long a child's death by a signal waits for the same signal to reach this process.
 const SIGNAL_GRACE: Duration = Duration::from_secs(5);
+
+/// Uploads in parts under way, which a signal aborts before the process ends.
+static UPLOADS: Mutex<usize> = Mutex::new(0);
+static UPLOADS_ENDED: Condvar = Condvar::new();
+static SIGNALLED: OnceLock<watch::Sender<bool>> = OnceLock::new();
+/// How long a signal's handler waits for the uploads to be aborted (one request each).
+const ABORT_GRACE: Duration = Duration::from_secs(10);
+
+fn signalled() -> &'static watch::Sender<bool> {
+    SIGNALLED.get_or_init(|| watch::channel(false).0)
+}
+
+/// An upload in parts under way (S3 bills the parts of an upload neither completed nor
+/// aborted, until a lifecycle rule removes them): while this is held, a signal's handler tells
+/// it ([`AbortOnSignal::signalled`]) and waits up to 10 s for it to be dropped, the upload
+/// aborted, before the process exits.
+pub(crate) struct AbortOnSignal(watch::Receiver<bool>);
+
+pub(crate) fn abort_on_signal() -> AbortOnSignal {
+    LISTENING.call_once(listen);
+    *UPLOADS.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+    AbortOnSignal(signalled().subscribe())
+}
+
+impl AbortOnSignal {
+    /// Returns once a signal is ending the process.
+    pub(crate) async fn signalled(&mut self) {
+        let _ = self.0.wait_for(|s| *s).await;
+    }
+}
+
+impl Drop for AbortOnSignal {
+    fn drop(&mut self) {
+        *UPLOADS.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
+        UPLOADS_ENDED.notify_all();
+    }
+}
+
+/// Tells every upload under way to abort, and waits (at most [`ABORT_GRACE`]) until they have.
+fn abort_uploads() {
+    signalled().send_replace(true);
+    let until = Instant::now() + ABORT_GRACE;
+    let mut under_way = UPLOADS.lock().unwrap_or_else(|p| p.into_inner());
+    while *under_way > 0 {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        under_way = match UPLOADS_ENDED.wait_timeout(under_way, left) {
+            Ok((guard, _)) => guard,
+            Err(p) => p.into_inner().0,
+        };
+    }
+}
 
 /// `path` (a file, or a folder with all it holds) is removed if a signal ends the process
 /// before [`forget`] is called for it.
@@ -44,6 +100,7 @@ fn listen() {
             let number = wait_for_signal(&ready);
             CAUGHT.store(true, Ordering::SeqCst);
             crate::testhook::delay_signal_handling();
+            abort_uploads();
             remove_all();
             std::process::exit(128 + number);
         });

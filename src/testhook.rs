@@ -18,37 +18,57 @@ pub enum Point {
     TakingLock,
     /// A `pack`, with its temporary clone of the lake made.
     PackCloned,
+    /// A `pack`'s upload in parts, its first part sent: the caller waits there for a signal
+    /// ([`reached`]), its runtime running, so that the signal can abort the upload.
+    UploadingParts,
 }
 
 /// Stops here if the test asked for this point: writes the pid to the file the variable
 /// names (only if that file does not exist yet, so nothing is ever overwritten), then sleeps.
 #[cfg(debug_assertions)]
 pub fn stop_at(point: Point) {
+    if reached(point) {
+        std::thread::sleep(std::time::Duration::from_secs(60));
+    }
+}
+
+/// Whether the test asked for this point, its pid now written as [`stop_at`] writes it: the
+/// caller waits there in its own way.
+#[cfg(debug_assertions)]
+pub fn reached(point: Point) -> bool {
     let var = match point {
         Point::BeforeRefsJson => "GIT_REMOTE_FDL_TEST_STOP_BEFORE_REFS_JSON",
         Point::WritingRefsJson => "GIT_REMOTE_FDL_TEST_STOP_WRITING_REFS_JSON",
         Point::WritingPack => "GIT_REMOTE_FDL_TEST_STOP_WRITING_PACK",
         Point::TakingLock => "GIT_REMOTE_FDL_TEST_STOP_TAKING_LOCK",
         Point::PackCloned => "GIT_REMOTE_FDL_TEST_STOP_PACK_CLONED",
+        Point::UploadingParts => "GIT_REMOTE_FDL_TEST_STOP_UPLOADING_PARTS",
     };
     let Some(path) = std::env::var_os(var) else {
-        return;
+        return false;
     };
     let created = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(path);
-    if let Ok(mut f) = created {
-        let _ = std::io::Write::write_all(&mut f, std::process::id().to_string().as_bytes());
-        drop(f);
-        std::thread::sleep(std::time::Duration::from_secs(60));
-    }
+    let Ok(mut f) = created else {
+        return false;
+    };
+    let _ = std::io::Write::write_all(&mut f, std::process::id().to_string().as_bytes());
+    true
 }
 
 /// Release builds: no crash point.
 #[cfg(not(debug_assertions))]
 #[inline(always)]
 pub fn stop_at(_point: Point) {}
+
+/// Release builds: no crash point.
+#[cfg(not(debug_assertions))]
+#[inline(always)]
+pub fn reached(_point: Point) -> bool {
+    false
+}
 
 /// For the signal tests: the thread that handles a caught signal waits the milliseconds that
 /// `GIT_REMOTE_FDL_TEST_SIGNAL_DELAY_MS` gives before it acts, as a loaded machine delays it.

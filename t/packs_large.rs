@@ -243,3 +243,30 @@ fn a_web_server_with_weak_etags_gives_the_pack_in_parts() {
     crate::packs::same_refs(&expected, &refs_of(&t, "weak.git"));
     t.ok("weak.git", &["fsck", "--no-dangling"]);
 }
+
+/// Ctrl-C or a CI's timeout while `pack` uploads its pack in parts: the multipart upload is
+/// aborted before the process ends (S3 bills an open upload's parts until a lifecycle rule
+/// removes them), the exit status is Git's for the signal, and nothing is listed.
+#[test]
+fn a_signal_during_packs_upload_in_parts_aborts_the_upload() {
+    for (signal, code) in [(libc::SIGINT, 130), (libc::SIGTERM, 143)] {
+        let mut t = TestEnv::new();
+        let at = t.lake_at(Where::S3, "interrupted-upload", &heavy_lake(2, 12));
+        let m = crate::support::moto::moto();
+        let pid_file = t.path("pack.pid");
+        let run = t
+            .command(crate::support::HELPER, ".", &["pack", &at.url])
+            .env("GIT_REMOTE_FDL_TEST_STOP_UPLOADING_PARTS", &pid_file)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = crate::support::run::pid_at_crash_point(&pid_file);
+        assert_eq!(m.open_multipart_uploads(&at.bucket), 1, "{code}: under way");
+        assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
+        let out = run.wait_with_output().unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{said}");
+        assert_eq!(m.open_multipart_uploads(&at.bucket), 0, "{code}: aborted");
+        assert!(at.read("git-packs/list.json").is_none(), "{code}");
+    }
+}

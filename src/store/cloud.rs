@@ -352,6 +352,10 @@ impl Backend for Cloud {
             // file goes whole instead, held in memory for that request.
             Err(super::multipart::Stopped::NotBegun) => whole().await,
             Err(super::multipart::Stopped::File(e)) => Err(local(e)),
+            Err(super::multipart::Stopped::Interrupted) => Err(local(std::io::Error::new(
+                std::io::ErrorKind::Interrupted,
+                "interrupted by a signal: the upload was aborted",
+            ))),
             Err(super::multipart::Stopped::Store(e)) => {
                 Err(WriteError::Store(self.request_failed(rel, &e)))
             }

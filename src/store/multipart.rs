@@ -24,16 +24,20 @@ pub(super) enum Stopped {
     NotBegun,
     Store(object_store::Error),
     File(std::io::Error),
+    /// A signal is ending the process: the upload was aborted.
+    Interrupted,
 }
 
-/// Uploads `file` to `path` in parts; on any failure the upload is aborted, so that no part
-/// is left billed in the bucket (as far as the store still answers).
+/// Uploads `file` to `path` in parts; on any failure, and on a signal that ends the process
+/// (Ctrl-C, a CI's timeout), the upload is aborted, so that no part is left billed in the
+/// bucket (as far as the store still answers; a SIGKILL leaves it, for a lifecycle rule).
 pub(super) async fn upload(
     store: &Arc<dyn ObjectStore>,
     path: &StorePath,
     file: &Path,
 ) -> Result<(), Stopped> {
     let mut source = std::fs::File::open(file).map_err(Stopped::File)?;
+    let mut signal = crate::cleanup::abort_on_signal();
     let upload = store
         .put_multipart(path)
         .await
@@ -60,12 +64,39 @@ pub(super) async fn upload(
         if part.is_empty() {
             break;
         }
-        if let Err(e) = writer.wait_for_capacity(PARTS_IN_FLIGHT).await {
-            return aborted(writer, Stopped::Store(e)).await;
+        match room(&mut writer, PARTS_IN_FLIGHT, &mut signal).await {
+            Some(Ok(())) => {}
+            Some(Err(e)) => return aborted(writer, Stopped::Store(e)).await,
+            None => return aborted(writer, Stopped::Interrupted).await,
         }
         writer.put(Bytes::from(part));
+        if crate::testhook::reached(crate::testhook::Point::UploadingParts) {
+            tokio::select! {
+                () = signal.signalled() => return aborted(writer, Stopped::Interrupted).await,
+                () = tokio::time::sleep(std::time::Duration::from_secs(60)) => {}
+            }
+        }
+    }
+    // Every part sent before the one request that completes the upload.
+    match room(&mut writer, 0, &mut signal).await {
+        Some(Ok(())) => {}
+        Some(Err(e)) => return aborted(writer, Stopped::Store(e)).await,
+        None => return aborted(writer, Stopped::Interrupted).await,
     }
     writer.finish().await.map(|_| ()).map_err(Stopped::Store)
+}
+
+/// Waits until at most `parts` are in flight; `None` if a signal came first.
+async fn room(
+    writer: &mut WriteMultipart,
+    parts: usize,
+    signal: &mut crate::cleanup::AbortOnSignal,
+) -> Option<object_store::Result<()>> {
+    tokio::select! {
+        biased;
+        () = signal.signalled() => None,
+        done = writer.wait_for_capacity(parts) => Some(done),
+    }
 }
 
 async fn aborted(writer: WriteMultipart, why: Stopped) -> Result<(), Stopped> {

@@ -164,6 +164,22 @@ impl Moto {
         );
     }
 
+    /// How many multipart uploads of `bucket` are open, neither completed nor aborted (S3's
+    /// `ListMultipartUploads`, unsigned as moto takes it).
+    pub fn open_multipart_uploads(&self, bucket: &str) -> usize {
+        let addr = self.endpoint.trim_start_matches("http://");
+        let mut s = TcpStream::connect(addr).unwrap();
+        write!(
+            s,
+            "GET /{bucket}?uploads HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut reply = String::new();
+        s.read_to_string(&mut reply).unwrap();
+        assert!(reply.starts_with("HTTP/1.1 200"), "list uploads: {reply}");
+        reply.matches("<UploadId>").count()
+    }
+
     /// Writes an object with a raw key (no client-side checks), as another tool might.
     pub fn put_raw(&self, bucket: &str, key: &str, body: &str) {
         let addr = self.endpoint.trim_start_matches("http://");
