@@ -89,11 +89,15 @@ pub fn delay_signal_handling() {}
 
 /// The delay above is the process's the test started, not its children's (the helper that
 /// Git runs for `pack`'s inner clone catches the same Ctrl-C).
+#[cfg(debug_assertions)]
 pub fn keep_signal_delay_to_this_process(child: &mut std::process::Command) {
-    if cfg!(debug_assertions) {
-        child.env_remove("GIT_REMOTE_FDL_TEST_SIGNAL_DELAY_MS");
-    }
+    child.env_remove("GIT_REMOTE_FDL_TEST_SIGNAL_DELAY_MS");
 }
+
+/// Release builds: no delay to keep.
+#[cfg(not(debug_assertions))]
+#[inline(always)]
+pub fn keep_signal_delay_to_this_process(_child: &mut std::process::Command) {}
 
 /// For the memory tests: appends this process's peak resident memory (`VmHWM`, in KiB) to the
 /// file `GIT_REMOTE_FDL_TEST_PEAK_FILE` names. Measured by the helper itself, because a

@@ -333,14 +333,25 @@ fn test_hooks_are_compiled_only_into_debug_builds() {
     }
     assert!(seen >= 5, "the hooks were not found ({seen})");
     let hooks = std::fs::read_to_string(root().join("src/testhook.rs")).unwrap();
-    for f in ["pub fn stop_at(", "pub fn record_peak_memory("] {
+    let hook_fns = [
+        "pub fn stop_at(",
+        "pub fn reached(",
+        "pub fn delay_signal_handling(",
+        "pub fn keep_signal_delay_to_this_process(",
+        "pub fn record_peak_memory(",
+    ];
+    for f in hook_fns {
         assert_eq!(
             hooks.matches(f).count(),
             2,
             "{f}: a debug and a release version"
         );
     }
-    assert_eq!(hooks.matches("#[cfg(not(debug_assertions))]").count(), 2);
+    assert_eq!(
+        hooks.matches("#[cfg(not(debug_assertions))]").count(),
+        hook_fns.len()
+    );
+    assert_eq!(hooks.matches("pub fn ").count(), 2 * hook_fns.len());
 }
 
 /// Lines of code of a file: outside its tests, neither blank nor comments only.

@@ -20,6 +20,7 @@ mod credentials;
 mod ducklake;
 mod errors;
 mod fsck;
+mod fuzz_seeds;
 mod golden;
 mod hostile_downloads;
 mod integrity;
