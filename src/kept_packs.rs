@@ -55,20 +55,27 @@ pub(crate) fn install(repo: &Repo, packs: &[PathBuf]) -> Result<(), RepoError> {
 }
 
 /// Packs of objects an earlier session read but did not fetch (`git ls-remote` in this
-/// repository), and the objects they hold.
+/// repository), and the objects they hold; theirs alone while this is held ([`lock`]).
 #[derive(Default)]
 pub(crate) struct KeptPacks {
     pub packs: Vec<PathBuf>,
     pub ids: HashSet<ObjectId>,
+    held: Option<std::fs::File>,
 }
 
 impl KeptPacks {
     /// The packs kept in `cache` that Git finds whole and in agreement with their index; any
     /// other is removed (what it held is read again from the lake), with a warning for each.
+    /// None while another fetch of this repository holds them: it checks them and moves them
+    /// into `objects/pack/`, and what they hold is read again from the lake.
     pub(crate) fn read(repo: &Repo, cache: Option<&Cache>) -> (KeptPacks, Vec<String>) {
         let mut kept = KeptPacks::default();
         let mut dropped = Vec::new();
-        for idx in cache.map(Cache::kept_packs).unwrap_or_default() {
+        kept.held = cache.and_then(|c| lock(&c.kept_packs_dir()));
+        let Some(cache) = cache.filter(|_| kept.held.is_some()) else {
+            return (kept, dropped);
+        };
+        for idx in cache.kept_packs() {
             match check(repo, &idx) {
                 Ok(ids) => {
                     kept.ids.extend(ids);
@@ -88,6 +95,28 @@ impl KeptPacks {
         }
         (kept, dropped)
     }
+}
+
+/// The kept packs in `dir` taken for this process alone: an exclusive `flock(2)` on the file
+/// `<dir>.lock` beside it, which the kernel lets go when the process ends, however it ends.
+/// `None` when another process holds it, or where no lock can be had (no folder, so no packs;
+/// no locks on its file system): two fetches that both took a pack would each check it and
+/// move it into place, and one would find it gone, or removed by the other's failed check.
+fn lock(dir: &Path) -> Option<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    if !dir.is_dir() {
+        return None;
+    }
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(dir.with_extension("lock"))
+        .ok()?;
+    let regular = file.metadata().ok()?.is_file();
+    let locked = rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive);
+    (regular && locked.is_ok()).then_some(file)
 }
 
 /// Why a kept pack is not used.
@@ -162,5 +191,21 @@ impl KeptObjects {
             return (is_commit && sound).then_some(out);
         }
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn kept_packs_are_held_by_one_fetch_at_a_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let packs = dir.path().join("packs");
+        assert!(super::lock(&packs).is_none(), "no folder, nothing to hold");
+        std::fs::create_dir(&packs).unwrap();
+        let held = super::lock(&packs).expect("the lock");
+        // Another open file, as another process's: refused while the first is held.
+        assert!(super::lock(&packs).is_none());
+        drop(held);
+        assert!(super::lock(&packs).is_some());
     }
 }

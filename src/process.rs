@@ -2,18 +2,33 @@
 //! can be recovered, this host's name, how many files this process may have open, and how its
 //! allocator hands large buffers back: the crate's one call outside safe Rust, audited here.
 
-/// True only when no process with this ID exists (`ESRCH`); a process that exists, or one we
-/// may not signal, counts as alive.
+/// True only when no process with this ID exists (`ESRCH`), or it has ended and waits to be
+/// reaped (a zombie); a process that runs, or one we may not signal, counts as alive.
 pub fn is_gone(pid: i32) -> bool {
     // Signal 0 sends nothing: it only asks whether `pid` names a process; a pid of 0 or less
     // (a process group) is no process of ours.
     if pid <= 0 {
         return false;
     }
-    let Some(pid) = rustix::process::Pid::from_raw(pid) else {
+    let Some(id) = rustix::process::Pid::from_raw(pid) else {
         return false;
     };
-    rustix::process::test_kill_process(pid) == Err(rustix::io::Errno::SRCH)
+    rustix::process::test_kill_process(id) == Err(rustix::io::Errno::SRCH) || is_zombie(pid)
+}
+
+/// Whether `/proc` says process `pid` has ended (state `Z` or `X`): signal 0 still reaches
+/// a zombie, which lasts as long as its parent does not reap it (a PID 1 that reaps no
+/// orphans, in a container), though it writes nothing more and holds no file open. Where
+/// there is no `/proc`, no.
+fn is_zombie(pid: i32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // `<pid> (<command>) <state> ...`: the command may hold spaces and parentheses itself.
+    let state = stat
+        .rfind(')')
+        .and_then(|at| stat[at + 1..].split_whitespace().next());
+    matches!(state, Some("Z" | "X"))
 }
 
 /// This host's name (`uname(2)`'s node name), `localhost` if it has none.
@@ -82,5 +97,20 @@ mod tests {
         child.wait().unwrap();
         assert!(super::is_gone(pid));
         assert!(!super::is_gone(0) && !super::is_gone(-1));
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn an_ended_process_not_yet_reaped_is_gone() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id() as i32;
+        // Not waited for: once it ends it is a zombie, which signal 0 still reaches.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !super::is_zombie(pid) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(super::is_gone(pid));
+        child.wait().unwrap();
+        assert!(super::is_gone(pid));
     }
 }

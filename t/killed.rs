@@ -64,6 +64,46 @@ fn a_fetch_interrupted_while_writing_its_pack_removes_its_temporary_files() {
     }
 }
 
+/// Where PID 1 reaps no orphans (a container without an init), a killed fetch stays a zombie,
+/// which signal 0 still reaches: its temporary files must count as left by a process that
+/// is gone. Here the test itself is the parent that has not reaped it yet.
+#[test]
+fn a_killed_fetch_that_stays_a_zombie_leaves_nothing_behind() {
+    let t = TestEnv::new();
+    let url = t.local_lake("lake", &lake(5, 2));
+    t.ok(".", &["init", "-q", "--bare", "repo.git"]);
+    t.ok("repo.git", &["remote", "add", "origin", &url]);
+    let listed = t.ok(".", &["ls-remote", &url, "refs/heads/main"]);
+    let main = listed.split('\t').next().unwrap().to_string();
+    let pid_file = t.path("helper.pid");
+    let mut helper = t
+        .command(crate::support::HELPER, "repo.git", &["origin", &url])
+        .env("GIT_DIR", t.path("repo.git"))
+        .env("GIT_REMOTE_FDL_TEST_STOP_WRITING_PACK", &pid_file)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let session = format!("list\nfetch {main} refs/heads/main\n\n");
+    std::io::Write::write_all(helper.stdin.as_mut().unwrap(), session.as_bytes()).unwrap();
+    signal_at_crash_point(&pid_file, libc::SIGKILL);
+    let stat = format!("/proc/{}/stat", helper.id());
+    crate::support::run::wait_until(
+        std::time::Duration::from_secs(30),
+        "the killed helper never became a zombie",
+        || std::fs::read_to_string(&stat).is_ok_and(|s| s.contains(") Z ")),
+    );
+    let temporaries = || names_in(&t, "repo.git/objects/pack", |n| n.starts_with("tmp_"));
+    assert_eq!(temporaries().len(), 1, "{:?}", temporaries());
+    let out = t.git("repo.git", &["fetch", "origin"]);
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("left by a fetch (pid"), "{err}");
+    assert!(temporaries().is_empty(), "{:?}", temporaries());
+    helper.wait().unwrap();
+}
+
 /// Ctrl-C reaches the whole process group: while `pack`'s inner clone is writing its pack,
 /// the clone dies of it as `pack` catches it. However late `pack`'s own handler runs (a
 /// loaded machine; here a test hook delays it a second), the signal decides: exit 130 and the

@@ -14,6 +14,7 @@ mod bad_lakes;
 mod cache;
 mod catalog;
 mod cli;
+mod concurrent_fetches;
 mod config;
 mod conformance;
 mod credentials;
