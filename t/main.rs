@@ -49,6 +49,7 @@ mod signatures;
 mod store_check;
 mod stores;
 mod submodules;
+mod tag_following;
 mod throttling;
 mod waves;
 mod waves_http;
