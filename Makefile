@@ -15,7 +15,7 @@ export AZURITE_BLOB := $(abspath $(AZURITE))
 export DUCKDB_PYTHON := $(abspath $(VENV)/bin/python)
 export SEAWEEDFS_WEED := $(abspath $(VENV)/bin/weed)
 
-.PHONY: test test-ceph bench bench-million example example-path install lint ssh-keygen nginx fuzz fuzz-ci
+.PHONY: test test-ceph bench bench-writers bench-million example example-path install lint ssh-keygen nginx fuzz fuzz-ci
 
 test: $(MOTO) $(FAKE_GCS) $(SEAWEEDFS) $(DUCKDB) $(AZURITE) ssh-keygen nginx
 	cargo test --locked
@@ -44,10 +44,18 @@ GIT_REMOTE_S3 := $(VENV)/.git-remote-s3-0.4.2
 export FDL_BENCH_ROADS ?= 2000x0,2000x30,100000x0,100000x30
 export FDL_BENCH_ROADS_HTTP ?= 300x20,3500x20
 
-bench: $(MOTO) $(GIT_REMOTE_S3) ssh-keygen
+# Issue 47: writers at once (tags x writers), on SeaweedFS 20 ms away.
+export FDL_BENCH_WRITERS ?= 100x32,5000x32,50000x8
+
+bench: $(MOTO) $(GIT_REMOTE_S3) $(SEAWEEDFS) ssh-keygen
 	cargo bench --locked --bench clone
 	cargo bench --locked --bench latency
 	cargo bench --locked --bench roads
+	cargo bench --locked --bench writers
+
+# The writers row alone (a few minutes; FDL_BENCH_WRITERS=100x32 for one row).
+bench-writers: $(MOTO) $(SEAWEEDFS)
+	cargo bench --locked --bench writers
 
 # The folder figures at 1,000,000 versions (by hand, not in CI: 4,000,000 files on disk).
 bench-million:

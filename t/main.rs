@@ -30,6 +30,7 @@ mod limits;
 mod listing;
 mod locks;
 mod manual;
+mod many_writers;
 mod mapping_vectors;
 mod output;
 mod packs;

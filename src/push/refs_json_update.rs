@@ -1,5 +1,6 @@
-//! Rewriting `refs.json` after a push so that it equals the ref files: a conditional write,
-//! re-read and retried when other writers change it meanwhile.
+//! Rewriting `refs.json` after a push so that it equals the ref files: a conditional write;
+//! when another writer changed it meanwhile, this push's own changes applied to theirs and
+//! written again.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -94,7 +95,8 @@ pub(super) fn prepare(
 
 /// Rewrites `refs.json`. The first attempt uses the refs Git listed (read after `refs.json`'s
 /// token, or beside it and agreeing with it) plus this push's `changed` refs, unless
-/// `uncertain`; on a conflict, the token and then the ref files are read again. Returns the
+/// `uncertain` (then the token and the ref files are read again first); on a conflict, this
+/// push's changes are applied to the `refs.json` that won ([`reapply`]). Returns the
 /// attempts made, and a warning on giving up. Entries other than branches and tags (a host's
 /// own) are kept. `prepared` is used if it was worked out for `changed`.
 pub(super) async fn update(
@@ -110,31 +112,38 @@ pub(super) async fn update(
     let Some(mut first) = first_attempt(lake, listing, changed, uncertain, prepared) else {
         return (0, None);
     };
-    let mut backoff = Backoff::new(Duration::from_millis(5), Duration::from_millis(200))
-        .with_jitter(Duration::from_millis(5));
+    let mut retry = Retrying::new(uncertain);
     // Made only if refs.json must be read again: most pushes write it at the first attempt.
     let mut seen = None;
-    let mut refused = Refusals::default();
+    // After a lost race, this push's own changes are applied to the winner's refs.json, which
+    // listed the refs itself: the refs are not listed again (W writers on R refs would cost
+    // W² x R/1000 pages). Not after a write of unknown outcome: then the refs are the truth.
+    let own = own_changes(listing, changed);
     for attempt in 1..=ATTEMPTS {
-        let (current, wanted) = match first.take() {
-            Some(f) => f,
-            None => match read_state(
-                lake,
-                read_before.take(),
-                seen.get_or_insert_with(|| ref_files_seen(listing, changed, written)),
-            )
-            .await
-            {
-                Some(s) => {
-                    let current = s.current.as_ref().map(|(b, _)| &b[..]);
-                    let wanted = render(current, s.refs, &lake.broken_refs());
-                    (s.current, wanted)
-                }
-                None => {
-                    backoff.wait().await;
+        let reapplied = match first.is_none() && retry.reapply_next {
+            true => match after_lost_race(lake, &own).await {
+                AfterLostRace::Done => return (attempt - 1, None),
+                AfterLostRace::Write(current, wanted) => Some((current, wanted)),
+                AfterLostRace::Rebuild => None,
+                AfterLostRace::Unread => {
+                    retry.backoff.wait().await;
                     continue;
                 }
             },
+            false => None,
+        };
+        let (current, wanted) = match reapplied.or_else(|| first.take()) {
+            Some(f) => f,
+            None => {
+                let seen = seen.get_or_insert_with(|| ref_files_seen(listing, changed, written));
+                match rebuilt(lake, read_before.take(), seen).await {
+                    Some(state) => state,
+                    None => {
+                        retry.backoff.wait().await;
+                        continue;
+                    }
+                }
+            }
         };
         if current.as_ref().is_some_and(|(b, _)| *b == wanted) {
             return (attempt - 1, None);
@@ -143,22 +152,13 @@ pub(super) async fn update(
             Some((_, t)) => WriteMode::Update(t),
             None => WriteMode::Create,
         };
-        match lake.write_refs_json(wanted, &mode).await {
-            Ok(_) => return (attempt, None),
-            Err(WriteError::Conflict) if refused.again(&mode) >= SAME_TOKEN_REFUSALS => {
-                let warning = format!(
-                    "refs.json of lake '{}' was refused {SAME_TOKEN_REFUSALS} times on its current \
-                     ETag, which never changed: the store does not honour If-Match (git-remote-fdl \
-                     doctor shows its checks); the refs are written, refs.json is not",
-                    lake.name()
-                );
-                return (attempt, Some(warning));
-            }
-            Err(WriteError::Conflict) => backoff.wait().await,
-            Err(WriteError::Refused(e) | WriteError::Store(e)) => {
-                return (attempt, Some(not_updated(lake, &e)))
+        if let Err(e) = lake.write_refs_json(wanted, &mode).await {
+            match retry.after(lake, e, &mode).await {
+                Some(warning) => return (attempt, Some(warning)),
+                None => continue,
             }
         }
+        return (attempt, None);
     }
     let warning = format!(
         "refs.json of lake '{}' is still changing after {ATTEMPTS} attempts; the refs are \
@@ -166,6 +166,154 @@ pub(super) async fn update(
         lake.name()
     );
     (ATTEMPTS, Some(warning))
+}
+
+/// `refs.json` (bytes and token) read again with the ref files, and what makes it equal to
+/// them; `None` if a read failed.
+async fn rebuilt(
+    lake: &Lake,
+    read_before: Option<Current>,
+    seen: &mut HashMap<String, (String, VersionId)>,
+) -> Option<(Current, Bytes)> {
+    let state = read_state(lake, read_before, seen).await?;
+    let current = state.current.as_ref().map(|(b, _)| &b[..]);
+    let wanted = render(current, state.refs, &lake.broken_refs());
+    Some((state.current, wanted))
+}
+
+/// The warning for a store that refuses every compare-and-swap on a token that never changes.
+fn if_match_ignored(lake: &Lake) -> String {
+    format!(
+        "refs.json of lake '{}' was refused {SAME_TOKEN_REFUSALS} times on its current ETag, \
+         which never changed: the store does not honour If-Match (git-remote-fdl doctor shows \
+         its checks); the refs are written, refs.json is not",
+        lake.name()
+    )
+}
+
+/// What to write after a lost race for `refs.json`.
+enum AfterLostRace {
+    /// The winner's `refs.json` carries this push's changes, or newer ones.
+    Done,
+    /// The winner's `refs.json` (bytes and token) and it with this push's changes.
+    Write(Current, Bytes),
+    /// The winner's `refs.json` cannot be read as refs: rebuilt from the ref files.
+    Rebuild,
+    /// `refs.json` could not be read: after a pause, again.
+    Unread,
+}
+
+async fn after_lost_race(lake: &Lake, own: &[OwnChange]) -> AfterLostRace {
+    let Some(current) = read_current(lake).await else {
+        return AfterLostRace::Unread;
+    };
+    match reapply(current.as_ref().map(|(b, _)| &b[..]), own) {
+        Ok(None) => AfterLostRace::Done,
+        Ok(Some(wanted)) => AfterLostRace::Write(current, wanted),
+        Err(Unreadable) => AfterLostRace::Rebuild,
+    }
+}
+
+/// Each ref this push changed: what its file held when Git listed it (`None`: no file), and
+/// what the push wrote there (`None`: deleted).
+type OwnChange = (String, Option<VersionId>, Option<VersionId>);
+
+fn own_changes(listing: &Listing, changed: &[(String, Option<VersionId>)]) -> Vec<OwnChange> {
+    let listed: HashMap<&str, &VersionId> =
+        listing.refs.iter().map(|(n, v)| (n.as_str(), v)).collect();
+    changed
+        .iter()
+        .map(|(name, new)| {
+            (
+                name.clone(),
+                listed.get(name.as_str()).copied().cloned(),
+                new.clone(),
+            )
+        })
+        .collect()
+}
+
+/// A `refs.json` whose refs cannot be read: its refs are then rebuilt from the ref files.
+#[derive(Debug)]
+struct Unreadable;
+
+/// This push's changes applied to `current`, another writer's newer `refs.json`: a ref is set
+/// to what this push wrote where `current` still names what its file held before (nothing,
+/// for a ref the push made), and left as it is where it names anything else, since the store
+/// took this push's conditional write on the file Git listed, so a different value in
+/// `current` was written after it. `None`: `current` already carries every change, or newer
+/// values (this push has nothing to write). Every other entry is kept as `current` has it.
+fn reapply(current: Option<&[u8]>, own: &[OwnChange]) -> Result<Option<Bytes>, Unreadable> {
+    let raw = current.ok_or(Unreadable)?;
+    let named = parse_refs_json(raw).map_err(|_| Unreadable)?;
+    let mut refs: HashMap<String, VersionId> = HashMap::with_capacity(named.len());
+    for (name, version) in named {
+        if !(name.starts_with("refs/heads/") || name.starts_with("refs/tags/")) {
+            continue;
+        }
+        let version = VersionId::parse(version.trim()).map_err(|_| Unreadable)?;
+        refs.insert(name, version);
+    }
+    let mut changed = false;
+    for (name, before, after) in own {
+        if refs.get(name) != before.as_ref() || refs.get(name) == after.as_ref() {
+            continue;
+        }
+        changed = true;
+        match after {
+            Some(v) => refs.insert(name.clone(), v.clone()),
+            None => refs.remove(name),
+        };
+    }
+    Ok(changed.then(|| render(Some(raw), refs, &[])))
+}
+
+/// How the attempts go on after a write that did not land.
+struct Retrying {
+    backoff: Backoff,
+    /// Pauses after the store's "slow down", longer than after a race.
+    throttled: Backoff,
+    refused: Refusals,
+    /// The next attempt applies this push's changes to the `refs.json` that won.
+    reapply_next: bool,
+    uncertain: bool,
+}
+
+impl Retrying {
+    fn new(uncertain: bool) -> Retrying {
+        Retrying {
+            backoff: Backoff::new(Duration::from_millis(5), Duration::from_millis(200))
+                .with_jitter(Duration::from_millis(20)),
+            throttled: Backoff::new(Duration::from_millis(250), Duration::from_secs(2))
+                .with_jitter(Duration::from_millis(500)),
+            refused: Refusals::default(),
+            reapply_next: false,
+            uncertain,
+        }
+    }
+
+    /// After `error` on a write of `mode`: a warning to give up with, or `None` once the pause
+    /// is over and the next attempt may go.
+    async fn after(&mut self, lake: &Lake, error: WriteError, mode: &WriteMode) -> Option<String> {
+        match error {
+            WriteError::Conflict if self.refused.again(mode) >= SAME_TOKEN_REFUSALS => {
+                Some(if_match_ignored(lake))
+            }
+            WriteError::Conflict => {
+                self.reapply_next = !self.uncertain;
+                self.backoff.wait().await;
+                None
+            }
+            // Not written: a store's "slow down" (GCS takes one write a second to one object,
+            // S3 may answer 503 to writes at once on one key) is a race lost, after a pause.
+            WriteError::Store(e) if e.is_throttled() => {
+                self.reapply_next = !self.uncertain;
+                self.throttled.wait().await;
+                None
+            }
+            WriteError::Refused(e) | WriteError::Store(e) => Some(not_updated(lake, &e)),
+        }
+    }
 }
 
 /// Compare-and-swaps refused one after the other on the same token.
@@ -332,4 +480,57 @@ async fn read_state(
         current,
         refs: refs.into_iter().map(|(n, v, _)| (n, v)).collect(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(n: u64) -> VersionId {
+        VersionId::parse(&format!("0190f3a2-7b4c-7d2e-8f10-{n:012}")).unwrap()
+    }
+
+    fn refs_of(raw: &[u8]) -> HashMap<String, String> {
+        parse_refs_json(raw).unwrap().into_iter().collect()
+    }
+
+    #[test]
+    fn a_lost_race_applies_only_this_pushs_changes_and_undoes_no_newer_one() {
+        let winner = format!(
+            "{{\"refs/heads/main\": \"{}\", \"refs/heads/moved\": \"{}\", \"refs/tags/theirs\": \"{}\", \"host\": {{\"x\": 1}}}}",
+            v(1), v(9), v(2)
+        );
+        let own = vec![
+            // A tag this push made: added.
+            ("refs/tags/mine".to_string(), None, Some(v(3))),
+            // A branch this push moved from 1 to 4: refs.json still says 1, so 4.
+            ("refs/heads/main".to_string(), Some(v(1)), Some(v(4))),
+            // A branch this push moved from 5 to 6, which another moved on to 9 since: kept.
+            ("refs/heads/moved".to_string(), Some(v(5)), Some(v(6))),
+        ];
+        let out = reapply(Some(winner.as_bytes()), &own).unwrap().unwrap();
+        let refs = refs_of(&out);
+        assert_eq!(refs["refs/tags/mine"], v(3).as_str());
+        assert_eq!(refs["refs/heads/main"], v(4).as_str());
+        assert_eq!(refs["refs/heads/moved"], v(9).as_str());
+        assert_eq!(refs["refs/tags/theirs"], v(2).as_str());
+        assert!(
+            String::from_utf8_lossy(&out).contains("\"host\""),
+            "a host's entry is kept"
+        );
+        // A winner that already carries this push's changes, or newer ones: nothing to write.
+        let carried = format!("{{\"refs/tags/mine\": \"{}\"}}", v(3));
+        let mine = vec![("refs/tags/mine".to_string(), None, Some(v(3)))];
+        assert!(reapply(Some(carried.as_bytes()), &mine).unwrap().is_none());
+        // A branch this push deleted, still named with its old version: removed.
+        let deleted = vec![("refs/heads/gone".to_string(), Some(v(7)), None)];
+        let listed = format!("{{\"refs/heads/gone\": \"{}\"}}", v(7));
+        let out = reapply(Some(listed.as_bytes()), &deleted).unwrap().unwrap();
+        assert!(!refs_of(&out).contains_key("refs/heads/gone"));
+        // What cannot be read as refs is rebuilt from the ref files instead.
+        assert!(reapply(Some(b"not json"), &mine).is_err());
+        assert!(reapply(None, &mine).is_err());
+        let bad = "{\"refs/heads/main\": \"not a version\"}";
+        assert!(reapply(Some(bad.as_bytes()), &mine).is_err());
+    }
 }

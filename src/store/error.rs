@@ -101,6 +101,11 @@ impl StoreError {
             _ => None,
         }
     }
+    /// Whether the store refused the request as too many (503 SlowDown, 429).
+    pub(crate) fn is_throttled(&self) -> bool {
+        matches!(self, StoreError::Throttled { .. })
+    }
+
     /// The same error, marked as the store's "slow down" (a request it refused as such).
     pub(crate) fn throttled(self) -> StoreError {
         match self {
