@@ -9,7 +9,8 @@
 //! whether it is met.
 //!
 //! `FDL_BENCH_WRITERS=<tags>x<writers>,...` picks the rows (`make bench`: `100x32,5000x32,
-//! 50000x8`); `FDL_BENCH_WRITERS_DELAY_MS` the proxy's delay (20). Needs `SEAWEEDFS_WEED` (and
+//! 50000x8`); `FDL_BENCH_WRITERS_DELAY_MS` the proxy's delay (20); `FDL_BENCH_WRITERS_HELPER`
+//! a folder holding another build of `git-remote-fdl` to measure instead (an older commit's). Needs `SEAWEEDFS_WEED` (and
 //! `MOTO_PYTHON`), as `make test` sets them: `make bench-writers` runs this row alone.
 
 // The shared test support is one crate's private modules, `pub` to one another.
@@ -79,10 +80,18 @@ fn push_at_once(
                 .unwrap()
         })
         .collect();
+    // Each waited for on a thread of its own: its wall time is when it ended, not when the
+    // loop came to it.
+    let waiters: Vec<_> = children
+        .into_iter()
+        .map(|child| {
+            std::thread::spawn(move || (child.wait_with_output().unwrap(), start.elapsed()))
+        })
+        .collect();
     let mut walls = Vec::new();
-    for child in children {
-        let out = child.wait_with_output().unwrap();
-        walls.push(start.elapsed().as_secs_f64());
+    for waiter in waiters {
+        let (out, wall) = waiter.join().unwrap();
+        walls.push(wall.as_secs_f64());
         let said = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "a push failed: {said}");
         if said.contains("warning") {
@@ -98,6 +107,15 @@ fn push_at_once(
 
 fn row(tags: u64, writers: usize, delay: Duration) {
     let mut t = TestEnv::new();
+    // Another build of the helper, to compare (the folder holding its git-remote-fdl).
+    if let Ok(dir) = std::env::var("FDL_BENCH_WRITERS_HELPER") {
+        let path = t
+            .command("sh", ".", &["-c", "echo $PATH"])
+            .output()
+            .unwrap();
+        let path = format!("{dir}:{}", String::from_utf8_lossy(&path.stdout).trim());
+        t.set("PATH", &path);
+    }
     let at = t.lake_at(Where::SeaweedFs, &format!("w{tags}x{writers}"), &lake(tags));
     t.ok(".", &["clone", "-q", "--bare", &at.url, "r.git"]);
     let tip = t.ok("r.git", &["rev-parse", "main"]).trim().to_string();

@@ -112,12 +112,16 @@ pub(super) async fn update(
     let Some(mut first) = first_attempt(lake, listing, changed, uncertain, prepared) else {
         return (0, None);
     };
-    let mut retry = Retrying::new(uncertain);
+    // A loser lists the refs again while that is one page: it then writes every writer's
+    // change it finds, and the others find theirs carried (few rounds for many writers). On
+    // more refs that costs each loser R/1000 pages a round, and it applies its own changes.
+    let relist = uncertain || listing.refs.len() <= crate::store::LIST_PAGE;
+    let mut retry = Retrying::new(relist);
     // Made only if refs.json must be read again: most pushes write it at the first attempt.
     let mut seen = None;
-    // After a lost race, this push's own changes are applied to the winner's refs.json, which
-    // listed the refs itself: the refs are not listed again (W writers on R refs would cost
-    // W² x R/1000 pages). Not after a write of unknown outcome: then the refs are the truth.
+    // After a lost race on more refs, this push's own changes are applied to the winner's
+    // refs.json, which listed the refs itself: the refs are not listed again (W writers on R
+    // refs would cost W² x R/1000 pages). Not after a write of unknown outcome.
     let own = own_changes(listing, changed);
     for attempt in 1..=ATTEMPTS {
         let reapplied = match first.is_none() && retry.reapply_next {
@@ -276,11 +280,12 @@ struct Retrying {
     refused: Refusals,
     /// The next attempt applies this push's changes to the `refs.json` that won.
     reapply_next: bool,
-    uncertain: bool,
+    /// After a lost race the refs are listed again rather than this push's changes applied.
+    relist: bool,
 }
 
 impl Retrying {
-    fn new(uncertain: bool) -> Retrying {
+    fn new(relist: bool) -> Retrying {
         Retrying {
             backoff: Backoff::new(Duration::from_millis(5), Duration::from_millis(200))
                 .with_jitter(Duration::from_millis(20)),
@@ -288,7 +293,7 @@ impl Retrying {
                 .with_jitter(Duration::from_millis(500)),
             refused: Refusals::default(),
             reapply_next: false,
-            uncertain,
+            relist,
         }
     }
 
@@ -300,14 +305,14 @@ impl Retrying {
                 Some(if_match_ignored(lake))
             }
             WriteError::Conflict => {
-                self.reapply_next = !self.uncertain;
+                self.reapply_next = !self.relist;
                 self.backoff.wait().await;
                 None
             }
             // Not written: a store's "slow down" (GCS takes one write a second to one object,
             // S3 may answer 503 to writes at once on one key) is a race lost, after a pause.
             WriteError::Store(e) if e.is_throttled() => {
-                self.reapply_next = !self.uncertain;
+                self.reapply_next = !self.relist;
                 self.throttled.wait().await;
                 None
             }

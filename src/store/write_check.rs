@@ -200,7 +200,7 @@ async fn current_cas(store: &Store, key: &str, current: &Token) -> (Outcome, Tok
 async fn stale_delete(store: &Store, key: &str, stale: &Token) -> Outcome {
     let mut last = String::new();
     for _ in 0..TRIES {
-        match store.delete_on_condition_only(key, stale).await {
+        match unthrottled(|| store.delete_on_condition_only(key, stale)).await {
             Err(WriteError::Conflict) => return Outcome::Honoured,
             Ok(()) => return Outcome::Ignored,
             Err(e) => last = e.to_string(),
@@ -220,7 +220,7 @@ async fn stale_delete(store: &Store, key: &str, stale: &Token) -> Outcome {
 async fn remove(store: &Store, key: &str, known: Option<Token>) -> Result<(), WriteError> {
     let mut last = None;
     if let Some(token) = known {
-        match store.backend.delete(key, &token).await {
+        match unthrottled(|| store.backend.delete(key, &token)).await {
             Ok(()) => return Ok(()),
             Err(e) => last = Some(e),
         }
@@ -234,12 +234,36 @@ async fn remove(store: &Store, key: &str, known: Option<Token>) -> Result<(), Wr
                 continue;
             }
         };
-        match store.backend.delete(key, &token).await {
+        match unthrottled(|| store.backend.delete(key, &token)).await {
             Ok(()) => return Ok(()),
             Err(e) => last = Some(e),
         }
     }
     last.map_or(Ok(()), Err)
+}
+
+/// How many times a write the store throttled is sent again. The check writes one key several
+/// times in a row, which GCS's quota (one write a second to one object) answers with 429.
+const THROTTLED_TRIES: usize = 8;
+
+/// `write`, sent again after a pause (from 500 ms, doubling up to 4 s) while the store
+/// answers that it is too busy: a throttled write was not made.
+async fn unthrottled<T, F>(mut write: impl FnMut() -> F) -> Result<T, WriteError>
+where
+    F: std::future::Future<Output = Result<T, WriteError>>,
+{
+    let mut pause = crate::backoff::Backoff::new(
+        std::time::Duration::from_millis(500),
+        std::time::Duration::from_secs(4),
+    )
+    .with_jitter(std::time::Duration::from_millis(250));
+    for _ in 1..THROTTLED_TRIES {
+        match write().await {
+            Err(WriteError::Store(e)) if e.is_throttled() => pause.wait().await,
+            done => return done,
+        }
+    }
+    write().await
 }
 
 /// What a PUT did, settled.
@@ -262,7 +286,7 @@ async fn put_checked(
 ) -> Written {
     let mut last = String::new();
     for _ in 0..TRIES {
-        match store.put(key, Bytes::from_static(bytes), mode).await {
+        match unthrottled(|| store.put(key, Bytes::from_static(bytes), mode)).await {
             Ok(t) => return Written::Taken(t),
             Err(WriteError::Conflict) if should_take => {
                 return match read_back(store, key).await {

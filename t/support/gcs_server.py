@@ -12,6 +12,10 @@ never does.
 fake-gcs-server ignores preconditions on DELETE (it deletes whatever is there): a conditional
 delete cannot be shown against it.
 
+In a bucket whose name ends in "-quota", the adapter enforces GCS's documented quota of one
+write a second to one object name: a PUT or DELETE of an object written less than a second
+before is answered 429 with GCS's XML error, and is not forwarded.
+
 Usage: gcs_server.py HOST PORT
 """
 
@@ -20,6 +24,7 @@ import json
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -34,6 +39,38 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+# When each object of a quota bucket was last written, by (bucket, name).
+LAST_WRITE = {}
+LAST_WRITE_LOCK = threading.Lock()
+SLOW_DOWN = (
+    b"<?xml version='1.0' encoding='UTF-8'?><Error><Code>SlowDown</Code><Message>The object "
+    b"exceeded the rate limit for object mutation operations (create, update, and delete). "
+    b"Please reduce your rate of requests.</Message></Error>"
+)
+
+
+def over_quota(bucket, name):
+    """Whether a write to this object now breaks GCS's one write a second (and if not, counts it)."""
+    if not bucket.endswith("-quota"):
+        return False
+    now = time.monotonic()
+    with LAST_WRITE_LOCK:
+        last = LAST_WRITE.get((bucket, name))
+        if last is not None and now - last < 1.0:
+            return True
+        LAST_WRITE[(bucket, name)] = now
+        return False
+
+
+def object_of(path):
+    """(bucket, name) of an XML API object path, or None."""
+    url = urlsplit(path)
+    parts = url.path.lstrip("/").split("/", 1)
+    if url.query or len(parts) != 2 or parts[0] in ("upload", "storage", "b", "_internal"):
+        return None
+    return unquote(parts[0]), unquote(parts[1])
 
 
 class Adapter(BaseHTTPRequestHandler):
@@ -71,15 +108,26 @@ class Adapter(BaseHTTPRequestHandler):
     def passthrough(self):
         self.reply(*self.forward(self.command, self.path, self.body(), self.headers))
 
-    do_GET = do_HEAD = do_POST = do_DELETE = do_PATCH = passthrough
+    do_GET = do_HEAD = do_POST = do_PATCH = passthrough
+
+    def slow_down(self):
+        self.body()
+        self.reply(429, [("Content-Type", "application/xml")], SLOW_DOWN)
+
+    def do_DELETE(self):
+        target = object_of(self.path)
+        if target and over_quota(*target):
+            return self.slow_down()
+        self.passthrough()
 
     def do_PUT(self):
-        url = urlsplit(self.path)
-        parts = url.path.lstrip("/").split("/", 1)
         # Only a plain object PUT (no query: not a multipart part, not a JSON API path).
-        if url.query or len(parts) != 2 or parts[0] in ("upload", "storage", "b", "_internal"):
+        target = object_of(self.path)
+        if target is None:
             return self.passthrough()
-        bucket, name = unquote(parts[0]), unquote(parts[1])
+        bucket, name = target
+        if over_quota(bucket, name):
+            return self.slow_down()
         data = self.body()
         boundary = "fdl-" + uuid.uuid4().hex
         meta = {"name": name}
