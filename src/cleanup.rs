@@ -56,6 +56,17 @@ impl Drop for AbortOnSignal {
     }
 }
 
+/// Once a caught signal is being handled, never returns: the handler ends the process with
+/// 128 + the signal, and what this thread would do next (report an error, exit 128) must not
+/// come first. Returns at once when no signal was caught.
+pub(crate) fn wait_for_the_signal_to_end_the_process() {
+    if CAUGHT.load(Ordering::SeqCst) {
+        loop {
+            std::thread::park();
+        }
+    }
+}
+
 /// Tells every upload under way to abort, and waits (at most [`ABORT_GRACE`]) until they have.
 fn abort_uploads() {
     signalled().send_replace(true);
@@ -126,11 +137,7 @@ pub(crate) fn yield_to_signal(status: &std::process::ExitStatus) {
     }
     let until = Instant::now() + SIGNAL_GRACE;
     while Instant::now() < until {
-        if CAUGHT.load(Ordering::SeqCst) {
-            loop {
-                std::thread::park();
-            }
-        }
+        wait_for_the_signal_to_end_the_process();
         std::thread::sleep(Duration::from_millis(10));
     }
 }

@@ -46,6 +46,14 @@ fn complaints(stderr: &str) -> Vec<&str> {
         .collect()
 }
 
+/// `git <args>` in `cwd`, which must succeed and neither warn nor fail on stderr.
+fn quietly(t: &TestEnv, cwd: &str, args: &[&str], what: &str) {
+    let out = t.git(cwd, args);
+    let said = text(&out.stderr);
+    assert!(out.status.success(), "{what}: {said}");
+    assert_eq!(complaints(&said), Vec::<&str>::new(), "{what}");
+}
+
 /// The branch and tag refs of a clone's remote-tracking view, as `ls-remote` names them
 /// (object ID, then name).
 fn fetched_refs(t: &TestEnv, dir: &str) -> Vec<(String, String)> {
@@ -104,14 +112,8 @@ fn the_plain_http_road(kind: &str) {
     for trust in ["false", "true"] {
         let dir = format!("clone-{trust}");
         let config = format!("remote.origin.fdlTrustPacks={trust}");
-        let out = t.git(".", &["clone", "-q", "-c", &config, &url, &dir]);
-        let said = text(&out.stderr);
-        assert!(out.status.success(), "{kind}, trust {trust}: clone: {said}");
-        assert_eq!(
-            complaints(&said),
-            Vec::<&str>::new(),
-            "{kind}, trust {trust}"
-        );
+        let what = format!("{kind}, trust {trust}: clone");
+        quietly(&t, ".", &["clone", "-q", "-c", &config, &url, &dir], &what);
         assert_eq!(fetched_refs(&t, &dir), branches_and_tags(&expected));
         t.ok(&dir, &["fsck", "--no-dangling"]);
 
@@ -137,14 +139,8 @@ fn the_plain_http_road(kind: &str) {
     let expected = read_one_by_one(&t, &folder);
     for trust in ["false", "true"] {
         let dir = format!("clone-{trust}");
-        let out = t.git(&dir, &["fetch", "-q", "origin"]);
-        let said = text(&out.stderr);
-        assert!(out.status.success(), "{kind}, trust {trust}: fetch: {said}");
-        assert_eq!(
-            complaints(&said),
-            Vec::<&str>::new(),
-            "{kind}, trust {trust}"
-        );
+        let what = format!("{kind}, trust {trust}: fetch");
+        quietly(&t, &dir, &["fetch", "-q", "origin"], &what);
         assert_eq!(fetched_refs(&t, &dir), branches_and_tags(&expected));
         t.ok(&dir, &["fsck", "--no-dangling"]);
     }

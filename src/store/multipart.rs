@@ -67,12 +67,12 @@ pub(super) async fn upload(
         match room(&mut writer, PARTS_IN_FLIGHT, &mut signal).await {
             Some(Ok(())) => {}
             Some(Err(e)) => return aborted(writer, Stopped::Store(e)).await,
-            None => return aborted(writer, Stopped::Interrupted).await,
+            None => return interrupted(writer, signal).await,
         }
         writer.put(Bytes::from(part));
         if crate::testhook::reached(crate::testhook::Point::UploadingParts) {
             tokio::select! {
-                () = signal.signalled() => return aborted(writer, Stopped::Interrupted).await,
+                () = signal.signalled() => return interrupted(writer, signal).await,
                 () = tokio::time::sleep(std::time::Duration::from_secs(60)) => {}
             }
         }
@@ -81,7 +81,7 @@ pub(super) async fn upload(
     match room(&mut writer, 0, &mut signal).await {
         Some(Ok(())) => {}
         Some(Err(e)) => return aborted(writer, Stopped::Store(e)).await,
-        None => return aborted(writer, Stopped::Interrupted).await,
+        None => return interrupted(writer, signal).await,
     }
     writer.finish().await.map(|_| ()).map_err(Stopped::Store)
 }
@@ -97,6 +97,18 @@ async fn room(
         () = signal.signalled() => None,
         done = writer.wait_for_capacity(parts) => Some(done),
     }
+}
+
+/// The upload aborted on a signal, and the signal's handler let go on: it ends the process
+/// (128 + the signal), so this returns only if no signal is being handled.
+async fn interrupted(
+    writer: WriteMultipart,
+    signal: crate::cleanup::AbortOnSignal,
+) -> Result<(), Stopped> {
+    let _ = writer.abort().await;
+    drop(signal);
+    crate::cleanup::wait_for_the_signal_to_end_the_process();
+    Err(Stopped::Interrupted)
 }
 
 async fn aborted(writer: WriteMultipart, why: Stopped) -> Result<(), Stopped> {

@@ -318,13 +318,16 @@ pub fn python_http_server(root: &Path) -> PythonHttp {
         url: format!("http://127.0.0.1:{port}/"),
         child,
     };
+    wait_for_port(port, || "python3 -m http.server did not start".into());
+    server
+}
+
+/// Waits (20 s at most) until something listens on `port` of 127.0.0.1; else fails the test
+/// with what `failed` says.
+pub fn wait_for_port(port: u16, failed: impl Fn() -> String) {
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "python3 -m http.server did not start"
-        );
+        assert!(std::time::Instant::now() < deadline, "{}", failed());
         std::thread::sleep(Duration::from_millis(50));
     }
-    server
 }

@@ -3,9 +3,7 @@
 //! folder of the test's; the server stops when dropped. `make test` installs it (CI) or says
 //! how to (the package `nginx`, or `nginx-light`, which brings it).
 
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
 pub struct Nginx {
     pub url: String,
@@ -77,14 +75,6 @@ pub fn serve(root: &Path, dir: &Path) -> Nginx {
         child,
         dir: dir.to_path_buf(),
     };
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "nginx did not start: {}",
-            server.log()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    super::http::wait_for_port(port, || format!("nginx did not start: {}", server.log()));
     server
 }
