@@ -140,16 +140,24 @@ fn writers_at_once_on_gcs_with_its_write_quota_all_land_near_the_quotas_floor() 
     assert!(took.as_secs_f64() < 2.0 * floor + 10.0, "{took:?}");
 }
 
-/// On a lake of more than a thousand refs (a listing of more than one page), a push that loses
-/// the race for `refs.json` applies its own tag to the winner's: it lists nothing again and
-/// reads no ref file (it listed every ref again for each lost race before, and read the tags
-/// the others made). Eight racers on 1,100 tags, 20 ms away.
+/// On a lake of more than 5,000 refs, a push that loses the race for `refs.json` applies its
+/// own tag to the winner's: it lists nothing again and reads no ref file (it listed every ref
+/// again for each lost race before, and read the tags the others made). Eight racers on 5,100
+/// tags, 20 ms away.
 #[test]
-fn racing_tag_pushes_on_more_than_a_page_of_refs_list_nothing_again() {
+fn racing_tag_pushes_on_more_than_5000_refs_list_nothing_again() {
     use crate::support::s3lite;
     const RACERS: usize = 8;
+    const TAGS: usize = 5_100;
     let server = s3lite::start_with(600);
-    server.put_files("many", "lake/", &crate::waves::chain(1100, 1100).files);
+    let mut l = LakeBuilder::new();
+    l.chain(1, 20);
+    l.branch("main", 20);
+    for k in 0..TAGS {
+        l.tag(&format!("t{k:05}"), 1 + k as u64 % 20);
+    }
+    l.refs_json();
+    server.put_files("many", "lake/", &l.files);
     let t = server.test_env();
     t.ok(
         ".",
@@ -192,7 +200,7 @@ fn racing_tag_pushes_on_more_than_a_page_of_refs_list_nothing_again() {
         assert!(out.status.success() && !said.contains("warning"), "{said}");
     }
     let counts = server.counts();
-    eprintln!("{RACERS} racing tag pushes on 1,100 tags: {counts:?}, lone {lone:?}");
+    eprintln!("{RACERS} racing tag pushes on {TAGS} tags: {counts:?}, lone {lone:?}");
     assert_eq!(
         counts.lists,
         RACERS as u64 * lone.lists,
@@ -209,7 +217,7 @@ fn racing_tag_pushes_on_more_than_a_page_of_refs_list_nothing_again() {
     }
     assert_eq!(
         written.len(),
-        1 + 1100 + 2 + RACERS,
+        1 + TAGS + 2 + RACERS,
         "main, the tags, lone-0/1, the racers'"
     );
 }

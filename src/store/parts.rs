@@ -168,8 +168,8 @@ async fn rest(
         }
         asked_size = part_size(asked_size, seen.take(), timeout);
         next = ask(store, path, got.range.end, asked_size, size, e_tag.as_ref());
-        let part_size = got.range.end - got.range.start;
-        seen = Some((stream(got, part_size, sink).await?, asked.elapsed()));
+        let got_size = got.range.end - got.range.start;
+        seen = Some((stream(got, got_size, sink).await?, asked.elapsed()));
     }
     Ok(())
 }
