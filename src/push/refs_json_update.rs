@@ -297,8 +297,7 @@ impl Retrying {
         Retrying {
             backoff: Backoff::new(Duration::from_millis(5), Duration::from_millis(200))
                 .with_jitter(Duration::from_millis(20)),
-            throttled: Backoff::new(Duration::from_millis(250), Duration::from_secs(2))
-                .with_jitter(Duration::from_millis(500)),
+            throttled: crate::store::throttle::backoff(),
             refused: Refusals::default(),
             reapply_next: false,
             relist,

@@ -105,10 +105,10 @@ async fn interrupted(
     writer: WriteMultipart,
     signal: crate::cleanup::AbortOnSignal,
 ) -> Result<(), Stopped> {
-    let _ = writer.abort().await;
+    let aborted = aborted(writer, Stopped::Interrupted).await;
     drop(signal);
     crate::cleanup::wait_for_the_signal_to_end_the_process();
-    Err(Stopped::Interrupted)
+    aborted
 }
 
 async fn aborted(writer: WriteMultipart, why: Stopped) -> Result<(), Stopped> {

@@ -246,17 +246,13 @@ async fn remove(store: &Store, key: &str, known: Option<Token>) -> Result<(), Wr
 /// times in a row, which GCS's quota (one write a second to one object) answers with 429.
 const THROTTLED_TRIES: usize = 8;
 
-/// `write`, sent again after a pause (from 500 ms, doubling up to 4 s) while the store
-/// answers that it is too busy: a throttled write was not made.
+/// `write`, sent again after the store's throttling pause ([`super::throttle::backoff`]) while
+/// the store answers that it is too busy: a throttled write was not made.
 async fn unthrottled<T, F>(mut write: impl FnMut() -> F) -> Result<T, WriteError>
 where
     F: std::future::Future<Output = Result<T, WriteError>>,
 {
-    let mut pause = crate::backoff::Backoff::new(
-        std::time::Duration::from_millis(500),
-        std::time::Duration::from_secs(4),
-    )
-    .with_jitter(std::time::Duration::from_millis(250));
+    let mut pause = super::throttle::backoff();
     for _ in 1..THROTTLED_TRIES {
         match write().await {
             Err(WriteError::Store(e)) if e.is_throttled() => pause.wait().await,
