@@ -10,7 +10,9 @@
 //!
 //! `FDL_BENCH_WRITERS=<tags>x<writers>,...` picks the rows (`make bench`: `100x32,5000x32,
 //! 50000x8`); `FDL_BENCH_WRITERS_DELAY_MS` the proxy's delay (20); `FDL_BENCH_WRITERS_HELPER`
-//! a folder holding another build of `git-remote-fdl` to measure instead (an older commit's). Needs `SEAWEEDFS_WEED` (and
+//! a folder holding another build of `git-remote-fdl` to measure instead (an older commit's);
+//! `FDL_BENCH_WRITERS_TRACE` a folder where each push's `GIT_REMOTE_FDL_DEBUG` trace is kept,
+//! to see the requests of each. Needs `SEAWEEDFS_WEED` (and
 //! `MOTO_PYTHON`), as `make test` sets them: `make bench-writers` runs this row alone.
 
 // The shared test support is one crate's private modules, `pub` to one another.
@@ -93,8 +95,12 @@ fn push_at_once(
         let (out, wall) = waiter.join().unwrap();
         walls.push(wall.as_secs_f64());
         let said = String::from_utf8_lossy(&out.stderr);
+        if let Ok(dir) = std::env::var("FDL_BENCH_WRITERS_TRACE") {
+            let file = format!("{dir}/{prefix}-{}.trace", walls.len());
+            std::fs::write(file, out.stderr.as_slice()).unwrap();
+        }
         assert!(out.status.success(), "a push failed: {said}");
-        if said.contains("warning") {
+        if said.contains("warning:") {
             eprintln!("{said}");
         }
     }
@@ -115,6 +121,9 @@ fn row(tags: u64, writers: usize, delay: Duration) {
             .unwrap();
         let path = format!("{dir}:{}", String::from_utf8_lossy(&path.stdout).trim());
         t.set("PATH", &path);
+    }
+    if std::env::var_os("FDL_BENCH_WRITERS_TRACE").is_some() {
+        t.set("GIT_REMOTE_FDL_DEBUG", "1");
     }
     let at = t.lake_at(Where::SeaweedFs, &format!("w{tags}x{writers}"), &lake(tags));
     t.ok(".", &["clone", "-q", "--bare", &at.url, "r.git"]);

@@ -3,6 +3,7 @@
 //! concern: errors, opening, reading refs, writing refs, versions; the small files' formats
 //! in `small_files.rs`, names in `names.rs`, records in `record.rs`.
 
+pub(crate) mod announced;
 pub(crate) mod catalog;
 mod error;
 mod etags;

@@ -10,6 +10,7 @@
 //! succeeded.
 
 mod atomic;
+mod lost_race;
 mod plan;
 mod refs_json_update;
 mod updates;

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
+use super::lost_race::{after_lost_race, own_changes, AfterLostRace, Announcing};
 use crate::backoff::Backoff;
 use crate::lake::refs_json::{parse_refs_json, render_refs_json};
 use crate::lake::{check_ref_name, Lake, RefsSeen, VersionId};
@@ -15,14 +16,6 @@ use crate::store::{Token, WriteError, WriteMode};
 
 /// How many times `refs.json` is re-read and rewritten when other writers keep changing it.
 const ATTEMPTS: u32 = 100;
-
-/// Up to this many refs, a push that lost the race for `refs.json` lists them again rather
-/// than apply its own changes to the winner's. Measured (benches/writers.rs, 32 tag pushes at
-/// once on SeaweedFS 20 ms away, 2 cores): on 100 and on 5,000 tags relisting gave the lower
-/// slowest push and CPU (5,000: 11.7 to 19.7 s, 2.1x to 2.8x a lone push's CPU, in three runs;
-/// own changes applied: 12.0 to 18.1 s, 4.4x to 6.8x, in four), applying them half the
-/// requests (about 33 a push, not 60 to 67): each attempt parses and renders all of refs.json.
-const RELIST_UP_TO: usize = 5_000;
 
 /// After this many refusals in a row of a compare-and-swap on one unchanged token, the store
 /// does not honour `If-Match` (a racing writer would have changed the token).
@@ -120,22 +113,27 @@ pub(super) async fn update(
     let Some(mut first) = first_attempt(lake, listing, changed, uncertain, prepared) else {
         return (0, None);
     };
-    // A loser lists the refs again up to RELIST_UP_TO refs: it then writes every writer's
-    // change it finds, and the others find theirs carried (few rounds for many writers). On
-    // more refs that costs each loser R/1000 pages a round, and it applies its own changes.
-    let relist = uncertain || listing.refs.len() <= RELIST_UP_TO;
-    let mut retry = Retrying::new(relist);
+    // After a lost race, this push's own changes are applied to the winner's refs.json
+    // ([`lost_race`]); only after a write of unknown outcome are the refs listed again.
+    let mut retry = Retrying::new(uncertain);
     // Made only if refs.json must be read again: most pushes write it at the first attempt.
     let mut seen = None;
-    // After a lost race on more refs, this push's own changes are applied to the winner's
-    // refs.json, which listed the refs itself: the refs are not listed again (W writers on R
-    // refs would cost W² x R/1000 pages). Not after a write of unknown outcome.
     let own = own_changes(listing, changed);
+    let mut announcing = Announcing::of(&own);
+    // Announcements the next write settles (to delete once it lands).
+    let mut settles = Vec::new();
     for attempt in 1..=ATTEMPTS {
         let reapplied = match first.is_none() && retry.reapply_next {
-            true => match after_lost_race(lake, &own).await {
-                AfterLostRace::Done => return (attempt - 1, None),
-                AfterLostRace::Write(current, wanted) => Some((current, wanted)),
+            true => match after_lost_race(lake, &own, &mut announcing).await {
+                AfterLostRace::Done => {
+                    // Carried by another writer, which may not have read the announcements.
+                    forget_announced(lake, &announcing, Vec::new()).await;
+                    return (attempt - 1, None);
+                }
+                AfterLostRace::Write(current, wanted, settled) => {
+                    settles = settled;
+                    Some((current, wanted))
+                }
                 AfterLostRace::Rebuild => None,
                 AfterLostRace::Unread => {
                     retry.backoff.wait().await;
@@ -170,6 +168,7 @@ pub(super) async fn update(
                 None => continue,
             }
         }
+        forget_announced(lake, &announcing, settles).await;
         return (attempt, None);
     }
     let warning = format!(
@@ -193,6 +192,20 @@ async fn rebuilt(
     Some((state.current, wanted))
 }
 
+/// Deletes the announcements the `refs.json` just written carries, and this push's own: a
+/// file left behind (the delete failed, the push was killed) is carried and deleted by the
+/// next push that meets a race.
+async fn forget_announced(lake: &Lake, announcing: &Announcing, mut settled: Vec<String>) {
+    settled.extend(announcing.own_paths().iter().cloned());
+    settled.sort();
+    settled.dedup();
+    if let Err(e) = lake.forget_announced(&settled).await {
+        if crate::trace::enabled() {
+            crate::trace::line(&format!("push: announcements left in the lake: {e}"));
+        }
+    }
+}
+
 /// The warning for a store that refuses every compare-and-swap on a token that never changes.
 fn if_match_ignored(lake: &Lake) -> String {
     format!(
@@ -201,83 +214,6 @@ fn if_match_ignored(lake: &Lake) -> String {
          its checks); the refs are written, refs.json is not",
         lake.name()
     )
-}
-
-/// What to write after a lost race for `refs.json`.
-enum AfterLostRace {
-    /// The winner's `refs.json` carries this push's changes, or newer ones.
-    Done,
-    /// The winner's `refs.json` (bytes and token) and it with this push's changes.
-    Write(Current, Bytes),
-    /// The winner's `refs.json` cannot be read as refs: rebuilt from the ref files.
-    Rebuild,
-    /// `refs.json` could not be read: after a pause, again.
-    Unread,
-}
-
-async fn after_lost_race(lake: &Lake, own: &[OwnChange]) -> AfterLostRace {
-    let Some(current) = read_current(lake).await else {
-        return AfterLostRace::Unread;
-    };
-    match reapply(current.as_ref().map(|(b, _)| &b[..]), own) {
-        Ok(None) => AfterLostRace::Done,
-        Ok(Some(wanted)) => AfterLostRace::Write(current, wanted),
-        Err(Unreadable) => AfterLostRace::Rebuild,
-    }
-}
-
-/// Each ref this push changed: what its file held when Git listed it (`None`: no file), and
-/// what the push wrote there (`None`: deleted).
-type OwnChange = (String, Option<VersionId>, Option<VersionId>);
-
-fn own_changes(listing: &Listing, changed: &[(String, Option<VersionId>)]) -> Vec<OwnChange> {
-    let listed: HashMap<&str, &VersionId> =
-        listing.refs.iter().map(|(n, v)| (n.as_str(), v)).collect();
-    changed
-        .iter()
-        .map(|(name, new)| {
-            (
-                name.clone(),
-                listed.get(name.as_str()).copied().cloned(),
-                new.clone(),
-            )
-        })
-        .collect()
-}
-
-/// A `refs.json` whose refs cannot be read: its refs are then rebuilt from the ref files.
-#[derive(Debug)]
-struct Unreadable;
-
-/// This push's changes applied to `current`, another writer's newer `refs.json`: a ref is set
-/// to what this push wrote where `current` still names what its file held before (nothing,
-/// for a ref the push made), and left as it is where it names anything else, since the store
-/// took this push's conditional write on the file Git listed, so a different value in
-/// `current` was written after it. `None`: `current` already carries every change, or newer
-/// values (this push has nothing to write). Every other entry is kept as `current` has it.
-fn reapply(current: Option<&[u8]>, own: &[OwnChange]) -> Result<Option<Bytes>, Unreadable> {
-    let raw = current.ok_or(Unreadable)?;
-    let named = parse_refs_json(raw).map_err(|_| Unreadable)?;
-    let mut refs: HashMap<String, VersionId> = HashMap::with_capacity(named.len());
-    for (name, version) in named {
-        if !(name.starts_with("refs/heads/") || name.starts_with("refs/tags/")) {
-            continue;
-        }
-        let version = VersionId::parse(version.trim()).map_err(|_| Unreadable)?;
-        refs.insert(name, version);
-    }
-    let mut changed = false;
-    for (name, before, after) in own {
-        if refs.get(name) != before.as_ref() || refs.get(name) == after.as_ref() {
-            continue;
-        }
-        changed = true;
-        match after {
-            Some(v) => refs.insert(name.clone(), v.clone()),
-            None => refs.remove(name),
-        };
-    }
-    Ok(changed.then(|| render(Some(raw), refs, &[])))
 }
 
 /// How the attempts go on after a write that did not land.
@@ -392,7 +328,7 @@ fn not_updated(lake: &Lake, e: &crate::store::StoreError) -> String {
 /// The `refs.json` that names `refs` (those Git can hold), keeping `current`'s other entries,
 /// and the entries of `broken` ref files as they are (a ref file that holds no version is no
 /// reason to drop what refs.json last said of it).
-fn render(
+pub(super) fn render(
     current: Option<&[u8]>,
     mut refs: HashMap<String, VersionId>,
     broken: &[String],
@@ -492,57 +428,4 @@ async fn read_state(
         current,
         refs: refs.into_iter().map(|(n, v, _)| (n, v)).collect(),
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn v(n: u64) -> VersionId {
-        VersionId::parse(&format!("0190f3a2-7b4c-7d2e-8f10-{n:012}")).unwrap()
-    }
-
-    fn refs_of(raw: &[u8]) -> HashMap<String, String> {
-        parse_refs_json(raw).unwrap().into_iter().collect()
-    }
-
-    #[test]
-    fn a_lost_race_applies_only_this_pushs_changes_and_undoes_no_newer_one() {
-        let winner = format!(
-            "{{\"refs/heads/main\": \"{}\", \"refs/heads/moved\": \"{}\", \"refs/tags/theirs\": \"{}\", \"host\": {{\"x\": 1}}}}",
-            v(1), v(9), v(2)
-        );
-        let own = vec![
-            // A tag this push made: added.
-            ("refs/tags/mine".to_string(), None, Some(v(3))),
-            // A branch this push moved from 1 to 4: refs.json still says 1, so 4.
-            ("refs/heads/main".to_string(), Some(v(1)), Some(v(4))),
-            // A branch this push moved from 5 to 6, which another moved on to 9 since: kept.
-            ("refs/heads/moved".to_string(), Some(v(5)), Some(v(6))),
-        ];
-        let out = reapply(Some(winner.as_bytes()), &own).unwrap().unwrap();
-        let refs = refs_of(&out);
-        assert_eq!(refs["refs/tags/mine"], v(3).as_str());
-        assert_eq!(refs["refs/heads/main"], v(4).as_str());
-        assert_eq!(refs["refs/heads/moved"], v(9).as_str());
-        assert_eq!(refs["refs/tags/theirs"], v(2).as_str());
-        assert!(
-            String::from_utf8_lossy(&out).contains("\"host\""),
-            "a host's entry is kept"
-        );
-        // A winner that already carries this push's changes, or newer ones: nothing to write.
-        let carried = format!("{{\"refs/tags/mine\": \"{}\"}}", v(3));
-        let mine = vec![("refs/tags/mine".to_string(), None, Some(v(3)))];
-        assert!(reapply(Some(carried.as_bytes()), &mine).unwrap().is_none());
-        // A branch this push deleted, still named with its old version: removed.
-        let deleted = vec![("refs/heads/gone".to_string(), Some(v(7)), None)];
-        let listed = format!("{{\"refs/heads/gone\": \"{}\"}}", v(7));
-        let out = reapply(Some(listed.as_bytes()), &deleted).unwrap().unwrap();
-        assert!(!refs_of(&out).contains_key("refs/heads/gone"));
-        // What cannot be read as refs is rebuilt from the ref files instead.
-        assert!(reapply(Some(b"not json"), &mine).is_err());
-        assert!(reapply(None, &mine).is_err());
-        let bad = "{\"refs/heads/main\": \"not a version\"}";
-        assert!(reapply(Some(bad.as_bytes()), &mine).is_err());
-    }
 }

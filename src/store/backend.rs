@@ -91,6 +91,11 @@ pub(crate) trait Backend: std::fmt::Debug + Send + Sync {
     /// the condition deletes plainly: the caller checked the version just before).
     async fn delete(&self, rel: &str, expected: &Token) -> Result<(), WriteError>;
 
+    /// Deletes each of `rels` whatever it holds, and says nothing of those not there: for
+    /// files only this helper writes, which no one needs once done (one request for a
+    /// thousand on S3, which deletes in bulk).
+    async fn delete_all(&self, rels: &[String]) -> Result<(), StoreError>;
+
     /// Whether [`Backend::delete`] checks the version itself, under a lock (a folder): else
     /// the caller asks for it first, which finds most conflicts for the price of a HEAD.
     fn checks_before_delete(&self) -> bool {

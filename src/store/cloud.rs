@@ -362,6 +362,28 @@ impl Backend for Cloud {
         }
     }
 
+    async fn delete_all(&self, rels: &[String]) -> Result<(), StoreError> {
+        let paths: Vec<Result<StorePath, object_store::Error>> = rels
+            .iter()
+            .map(|rel| self.path(rel))
+            .collect::<Result<Vec<_>, StoreError>>()?
+            .into_iter()
+            .map(Ok)
+            .collect();
+        let deleted = self
+            .store
+            .delete_stream(futures::stream::iter(paths).boxed());
+        let mut deleted = std::pin::pin!(deleted);
+        while let Some(result) = deleted.next().await {
+            match result {
+                Ok(_) => {}
+                Err(e) if self.is_absent(&e) => {}
+                Err(e) => return Err(self.request_failed("(files to delete)", &e)),
+            }
+        }
+        Ok(())
+    }
+
     async fn delete(&self, rel: &str, expected: &Token) -> Result<(), WriteError> {
         let path = self.path(rel).map_err(WriteError::Refused)?;
         let Some(deleter) = &self.deleter else {

@@ -171,6 +171,25 @@ impl Backend for Folder {
             .map_err(local_write_error)
     }
 
+    async fn delete_all(&self, rels: &[String]) -> Result<(), StoreError> {
+        let dir = self.dir.clone();
+        let rels = rels.to_vec();
+        let deleting = tokio::task::spawn_blocking(move || {
+            rels.iter().try_for_each(|rel| {
+                dir.delete(rel, &Expect::Any)
+                    .map_err(|e| match local_write_error(e) {
+                        WriteError::Refused(e) | WriteError::Store(e) => e,
+                        WriteError::Conflict => StoreError::Failed {
+                            path: rel.clone(),
+                            message: "changed while it was deleted".into(),
+                        },
+                    })
+            })
+        });
+        let path = "(files to delete)";
+        deleting.await.map_err(|e| failed(path, e))?
+    }
+
     fn checks_before_delete(&self) -> bool {
         true
     }

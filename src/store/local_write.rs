@@ -15,6 +15,8 @@ use crate::testhook;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Expect {
     Absent,
+    /// Whatever the file holds, or nothing (a delete of a file only this helper writes).
+    Any,
     /// The token ([`super::local::file_token`]) of the file last read.
     Token(String),
 }
@@ -162,7 +164,7 @@ impl LocalDir {
     fn check(&self, rel: &str, expect: &Expect) -> Result<(), LocalWriteError> {
         let current = self.get_versioned(rel, WRITE_READ_LIMIT)?;
         let matches = match (expect, &current) {
-            (Expect::Absent, None) => true,
+            (Expect::Absent, None) | (Expect::Any, _) => true,
             (Expect::Token(t), Some((_, token))) => t == token,
             _ => false,
         };

@@ -348,6 +348,17 @@ impl Store {
         self.backend.delete(rel, expected).await
     }
 
+    /// Deletes each of `rels` whatever it holds (those not there are no error): for files
+    /// only this helper writes and no one needs once done. One request for up to a thousand
+    /// on S3 and Azure, which delete in bulk.
+    pub async fn delete_all(&self, rels: &[String]) -> Result<(), StoreError> {
+        rels.iter().try_for_each(|rel| check_rel(rel))?;
+        match rels.is_empty() {
+            true => Ok(()),
+            false => self.backend.delete_all(rels).await,
+        }
+    }
+
     /// A test's view of [`Store::delete`] without its first check: the conditional request alone.
     #[doc(hidden)]
     pub async fn delete_on_condition_only(

@@ -110,6 +110,11 @@ impl Backend for Counted {
         self.inner.delete(rel, expected).await
     }
 
+    async fn delete_all(&self, rels: &[String]) -> Result<(), StoreError> {
+        Self::add(&self.stats.delete, 1);
+        self.inner.delete_all(rels).await
+    }
+
     fn checks_before_delete(&self) -> bool {
         self.inner.checks_before_delete()
     }

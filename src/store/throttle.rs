@@ -299,6 +299,17 @@ impl Backend for Gated {
         self.write(self.inner.delete(rel, expected)).await
     }
 
+    async fn delete_all(&self, rels: &[String]) -> Result<(), StoreError> {
+        let pass = self.gate.enter().await;
+        let result = self.inner.delete_all(rels).await;
+        match &result {
+            Ok(_) => pass.succeeded(),
+            Err(StoreError::Throttled { .. }) => pass.throttled(),
+            Err(_) => {}
+        }
+        result
+    }
+
     fn checks_before_delete(&self) -> bool {
         self.inner.checks_before_delete()
     }

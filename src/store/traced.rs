@@ -140,6 +140,15 @@ impl Backend for Traced {
         result
     }
 
+    async fn delete_all(&self, rels: &[String]) -> Result<(), StoreError> {
+        let result = self.inner.delete_all(rels).await;
+        match &result {
+            Ok(()) => log(format_args!("DELETE {} files -> ok", rels.len())),
+            Err(e) => log(format_args!("DELETE {} files -> {e}", rels.len())),
+        }
+        result
+    }
+
     fn checks_before_delete(&self) -> bool {
         self.inner.checks_before_delete()
     }

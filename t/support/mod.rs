@@ -293,10 +293,23 @@ impl LakeAt {
 
     /// Every branch and tag file with its (trimmed) content.
     pub fn ref_files(&self) -> std::collections::BTreeMap<String, String> {
-        let names: Vec<String> = match self.place {
+        let names = self.files_below("refs");
+        names
+            .into_iter()
+            .filter(|n| n.starts_with("refs/heads/") || n.starts_with("refs/tags/"))
+            .map(|n| {
+                let v = self.read(&n).unwrap_or_default().trim().to_string();
+                (n, v)
+            })
+            .collect()
+    }
+
+    /// Every file below the folder `folder` of the lake, by its path in the lake.
+    pub fn files_below(&self, folder: &str) -> Vec<String> {
+        match self.place {
             Where::Local => {
                 let mut out = Vec::new();
-                let mut stack = vec![self.dir.join("refs")];
+                let mut stack = vec![self.dir.join(folder)];
                 while let Some(d) = stack.pop() {
                     for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
                         if e.file_type().unwrap().is_dir() {
@@ -316,20 +329,12 @@ impl LakeAt {
             }
             cloud => clouds::list(
                 &*clouds::cloud(cloud).unwrap().store(&self.bucket),
-                &format!("{}refs", self.prefix),
+                &format!("{}{folder}", self.prefix),
             )
             .into_iter()
             .map(|p| p.strip_prefix(&self.prefix).unwrap().to_string())
             .collect(),
-        };
-        names
-            .into_iter()
-            .filter(|n| n.starts_with("refs/heads/") || n.starts_with("refs/tags/"))
-            .map(|n| {
-                let v = self.read(&n).unwrap_or_default().trim().to_string();
-                (n, v)
-            })
-            .collect()
+        }
     }
 
     /// `refs.json` as a map.
