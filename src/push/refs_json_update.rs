@@ -139,6 +139,10 @@ pub(super) async fn update(
                     retry.backoff.wait().await;
                     continue;
                 }
+                AfterLostRace::Wait => {
+                    retry.wait_for_a_write().await;
+                    continue;
+                }
             },
             false => None,
         };
@@ -162,7 +166,10 @@ pub(super) async fn update(
             Some((_, t)) => WriteMode::Update(t),
             None => WriteMode::Create,
         };
-        if let Err(e) = lake.write_refs_json(wanted, &mode).await {
+        let started = std::time::Instant::now();
+        let outcome = lake.write_refs_json(wanted, &mode).await;
+        retry.write_took = started.elapsed();
+        if let Err(e) = outcome {
             match retry.after(lake, e, &mode).await {
                 Some(warning) => return (attempt, Some(warning)),
                 None => continue,
@@ -226,6 +233,8 @@ struct Retrying {
     reapply_next: bool,
     /// After a lost race the refs are listed again rather than this push's changes applied.
     relist: bool,
+    /// How long the last write of `refs.json` took to be answered.
+    write_took: Duration,
 }
 
 impl Retrying {
@@ -237,7 +246,15 @@ impl Retrying {
             refused: Refusals::default(),
             reapply_next: false,
             relist,
+            write_took: Duration::ZERO,
         }
+    }
+
+    /// The pause while another racer writes `refs.json`: about two of this push's last write,
+    /// from 20 ms to a second.
+    async fn wait_for_a_write(&mut self) {
+        let pause = (2 * self.write_took).clamp(Duration::from_millis(20), Duration::from_secs(1));
+        tokio::time::sleep(pause).await;
     }
 
     /// After `error` on a write of `mode`: a warning to give up with, or `None` once the pause
