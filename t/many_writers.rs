@@ -232,3 +232,48 @@ fn racing_tag_pushes_on_more_than_5000_refs_list_no_ref_again() {
         "main, the tags, lone-0/1, the racers'"
     );
 }
+
+/// S3 may answer `409 ConditionalRequestConflict` to conditional writes that race on one key:
+/// a race like a `412`, never a failure. Eight racers on a server that answers every second
+/// `If-Match` write so.
+#[test]
+fn racing_pushes_take_s3s_409_conditional_request_conflict_for_a_lost_race() {
+    use crate::support::s3lite;
+    const RACERS: usize = 8;
+    let server = s3lite::start();
+    server.put_files("busy", "lake/", &lake().files);
+    let t = server.test_env();
+    t.ok(
+        ".",
+        &["clone", "-q", "--bare", "fdl::s3://busy/lake/", "r.git"],
+    );
+    let tip = t.ok("r.git", &["rev-parse", "main"]).trim().to_string();
+    for i in 0..RACERS {
+        crate::support::copy_dir(&t.path("r.git"), &t.path(&format!("r{i}.git")));
+    }
+    server.set_conditions(s3lite::Conditions::SometimesConflicts);
+    server.set_delay(std::time::Duration::from_millis(20));
+    let pushes: Vec<_> = (0..RACERS)
+        .map(|i| {
+            let spec = format!("{tip}:refs/tags/racer-{i}");
+            let dir = format!("r{i}.git");
+            t.command("git", &dir, &["push", "-q", "origin", &spec])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for push in pushes {
+        let out = push.wait_with_output().unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success() && !said.contains("warning"), "{said}");
+    }
+    assert!(server.counts().conflicts > 0, "{:?}", server.counts());
+    let written: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_slice(&server.get("busy", "lake/refs.json").unwrap()).unwrap();
+    for i in 0..RACERS {
+        let tag = format!("refs/tags/racer-{i}");
+        assert!(written.contains_key(&tag), "{tag} in refs.json");
+    }
+}

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use bytes::Bytes;
 
-use super::refs_json_update::{read_current, render, Current};
+use super::refs_json_state::{read_current, render, Current};
 use crate::lake::announced::Announced;
 use crate::lake::refs_json::parse_refs_json;
 use crate::lake::{Lake, VersionId};

@@ -12,6 +12,7 @@
 mod atomic;
 mod lost_race;
 mod plan;
+mod refs_json_state;
 mod refs_json_update;
 mod updates;
 mod write;

@@ -7,10 +7,12 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use super::lost_race::{after_lost_race, own_changes, AfterLostRace, Announcing};
+use super::lost_race::{self, after_lost_race, own_changes, AfterLostRace, Announcing};
+use super::refs_json_state::render;
+pub(super) use super::refs_json_state::{read_current, Current};
 use crate::backoff::Backoff;
-use crate::lake::refs_json::{parse_refs_json, render_refs_json};
-use crate::lake::{check_ref_name, Lake, RefsSeen, VersionId};
+use crate::lake::refs_json::parse_refs_json;
+use crate::lake::{Lake, RefsSeen, VersionId};
 use crate::remote::{Listing, Remote};
 use crate::store::{Token, WriteError, WriteMode};
 
@@ -20,9 +22,6 @@ const ATTEMPTS: u32 = 100;
 /// After this many refusals in a row of a compare-and-swap on one unchanged token, the store
 /// does not honour `If-Match` (a racing writer would have changed the token).
 const SAME_TOKEN_REFUSALS: u32 = 10;
-
-/// `refs.json` as read before the refs are listed again (`None`: there is none).
-pub(super) type Current = Option<(Bytes, Token)>;
 
 /// What `refs.json` holds now (bytes and token), and what the ref files hold.
 struct State {
@@ -45,14 +44,6 @@ impl Prepared {
     pub(super) fn must_read_again(&self) -> bool {
         self.wanted.is_none()
     }
-}
-
-/// `refs.json` with its token, read now: beside the ref writes when the first attempt cannot
-/// come from the listing, since a write on this token needs only that the refs are listed
-/// after it, which they are once the writes are over. `None` if the read failed.
-pub(super) async fn read_current(lake: &Lake) -> Option<Current> {
-    let current = lake.refs_json_versioned().await.ok()?;
-    Some(current.map(|v| (v.bytes, v.token)))
 }
 
 /// What the first attempt is worked out from, taken from the listing: owned, so that the
@@ -124,25 +115,14 @@ pub(super) async fn update(
     let mut settles = Vec::new();
     for attempt in 1..=ATTEMPTS {
         let reapplied = match first.is_none() && retry.reapply_next {
-            true => match after_lost_race(lake, &own, &mut announcing).await {
-                AfterLostRace::Done => {
-                    // Carried by another writer, which may not have read the announcements.
-                    forget_announced(lake, &announcing, Vec::new()).await;
-                    return (attempt - 1, None);
-                }
-                AfterLostRace::Write(current, wanted, settled) => {
+            true => match after_a_lost_race(lake, &own, &mut announcing, &mut retry).await {
+                LostRace::Done => return (attempt - 1, None),
+                LostRace::Again => continue,
+                LostRace::Write(current, wanted, settled) => {
                     settles = settled;
                     Some((current, wanted))
                 }
-                AfterLostRace::Rebuild => None,
-                AfterLostRace::Unread => {
-                    retry.backoff.wait().await;
-                    continue;
-                }
-                AfterLostRace::Wait => {
-                    retry.wait_for_a_write().await;
-                    continue;
-                }
+                LostRace::Rebuild => None,
             },
             false => None,
         };
@@ -197,6 +177,45 @@ async fn rebuilt(
     let current = state.current.as_ref().map(|(b, _)| &b[..]);
     let wanted = render(current, state.refs, &lake.broken_refs());
     Some((state.current, wanted))
+}
+
+/// What the loop does after a lost race.
+enum LostRace {
+    /// Nothing: the winner's `refs.json` carries this push's changes.
+    Done,
+    /// After a pause, another attempt.
+    Again,
+    /// Write this (the winner's `refs.json` and token, what to write, the announcements
+    /// settled).
+    Write(Current, Bytes, Vec<String>),
+    /// Read `refs.json` and the refs again and rebuild it.
+    Rebuild,
+}
+
+/// The next step after a lost race, pauses included ([`after_lost_race`]).
+async fn after_a_lost_race(
+    lake: &Lake,
+    own: &[lost_race::OwnChange],
+    announcing: &mut Announcing,
+    retry: &mut Retrying,
+) -> LostRace {
+    match after_lost_race(lake, own, announcing).await {
+        AfterLostRace::Done => {
+            // Carried by another writer, which may not have read the announcements.
+            forget_announced(lake, announcing, Vec::new()).await;
+            LostRace::Done
+        }
+        AfterLostRace::Write(current, wanted, settled) => LostRace::Write(current, wanted, settled),
+        AfterLostRace::Rebuild => LostRace::Rebuild,
+        AfterLostRace::Unread => {
+            retry.backoff.wait().await;
+            LostRace::Again
+        }
+        AfterLostRace::Wait => {
+            retry.wait_for_a_write().await;
+            LostRace::Again
+        }
+    }
 }
 
 /// Deletes the announcements the `refs.json` just written carries, and this push's own: a
@@ -340,31 +359,6 @@ fn not_updated(lake: &Lake, e: &crate::store::StoreError) -> String {
         "refs.json of lake '{}' was not updated ({e}); the refs are written{what}",
         lake.name()
     )
-}
-
-/// The `refs.json` that names `refs` (those Git can hold), keeping `current`'s other entries,
-/// and the entries of `broken` ref files as they are (a ref file that holds no version is no
-/// reason to drop what refs.json last said of it).
-pub(super) fn render(
-    current: Option<&[u8]>,
-    mut refs: HashMap<String, VersionId>,
-    broken: &[String],
-) -> Bytes {
-    if let (false, Some(Ok(named))) = (broken.is_empty(), current.map(parse_refs_json)) {
-        for (name, v) in named {
-            if broken.contains(&name) && !refs.contains_key(&name) {
-                if let Ok(v) = VersionId::parse(v.trim()) {
-                    refs.insert(name, v);
-                }
-            }
-        }
-    }
-    let mut pairs: Vec<(String, VersionId)> = refs
-        .into_iter()
-        .filter(|(n, _)| check_ref_name(n).is_ok())
-        .collect();
-    pairs.sort();
-    Bytes::from(render_refs_json(current, &pairs))
 }
 
 /// Whether `refs.json` (its bytes; `None`: there is none) names exactly the branches and tags

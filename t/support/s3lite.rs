@@ -46,6 +46,10 @@ pub struct Counts {
     pub throttled: u64,
     /// GETs of part of an object (a `Range` header).
     pub ranged: u64,
+    /// PUTs answered `409 ConditionalRequestConflict` (see [`Conditions::SometimesConflicts`]).
+    pub conflicts: u64,
+    /// PUTs with `If-Match` seen in [`Conditions::SometimesConflicts`] mode.
+    pub if_match_puts: u64,
 }
 
 #[derive(Default)]
@@ -97,6 +101,9 @@ pub enum Conditions {
     UnquotedIfMatch,
     /// Every PUT with `If-Match` is answered 412, whatever its ETag.
     RefusesIfMatch,
+    /// Every second PUT with `If-Match` is answered `409 ConditionalRequestConflict`, as S3
+    /// answers some conditional writes that race on one key; the others as S3 decides them.
+    SometimesConflicts,
 }
 
 /// Connections served at once (each by its own thread).
@@ -420,6 +427,15 @@ fn answer(state: &State, req: &Request) -> Answer {
             let current_tag = current.as_ref().map(|d| etag(state, d));
             let conditions = *state.conditions.lock().unwrap();
             let unquoted = |t: &str| t.trim_matches('"').to_string();
+            if conditions == Conditions::SometimesConflicts && req.header("if-match").is_some() {
+                let mut c = state.counts.lock().unwrap();
+                c.if_match_puts += 1;
+                if c.if_match_puts % 2 == 1 {
+                    c.conflicts += 1;
+                    let body = error_xml("ConditionalRequestConflict");
+                    return ("409 Conflict", vec![], body);
+                }
+            }
             let refused = match (req.header("if-none-match"), req.header("if-match")) {
                 _ if conditions == Conditions::Ignored => false,
                 (Some("*"), _) => current.is_some(),
