@@ -6,7 +6,9 @@
 //! of them (git's and the helper's, from `getrusage(RUSAGE_CHILDREN)`) against N lone pushes',
 //! and the floor: the longer of a lone push and the time this machine's cores need for N lone
 //! pushes' CPU (N writers on 2 cores cannot beat it). Each goal of the issue is printed with
-//! whether it is met.
+//! whether it is met. The last column is the SeaweedFS server's CPU during the pushes at once,
+//! and the time the cores need for it and the pushes' together: the server runs on the same
+//! cores here, as no store would in production.
 //!
 //! `FDL_BENCH_WRITERS=<tags>x<writers>,...` picks the rows (`make bench`: `100x32,5000x32,
 //! 50000x8`); `FDL_BENCH_WRITERS_DELAY_MS` the proxy's delay (20); `FDL_BENCH_WRITERS_HELPER`
@@ -38,6 +40,34 @@ fn children_cpu() -> f64 {
     secs(usage.ru_utime) + secs(usage.ru_stime)
 }
 
+/// The CPU seconds the SeaweedFS server of this process has used so far (user and system, from
+/// `/proc/<pid>/stat`): on this machine it shares the cores with the pushes.
+fn server_cpu() -> f64 {
+    let ours = format!("fdl-seaweedfs-{}", std::process::id());
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    let mut total = 0.0;
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let path = entry.path();
+        let cmdline = std::fs::read(path.join("cmdline")).unwrap_or_default();
+        if !String::from_utf8_lossy(&cmdline).contains(&ours) {
+            continue;
+        }
+        let stat = std::fs::read_to_string(path.join("stat")).unwrap_or_default();
+        // The fields after the command's name, which may hold spaces: utime and stime are
+        // the 14th and 15th of the line.
+        let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+        let fields: Vec<&str> = after.split_whitespace().collect();
+        let field = |i: usize| {
+            fields
+                .get(i)
+                .and_then(|f| f.parse::<f64>().ok())
+                .unwrap_or(0.0)
+        };
+        total += (field(11) + field(12)) / ticks;
+    }
+    total
+}
+
 fn cores() -> f64 {
     std::thread::available_parallelism().map_or(1, |n| n.get()) as f64
 }
@@ -58,6 +88,8 @@ struct Measured {
     walls: Vec<f64>,
     requests: usize,
     cpu: f64,
+    /// The store server's CPU meanwhile.
+    server: f64,
 }
 
 /// `git push` of `refs/tags/<prefix>-<i>` from each of `repos`, all started together.
@@ -68,7 +100,11 @@ fn push_at_once(
     prefix: &str,
     proxy: &support::faults::FaultProxy,
 ) -> Measured {
-    let before = (proxy.counters.requests.load(SeqCst), children_cpu());
+    let before = (
+        proxy.counters.requests.load(SeqCst),
+        children_cpu(),
+        server_cpu(),
+    );
     let start = Instant::now();
     let children: Vec<_> = repos
         .iter()
@@ -108,6 +144,7 @@ fn push_at_once(
         walls,
         requests: proxy.counters.requests.load(SeqCst) - before.0,
         cpu: children_cpu() - before.1,
+        server: server_cpu() - before.2,
     }
 }
 
@@ -158,10 +195,14 @@ fn row(tags: u64, writers: usize, delay: Duration) {
     let per_push = all.requests as f64 / writers as f64;
     let cpu_ratio = all.cpu / (writers as f64 * lone_cpu);
     let refs = (tags + 1) as f64;
+    // What the server's work adds: the cores' time for the pushes' CPU and the server's.
+    let machine = (all.cpu + all.server) / cores();
     println!(
         "| {tags} | {writers} | {lone_wall:.2} s, {lone_requests} req, {lone_cpu:.2} s CPU | \
-         {median:.2} s / {slowest:.2} s | {floor:.2} s | {:.2}x | {cpu_ratio:.2}x | {per_push:.1} |",
-        slowest / floor
+         {median:.2} s / {slowest:.2} s | {floor:.2} s | {:.2}x | {cpu_ratio:.2}x | {per_push:.1} | \
+         {:.2} s, {machine:.2} s |",
+        slowest / floor,
+        all.server
     );
     let goal =
         |what: &str, met: bool| println!("  goal {what}: {}", if met { "met" } else { "MISSED" });
@@ -203,8 +244,8 @@ fn main() {
         "Writers at once on SeaweedFS, each request held {delay_ms} ms ({} cores)\n",
         cores()
     );
-    println!("| tags | writers | a lone push | at once: median / slowest | floor | slowest / floor | CPU / lone pushes' | requests a push |");
-    println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
+    println!("| tags | writers | a lone push | at once: median / slowest | floor | slowest / floor | CPU / lone pushes' | requests a push | server CPU, cores' time for all CPU |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     for (tags, writers) in rows {
         row(tags, writers as usize, delay);
     }
