@@ -118,9 +118,12 @@ fuzz-ci:
 		exit 0; \
 	fi; $(MAKE) --no-print-directory fuzz FUZZ_SECONDS=30
 
+# The code's documentation as a contributor reads it (private items included, whose links to
+# one another are theirs to make), every broken link an error.
 lint:
 	cargo fmt --check
 	cargo clippy --locked --all-targets -- -D warnings
+	RUSTDOCFLAGS="-D warnings -A rustdoc::private_intra_doc_links" cargo doc --no-deps --locked --document-private-items
 
 # The peer the packed clone is measured against (make bench only).
 $(GIT_REMOTE_S3): $(MOTO)

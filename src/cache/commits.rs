@@ -12,7 +12,7 @@ use crate::mapping::ObjectId;
 pub(super) const HEADER: &str =
     "# git-remote-fdl cache v3, mapping v1: <version> <commit> [<parent>...] <crc32>";
 
-/// What the commits file holds, read apart from the [`Cache`] it belongs to (on a blocking
+/// What the commits file holds, read apart from the [`Cache`](super::lake_cache::Cache) it belongs to (on a blocking
 /// thread, while the first round trip is under way).
 pub(crate) struct Commits {
     pub(super) entries: HashMap<VersionId, ObjectId>,

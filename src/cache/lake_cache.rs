@@ -54,7 +54,7 @@ impl Cache {
     }
 
     /// The cache for a lake in `root`, one folder a lake (keyed by its URL and `id`): a
-    /// repository's `fdl/`, or the user's cache outside any repository ([`user_cache_root`]).
+    /// repository's `fdl/`, or the user's cache outside any repository ([`user_cache_root`](super::disk::user_cache_root)).
     pub(crate) fn load_under(root: &Path, lake_url: &str, lake_id: Option<&str>) -> Cache {
         let mut cache = Cache::open(root, lake_url, lake_id, remembered(root, lake_url));
         cache.load_commits();
@@ -135,7 +135,7 @@ impl Cache {
         }
     }
 
-    /// Takes the commits file as a [`Preload`] read it.
+    /// Takes the commits file as a [`Preload`](super::preload::Preload) read it.
     pub(crate) fn take_commits(&mut self, commits: Commits) {
         self.entries = commits.entries;
         self.parents = commits.parents;

@@ -88,7 +88,7 @@ pub(super) fn prepare(
 /// Rewrites `refs.json`. The first attempt uses the refs Git listed (read after `refs.json`'s
 /// token, or beside it and agreeing with it) plus this push's `changed` refs, unless
 /// `uncertain` (then the token and the ref files are read again first); on a conflict, this
-/// push's changes are applied to the `refs.json` that won ([`reapply`]). Returns the
+/// push's changes are applied to the `refs.json` that won ([`lost_race`]). Returns the
 /// attempts made, and a warning on giving up. Entries other than branches and tags (a host's
 /// own) are kept. `prepared` is used if it was worked out for `changed`.
 pub(super) async fn update(
