@@ -332,7 +332,8 @@ async fn pack(lake: &str, dry_run: bool, progress: bool) -> Result<i32, Fatal> {
         done.new_versions,
         match done.merged {
             0 => String::new(),
-            n => format!(" with the {n} packs before them, merged into one"),
+            1 => " with the newest pack, merged into one".to_string(),
+            n => format!(" with the {n} newest packs, merged into one"),
         }
     );
     match (&done.pack, done.dry_run) {

@@ -35,6 +35,7 @@ mod mapping_vectors;
 mod output;
 mod packs;
 mod packs_fetch;
+mod packs_geometric;
 mod packs_large;
 mod packs_signed;
 mod protocol;

@@ -692,7 +692,7 @@ fn a_run_that_would_leave_more_than_30_packs_merges_them_into_one() {
     grow(&at, 10, 12);
     let said = pack(&t, &at.url);
     assert!(
-        said.contains("with the 30 packs before them, merged into one"),
+        said.contains("with the 30 newest packs, merged into one"),
         "{said}"
     );
     let now = listed_packs(&at);

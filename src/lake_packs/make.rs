@@ -94,7 +94,7 @@ pub(crate) async fn pack(job: &PackJob<'_>) -> Result<PackSummary, PackError> {
         .await
         .map_err(|e| read_err(e.to_string()))?;
     let Packed { kept, records } = read_packed(lake, list.as_ref().map(|l| &l.bytes[..])).await?;
-    let merge = kept.len() + 1 > MERGE_AT;
+    let merge_all = kept.len() + 1 > MERGE_AT;
     // Listed before any version is read: a file rewritten after this has another ETag.
     let newest = lake.newest_in_refs_json();
     let tags = lake
@@ -114,15 +114,34 @@ pub(crate) async fn pack(job: &PackJob<'_>) -> Result<PackSummary, PackError> {
         let lake = name.clone();
         move |why: GitStepError| PackError::Git { lake, step, why }
     };
-    let (packed, old_commits, warnings) =
+    let (packed, usable, warnings) =
         usable_records(&repo, &name, &records).map_err(git_err("cat-file"))?;
-    let excluded: &[ObjectId] = if merge { &[] } else { &old_commits };
-    let new = new_versions(&repo, excluded).map_err(git_err("log"))?;
+    let commits_of = |packs: &[(String, Vec<ObjectId>)]| -> Vec<ObjectId> {
+        packs.iter().flat_map(|(_, c)| c.iter().copied()).collect()
+    };
+    let mut excluded = if merge_all {
+        Vec::new()
+    } else {
+        commits_of(&usable)
+    };
+    let mut new = new_versions(&repo, &excluded).map_err(git_err("log"))?;
+    // The newest packs are merged into the new one while they break a factor-2 progression.
+    let merged: HashSet<String> = match merge_all {
+        true => kept.iter().cloned().collect(),
+        false => geometric_merge(&usable, new.len()),
+    };
+    if !merge_all && !merged.is_empty() {
+        let unmerged: Vec<_> = (usable.iter().filter(|(p, _)| !merged.contains(p)))
+            .cloned()
+            .collect();
+        excluded = commits_of(&unmerged);
+        new = new_versions(&repo, &excluded).map_err(git_err("log"))?;
+    }
     let mut summary = PackSummary {
         warnings,
         packed_before: packed.len(),
         new_versions: new.len(),
-        merged: if merge { kept.len() } else { 0 },
+        merged: merged.len(),
         packs_now: kept.len(),
         dry_run: job.dry_run,
         ..Default::default()
@@ -133,8 +152,8 @@ pub(crate) async fn pack(job: &PackJob<'_>) -> Result<PackSummary, PackError> {
     let versions = packed_versions(lake, new, &tags)
         .await
         .map_err(|e| read_err(e.to_string()))?;
-    let (pack_name, pack_path) =
-        pack_objects(&repo, dir.path(), excluded).map_err(|e| git_err("pack-objects")(e.into()))?;
+    let (pack_name, pack_path) = pack_objects(&repo, dir.path(), &excluded)
+        .map_err(|e| git_err("pack-objects")(e.into()))?;
     let record = Record {
         lake: lake.config().id.clone(),
         pack: pack_name.clone(),
@@ -149,7 +168,6 @@ pub(crate) async fn pack(job: &PackJob<'_>) -> Result<PackSummary, PackError> {
     lake.write_pack(&pack_name, &pack_path, render_record(&record).into())
         .await
         .map_err(|e| write_err(format!("{pack_name}.pack"), e))?;
-    let merged: HashSet<String> = kept.into_iter().filter(|_| merge).collect();
     let now = publish(lake, list.map(|l| l.token), &pack_name, &merged)
         .await
         .map_err(|e| write_err("list.json".into(), e))?;
@@ -377,16 +395,41 @@ fn new_versions(
     Ok(found)
 }
 
-/// The versions and commits of the records whose every commit the clone at `repo` holds, and
-/// a warning for each other one: a record naming a commit the clone lacks (its version
-/// rewritten and its pack gone, the record damaged) is of no use to readers either, and its
-/// versions are packed again.
-#[allow(clippy::type_complexity)]
+/// The packs merged into a run's new pack of `new` versions: the newest of `usable` (in the
+/// order they were made) while each holds fewer than twice the versions of the new pack and
+/// of the packs newer than it, as Git's geometric repacking (factor 2) does. Runs of a few
+/// versions each thus leave about log2(runs) packs, each version rewritten about log2(runs)
+/// times, and a base pack far larger than what came since is never rewritten. Only the
+/// newest are merged: every pack's versions' parents stay in it or in an older pack.
+fn geometric_merge(usable: &[(String, Vec<ObjectId>)], new: usize) -> HashSet<String> {
+    let mut total = new;
+    let mut merged = HashSet::new();
+    for (pack, commits) in usable.iter().rev() {
+        if new == 0 || commits.len() >= 2 * total {
+            break;
+        }
+        total += commits.len();
+        merged.insert(pack.clone());
+    }
+    merged
+}
+
+/// What the usable records hold: each version packed, and each usable pack with its commits.
+type Usable = (
+    HashSet<VersionId>,
+    Vec<(String, Vec<ObjectId>)>,
+    Vec<String>,
+);
+
+/// The versions and commits of the records whose every commit the clone at `repo` holds (in
+/// the order of `records`), and a warning for each other one: a record naming a commit the
+/// clone lacks (its version rewritten and its pack gone, the record damaged) is of no use to
+/// readers either, and its versions are packed again.
 fn usable_records(
     repo: &Path,
     name: &str,
     records: &[(String, Vec<(VersionId, ObjectId)>)],
-) -> Result<(HashSet<VersionId>, Vec<ObjectId>, Vec<String>), GitStepError> {
+) -> Result<Usable, GitStepError> {
     let claimed: Vec<ObjectId> = records
         .iter()
         .flat_map(|(_, r)| r.iter().map(|v| v.1))
@@ -402,7 +445,7 @@ fn usable_records(
             )),
             None => {
                 packed.extend(versions.iter().map(|(v, _)| v.clone()));
-                commits.extend(versions.iter().map(|(_, c)| *c));
+                commits.push((pack.clone(), versions.iter().map(|(_, c)| *c).collect()));
             }
         }
     }
