@@ -506,3 +506,38 @@ fn pack_objects(
     let path = PathBuf::from(format!("{}-{}.pack", base.display(), hex.trim()));
     Ok((name, path))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 48's goal, for the policy alone (versions standing for bytes): a base pack of
+    /// 100,000 versions, then 300 runs of `pack` after 10 new versions each. The base is never
+    /// merged, the versions written over all runs stay within 20x the 3,000 new ones, and
+    /// the list stays short.
+    #[test]
+    fn three_hundred_small_runs_never_rewrite_the_base_and_write_each_version_a_few_times() {
+        let commit = ObjectId::from_hex(&"1".repeat(40)).unwrap();
+        let mut packs: Vec<(String, Vec<ObjectId>)> = vec![("base".into(), vec![commit; 100_000])];
+        let mut written = 0;
+        for run in 0..300 {
+            let merged = geometric_merge(&packs, 10);
+            assert!(!merged.contains("base"), "run {run}");
+            let mut size = 10;
+            packs.retain(|(name, commits)| {
+                let keep = !merged.contains(name);
+                size += if keep { 0 } else { commits.len() };
+                keep
+            });
+            written += size;
+            packs.push((format!("run-{run}"), vec![commit; size]));
+            assert!(packs.len() <= 11, "run {run}: {} packs", packs.len());
+        }
+        assert!(written <= 20 * 3_000, "{written} versions written");
+        assert_eq!(packs[0].0, "base");
+        eprintln!(
+            "300 runs: {written} versions written, {} packs",
+            packs.len()
+        );
+    }
+}
