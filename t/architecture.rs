@@ -881,3 +881,55 @@ fn every_file_of_t_is_compiled_into_the_test_binary() {
         "files of t/ no mod line names: {missing:?}"
     );
 }
+
+/// The files of `t/support/` (each a module of the support) and the sibling files each names
+/// through `super::` or `crate::support::`: `mod.rs` is the parent, not a sibling.
+fn support_imports() -> BTreeMap<String, BTreeSet<String>> {
+    let dir = root().join("t/support");
+    let names: BTreeSet<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()?
+                .strip_suffix(".rs")
+                .map(str::to_string)
+        })
+        .filter(|n| n != "mod")
+        .collect();
+    let mut edges = BTreeMap::new();
+    for name in &names {
+        let text = std::fs::read_to_string(dir.join(format!("{name}.rs"))).unwrap();
+        let mut named = BTreeSet::new();
+        for prefix in ["super::", "crate::support::"] {
+            for (at, _) in text.match_indices(prefix) {
+                let word: String = text[at + prefix.len()..]
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                let more = text[at + prefix.len() + word.len()..].starts_with("::")
+                    || text[at + prefix.len() + word.len()..].starts_with(";");
+                if names.contains(&word) && word != *name && more {
+                    named.insert(word);
+                }
+            }
+        }
+        edges.insert(name.clone(), named);
+    }
+    edges
+}
+
+#[test]
+fn no_file_of_the_tests_support_imports_in_a_circle() {
+    let edges = support_imports();
+    assert!(
+        edges["seaweedfs"].contains("servers") && edges["clouds"].contains("moto"),
+        "the support's imports were not seen: {edges:?}"
+    );
+    let circle = find_circle(&edges);
+    assert!(
+        circle.is_none(),
+        "an import circle in t/support: {}",
+        circle.unwrap().join(" -> ")
+    );
+}

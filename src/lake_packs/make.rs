@@ -116,27 +116,11 @@ pub(crate) async fn pack(job: &PackJob<'_>) -> Result<PackSummary, PackError> {
     };
     let (packed, usable, warnings) =
         usable_records(&repo, &name, &records).map_err(git_err("cat-file"))?;
-    let commits_of = |packs: &[(String, Vec<ObjectId>)]| -> Vec<ObjectId> {
-        packs.iter().flat_map(|(_, c)| c.iter().copied()).collect()
-    };
-    let mut excluded = if merge_all {
-        Vec::new()
-    } else {
-        commits_of(&usable)
-    };
-    let mut new = new_versions(&repo, &excluded).map_err(git_err("log"))?;
-    // The newest packs are merged into the new one while they break a factor-2 progression.
-    let merged: HashSet<String> = match merge_all {
-        true => kept.iter().cloned().collect(),
-        false => geometric_merge(&usable, new.len()),
-    };
-    if !merge_all && !merged.is_empty() {
-        let unmerged: Vec<_> = (usable.iter().filter(|(p, _)| !merged.contains(p)))
-            .cloned()
-            .collect();
-        excluded = commits_of(&unmerged);
-        new = new_versions(&repo, &excluded).map_err(git_err("log"))?;
-    }
+    let Run {
+        excluded,
+        new,
+        merged,
+    } = run_plan(&repo, &usable, &kept, merge_all).map_err(git_err("log"))?;
     let mut summary = PackSummary {
         warnings,
         packed_before: packed.len(),
@@ -393,6 +377,54 @@ fn new_versions(
         found.push((commit, version));
     }
     Ok(found)
+}
+
+/// What a run packs: the commits its pack leaves out (those of the packs it keeps), its new
+/// versions (parents first), and the packs it merges.
+struct Run {
+    excluded: Vec<ObjectId>,
+    new: Vec<(ObjectId, VersionId)>,
+    merged: HashSet<String>,
+}
+
+/// The run over `usable` packs (every one of `kept` merged when `merge_all`): the newest packs
+/// merged while they break a factor-2 progression ([`geometric_merge`]).
+fn run_plan(
+    repo: &Path,
+    usable: &[(String, Vec<ObjectId>)],
+    kept: &[String],
+    merge_all: bool,
+) -> Result<Run, GitStepError> {
+    let commits_of = |merged: &HashSet<String>| -> Vec<ObjectId> {
+        let unmerged = usable.iter().filter(|(p, _)| !merged.contains(p));
+        unmerged.flat_map(|(_, c)| c.iter().copied()).collect()
+    };
+    if merge_all {
+        let merged = kept.iter().cloned().collect();
+        let new = new_versions(repo, &[])?;
+        return Ok(Run {
+            excluded: Vec::new(),
+            new,
+            merged,
+        });
+    }
+    let excluded = commits_of(&HashSet::new());
+    let new = new_versions(repo, &excluded)?;
+    let merged = geometric_merge(usable, new.len());
+    if merged.is_empty() {
+        return Ok(Run {
+            excluded,
+            new,
+            merged,
+        });
+    }
+    let excluded = commits_of(&merged);
+    let new = new_versions(repo, &excluded)?;
+    Ok(Run {
+        excluded,
+        new,
+        merged,
+    })
 }
 
 /// The packs merged into a run's new pack of `new` versions: the newest of `usable` (in the

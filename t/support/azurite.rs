@@ -8,7 +8,7 @@ use object_store::azure::MicrosoftAzureBuilder;
 use object_store::client::HttpConnector;
 use object_store::ObjectStore;
 
-use super::clouds::{block_on, free_ports, start_server, Cloud};
+use super::servers::{block_on, free_ports, start_server, Cloud};
 
 /// Azurite's well-known development account and key (public, in Azure's own documentation).
 pub const ACCOUNT: &str = "devstoreaccount1";

@@ -11,7 +11,7 @@ use std::sync::{Arc, OnceLock};
 use object_store::gcp::GoogleCloudStorageBuilder;
 use object_store::{ClientOptions, ObjectStore};
 
-use super::clouds::{free_ports, start_server, Cloud};
+use super::servers::{free_ports, start_server, Cloud};
 
 /// A service-account key for emulators: no token is ever requested.
 pub const NO_OAUTH_KEY: &str = r#"{"disable_oauth": true, "client_email": "emulator@example.org", "private_key": "", "private_key_id": ""}"#;

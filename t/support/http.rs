@@ -299,7 +299,7 @@ impl Drop for PythonHttp {
 }
 
 pub fn python_http_server(root: &Path) -> PythonHttp {
-    let [port] = super::clouds::free_ports();
+    let [port] = super::servers::free_ports();
     let child = std::process::Command::new("python3")
         .args([
             "-m",

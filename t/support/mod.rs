@@ -17,6 +17,7 @@ pub mod rgw;
 pub mod run;
 pub mod s3lite;
 pub mod seaweedfs;
+pub mod servers;
 pub mod signing;
 pub mod wire;
 

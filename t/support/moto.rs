@@ -36,13 +36,13 @@ fn start() -> Moto {
 fn spawn(extra: &[&str]) -> u16 {
     let python = super::installed("MOTO_PYTHON");
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/t/support/moto_server.py");
-    let [port] = super::clouds::free_ports();
+    let [port] = super::servers::free_ports();
     let extra: String = extra.iter().map(|a| format!(" '{a}'")).collect();
     let command = format!("'{python}' '{script}' 127.0.0.1 {port}{extra}");
     // The server gets none of the caller's variables (an AWS_PROFILE would reach its boto).
     let log = std::env::temp_dir().join(format!("fdl-test-moto-{port}.log"));
-    super::clouds::spawn_watched("moto_server", &command, &log, "", &[("LC_ALL", "C.UTF-8")]);
-    super::clouds::wait_for_port("moto_server", port, &log);
+    super::servers::spawn_watched("moto_server", &command, &log, "", &[("LC_ALL", "C.UTF-8")]);
+    super::servers::wait_for_port("moto_server", port, &log);
     port
 }
 

@@ -44,7 +44,7 @@ fn binary() -> String {
 
 /// nginx serving `root` on a free port, its files in `dir` (made here).
 pub fn serve(root: &Path, dir: &Path) -> Nginx {
-    let [port] = super::clouds::free_ports();
+    let [port] = super::servers::free_ports();
     std::fs::create_dir_all(dir.join("tmp")).unwrap();
     let d = dir.display();
     let conf = format!(

@@ -80,7 +80,7 @@ impl Rgw {
     }
 }
 
-impl super::clouds::Cloud for Rgw {
+impl super::servers::Cloud for Rgw {
     fn scheme(&self) -> &'static str {
         "s3"
     }

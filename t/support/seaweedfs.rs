@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use object_store::aws::AmazonS3Builder;
 use object_store::ObjectStore;
 
-use super::clouds::free_ports;
+use super::servers::free_ports;
 
 pub struct SeaweedFs {
     pub endpoint: String,
@@ -51,7 +51,7 @@ fn start() -> SeaweedFs {
         log = log.display(),
         dir = dir.display(),
     );
-    super::clouds::spawn_watched("SeaweedFS", &command, &log, &after, &[]);
+    super::servers::spawn_watched("SeaweedFS", &command, &log, &after, &[]);
     let server = SeaweedFs {
         endpoint: format!("http://127.0.0.1:{s3}"),
     };
@@ -135,7 +135,7 @@ impl SeaweedFs {
     }
 }
 
-impl super::clouds::Cloud for SeaweedFs {
+impl super::servers::Cloud for SeaweedFs {
     fn scheme(&self) -> &'static str {
         "s3"
     }
