@@ -9,7 +9,7 @@ use crate::packs::{
 use crate::support::{lake, LakeAt, LakeBuilder, TestEnv, Where};
 
 /// The lake `lake(base, base / 2)` grown by a chain of versions to `last`.
-fn grown(base: u64, last: u64) -> LakeBuilder {
+pub(crate) fn grown(base: u64, last: u64) -> LakeBuilder {
     let mut l = lake(base, base / 2);
     if last > base {
         l.chain(base + 1, last);
@@ -21,7 +21,7 @@ fn grown(base: u64, last: u64) -> LakeBuilder {
 
 /// Grows the lake at `at` from `grown(base, was)` to `grown(base, last)` as a writer does: the
 /// new versions' files, then the branch, then `refs.json`.
-fn grow_to(at: &LakeAt, base: u64, was: u64, last: u64) {
+pub(crate) fn grow_to(at: &LakeAt, base: u64, was: u64, last: u64) {
     let (before, after) = (grown(base, was), grown(base, last));
     let text = |path: &str| String::from_utf8_lossy(&after.files[path]).into_owned();
     for path in after.files.keys() {

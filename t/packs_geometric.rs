@@ -5,35 +5,13 @@
 //! one by one.
 
 use crate::packs::{clone, listed_packs, pack, read_one_by_one, same_refs};
-use crate::support::{lake, LakeAt, LakeBuilder, TestEnv, Where};
-
-/// The lake `lake(40, 20)` with the chain grown to `last`, main there.
-fn grown(last: u64) -> LakeBuilder {
-    let mut l = lake(40, 20);
-    l.chain(41, last);
-    l.branch("main", last);
-    l.refs_json();
-    l
-}
-
-/// Writes what `grown(last)` holds beyond `grown(was)`, as a writer does: the new versions'
-/// files, then the branch, then `refs.json`.
-fn grow(at: &LakeAt, was: u64, last: u64) {
-    let (before, after) = (grown(was), grown(last));
-    let text = |path: &str| String::from_utf8_lossy(&after.files[path]).into_owned();
-    for path in after.files.keys() {
-        if path.starts_with("versions/") && !before.files.contains_key(path) {
-            at.write(path, &text(path));
-        }
-    }
-    at.write("refs/heads/main", &text("refs/heads/main"));
-    at.write("refs.json", &text("refs.json"));
-}
+use crate::packs_fetch::{grow_to, grown};
+use crate::support::{TestEnv, Where};
 
 #[test]
 fn pack_after_every_write_merges_only_the_newest_packs_and_never_the_base() {
     let mut t = TestEnv::new();
-    let at = t.lake_at(Where::S3, "geometric", &grown(40));
+    let at = t.lake_at(Where::S3, "geometric", &grown(40, 40));
     pack(&t, &at.url);
     let base = listed_packs(&at);
     assert_eq!(base.len(), 1);
@@ -42,7 +20,7 @@ fn pack_after_every_write_merges_only_the_newest_packs_and_never_the_base() {
     let expected = [2, 2, 3, 2, 3, 3];
     let mut last = 40;
     for (run, packs) in expected.into_iter().enumerate() {
-        grow(&at, last, last + 2);
+        grow_to(&at, 40, last, last + 2);
         last += 2;
         let said = pack(&t, &at.url);
         let now = listed_packs(&at);
