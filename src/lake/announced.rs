@@ -14,9 +14,6 @@ use crate::store::{StoreError, WriteError, WriteMode};
 /// Where announcements are kept, beside `git-packs/`: files of this helper's own.
 pub(crate) const ANNOUNCED_DIR: &str = "git-refs-pending/";
 
-/// How many times a throttled delete of announcements is sent.
-const THROTTLED_TRIES: usize = 8;
-
 /// The most announcements one listing reads: one page of a cloud store.
 const READ_AT_MOST: usize = 1000;
 
@@ -82,17 +79,9 @@ impl Lake {
             .collect())
     }
 
-    /// Deletes announcements that `refs.json` now carries. GCS takes one write a second to one
-    /// object, a delete included: an announcement deleted within a second of its write is
-    /// answered 429, and deleted again after the store's throttling pause.
+    /// Deletes announcements that `refs.json` now carries (again after the store's throttling
+    /// pause: GCS answers a delete within a second of the write 429).
     pub(crate) async fn forget_announced(&self, paths: &[String]) -> Result<(), StoreError> {
-        let mut pause = crate::store::throttle::backoff();
-        for _ in 1..THROTTLED_TRIES {
-            match self.store.delete_all(paths).await {
-                Err(e) if e.is_throttled() => pause.wait().await,
-                done => return done,
-            }
-        }
         self.store.delete_all(paths).await
     }
 }

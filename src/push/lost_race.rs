@@ -172,9 +172,13 @@ fn refs_of(raw: Option<&[u8]>) -> Result<HashMap<String, VersionId>, Unreadable>
 /// made), since the store took this push's conditional write on the file Git listed, so a
 /// different value was written after it.
 fn carried(refs: &HashMap<String, VersionId>, own: &[OwnChange]) -> bool {
-    own.iter().all(|(name, before, after)| {
-        refs.get(name) != before.as_ref() || refs.get(name) == after.as_ref()
-    })
+    !own.iter().any(|change| still_to_make(refs, change))
+}
+
+/// Whether `refs` still names what the ref's file held before this push's change, and not
+/// what the change made it.
+fn still_to_make(refs: &HashMap<String, VersionId>, (name, before, after): &OwnChange) -> bool {
+    refs.get(name) == before.as_ref() && refs.get(name) != after.as_ref()
 }
 
 /// This push's changes applied to `refs` (read from `raw`, another writer's newer
@@ -187,10 +191,11 @@ fn reapply(
     own: &[OwnChange],
     announced: &[Announced],
 ) -> (Bytes, Vec<String>) {
-    for (name, before, after) in own {
-        if refs.get(name) != before.as_ref() || refs.get(name) == after.as_ref() {
+    for change in own {
+        if !still_to_make(&refs, change) {
             continue;
         }
+        let (name, _, after) = change;
         match after {
             Some(v) => refs.insert(name.clone(), v.clone()),
             None => refs.remove(name),

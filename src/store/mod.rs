@@ -350,13 +350,15 @@ impl Store {
 
     /// Deletes each of `rels` whatever it holds (those not there are no error): for files
     /// only this helper writes and no one needs once done. One request for up to a thousand
-    /// on S3 and Azure, which delete in bulk.
+    /// on S3 and Azure, which delete in bulk. Sent again while the store throttles it: GCS
+    /// answers a delete within a second of the file's write 429.
     pub async fn delete_all(&self, rels: &[String]) -> Result<(), StoreError> {
         rels.iter().try_for_each(|rel| check_rel(rel))?;
-        match rels.is_empty() {
-            true => Ok(()),
-            false => self.backend.delete_all(rels).await,
+        if rels.is_empty() {
+            return Ok(());
         }
+        let delete = || self.backend.delete_all(rels);
+        throttle::until_unthrottled(delete, StoreError::is_throttled).await
     }
 
     /// A test's view of [`Store::delete`] without its first check: the conditional request alone.

@@ -319,6 +319,30 @@ impl Backend for Gated {
     }
 }
 
+/// How many times a request the store throttled is sent in all by [`until_unthrottled`]: GCS's
+/// quota (one write a second to one object) answers a second write within the second 429.
+const THROTTLED_TRIES: usize = 8;
+
+/// `request`, sent again after the throttling pause ([`backoff`]) while `throttled` says its
+/// error is the store's "slow down" (a throttled request did nothing), [`THROTTLED_TRIES`]
+/// times in all.
+pub(crate) async fn until_unthrottled<T, E, F>(
+    mut request: impl FnMut() -> F,
+    throttled: impl Fn(&E) -> bool,
+) -> Result<T, E>
+where
+    F: Future<Output = Result<T, E>>,
+{
+    let mut pause = backoff();
+    for _ in 1..THROTTLED_TRIES {
+        match request().await {
+            Err(e) if throttled(&e) => pause.wait().await,
+            done => return done,
+        }
+    }
+    request().await
+}
+
 /// The pauses before trying a throttled request again: from 100 ms doubling up to 5 s, with
 /// jitter so that the requests throttled together do not all come back together.
 pub(crate) fn backoff() -> crate::backoff::Backoff {

@@ -242,24 +242,14 @@ async fn remove(store: &Store, key: &str, known: Option<Token>) -> Result<(), Wr
     last.map_or(Ok(()), Err)
 }
 
-/// How many times a write the store throttled is sent again. The check writes one key several
-/// times in a row, which GCS's quota (one write a second to one object) answers with 429.
-const THROTTLED_TRIES: usize = 8;
-
-/// `write`, sent again after the store's throttling pause ([`super::throttle::backoff`]) while
-/// the store answers that it is too busy: a throttled write was not made.
-async fn unthrottled<T, F>(mut write: impl FnMut() -> F) -> Result<T, WriteError>
+/// `write`, sent again while the store answers that it is too busy: a throttled write was not
+/// made. The check writes one key several times in a row, which GCS's quota answers with 429.
+async fn unthrottled<T, F>(write: impl FnMut() -> F) -> Result<T, WriteError>
 where
     F: std::future::Future<Output = Result<T, WriteError>>,
 {
-    let mut pause = super::throttle::backoff();
-    for _ in 1..THROTTLED_TRIES {
-        match write().await {
-            Err(WriteError::Store(e)) if e.is_throttled() => pause.wait().await,
-            done => return done,
-        }
-    }
-    write().await
+    let throttled = |e: &WriteError| matches!(e, WriteError::Store(e) if e.is_throttled());
+    super::throttle::until_unthrottled(write, throttled).await
 }
 
 /// What a PUT did, settled.
