@@ -493,6 +493,24 @@ fn check_against_repository(
         ));
     }
     check_tags(refs, commits, repo, report);
+    report.notes.extend(shallow_note(repo, commits));
+}
+
+/// In a shallow repository, what it holds of the versions checked, and that the rest lie
+/// below its boundary: read from the lake, not from the repository.
+fn shallow_note(repo: &Repo, commits: &HashMap<VersionId, Mapped>) -> Option<String> {
+    let boundary = crate::repo::shallow::read(repo.git_dir());
+    if boundary.is_empty() {
+        return None;
+    }
+    let held = commits.values().filter(|m| repo.has(&m.commit)).count();
+    Some(format!(
+        "this repository is shallow ({} shallow commit{}): it holds {held} of the {} versions checked; the other {} lie below its boundary and were checked in the lake only",
+        boundary.len(),
+        if boundary.len() == 1 { "" } else { "s" },
+        commits.len(),
+        commits.len() - held
+    ))
 }
 
 /// The version a commit of the repository names, and its tree.

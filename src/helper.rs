@@ -11,7 +11,7 @@ use crate::lake::Lake;
 use crate::progress::{self, Progress};
 use crate::protocol::{self, ListLine, Options, Parser, PushItem, PushStatus, Request};
 use crate::push::{self, PushOptions, RefUpdate, Rejection};
-use crate::remote::{Listing, Remote, Want};
+use crate::remote::{Listing, Remote, ShallowAsk, Want};
 use crate::repo::Repo;
 use crate::store::{Store, StoreUrl};
 use crate::trace;
@@ -133,18 +133,55 @@ fn read_line(input: &mut impl BufRead, buf: &mut Vec<u8>) -> Result<Option<Strin
     }
 }
 
-/// The options Git sends for a partial history, as the command-line flags that set them.
-fn partial_history_flag(name: &str, value: &str) -> Option<&'static str> {
+/// The options Git sends for a partial history the helper does not give, as the command-line
+/// flags that set them.
+fn partial_history_flag(name: &str) -> Option<&'static str> {
     match name {
-        // `--unshallow` asks for everything, which is what a lake gives.
-        "depth" if value == "2147483647" => None,
-        "depth" => Some("--depth"),
-        "deepen-since" => Some("--shallow-since"),
-        "deepen-not" => Some("--shallow-exclude"),
-        "deepen-relative" => Some("--deepen"),
         "filter" => Some("--filter"),
         _ => None,
     }
+}
+
+/// What Git asked of a shallow fetch, `None` for the whole history. `--shallow-since` is read
+/// as Git's own fetch reads it (`approxidate`, here through `git rev-parse --since`).
+fn shallow_ask(deepen: &protocol::Deepen) -> Result<Option<ShallowAsk>, Fatal> {
+    if !deepen.asked() {
+        return Ok(None);
+    }
+    let selected = deepen.since.is_some() || !deepen.not.is_empty();
+    Ok(Some(match deepen.depth {
+        Some(_) if selected => {
+            return Err(Fatal::new(
+                "--depth or --deepen cannot be used with --shallow-since or --shallow-exclude",
+            ))
+        }
+        Some(protocol::INFINITE_DEPTH) => ShallowAsk::Everything,
+        Some(n) if deepen.relative => ShallowAsk::Deepen(n),
+        Some(n) => ShallowAsk::Depth(n),
+        None => {
+            let since = match &deepen.since {
+                Some(text) => Some(approxidate(text)?),
+                None => None,
+            };
+            ShallowAsk::Selected {
+                since,
+                excluded: deepen.not.clone(),
+            }
+        }
+    }))
+}
+
+/// Seconds since the epoch for a date as Git's `--shallow-since` takes it.
+fn approxidate(text: &str) -> Result<i64, Fatal> {
+    let said = crate::git::Git::new(["rev-parse".to_string(), format!("--since={text}")]).run();
+    said.ok()
+        .and_then(|out| out.trim().strip_prefix("--max-age=")?.parse().ok())
+        .ok_or_else(|| {
+            Fatal::new(format!(
+                "cannot read --shallow-since={} as a date",
+                crate::redact::printable(text)
+            ))
+        })
 }
 
 /// The one writer of the protocol's output, tracing what it sends.
@@ -241,7 +278,7 @@ impl<W: Write> Session<W> {
     }
 
     fn option(&mut self, name: &str, value: &str) -> Result<(), Fatal> {
-        if let Some(flag) = partial_history_flag(name, value) {
+        if let Some(flag) = partial_history_flag(name) {
             if !self.ignored_flags.contains(&flag) {
                 self.ignored_flags.push(flag);
             }
@@ -254,8 +291,8 @@ impl<W: Write> Session<W> {
         self.out.send(&reply.line())
     }
 
-    /// Git's own transports warn when they ignore `--depth` or `--filter`; so does the helper,
-    /// once a session: a lake's history is always fetched whole.
+    /// Git's own transports warn when they ignore `--filter`; so does the helper, once a
+    /// session: every object of a version is fetched.
     fn say_partial_history_ignored(&mut self) {
         if self.ignored_flags.is_empty() || self.warned_partial {
             return;
@@ -266,7 +303,9 @@ impl<W: Write> Session<W> {
         } else {
             "are"
         };
-        warn!("warning: {flags} {verb} ignored for FDL lakes; the whole history is fetched");
+        warn!(
+            "warning: {flags} {verb} ignored for FDL lakes; every object of a version is fetched"
+        );
         self.warned_partial = true;
     }
 
@@ -285,7 +324,12 @@ impl<W: Write> Session<W> {
             self.remote = Some(open_remote(&self.remote_name, &url, !for_push, opening).await?);
         }
         let earlier = self.listing.take();
+        let deepen = &self.options.deepen;
+        let (shallow, since) = (deepen.asked() && !for_push, deepen.since.is_some());
         let remote = self.remote().await?;
+        if shallow {
+            remote.prepare_shallow(since);
+        }
         // What an earlier listing built is known to this one.
         if let Some(mut earlier) = earlier {
             remote.remember_listing(&mut earlier);
@@ -318,10 +362,21 @@ impl<W: Write> Session<W> {
             })
             .collect();
         let lock_pack = self.options.check_connectivity;
+        let shallow = shallow_ask(&self.options.deepen)?;
         let remote = self.remote().await?;
-        let outcome = remote
-            .fetch(&mut listing, &wants, lock_pack, progress.as_ref())
-            .await;
+        let shallow = shallow.or_else(|| remote.fetches_shallow().then_some(ShallowAsk::Plain));
+        let outcome = match &shallow {
+            Some(ask) => {
+                remote
+                    .fetch_shallow(&mut listing, &wants, ask, progress.as_ref())
+                    .await
+            }
+            None => {
+                remote
+                    .fetch(&mut listing, &wants, lock_pack, progress.as_ref())
+                    .await
+            }
+        };
         if outcome.is_err() {
             remote.remember_listing(&mut listing);
         }

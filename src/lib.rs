@@ -36,6 +36,7 @@ mod repo;
 pub use repo::{check_command_line, Bogus};
 mod safety;
 mod session_pack;
+mod shallow_plan;
 mod signatures;
 mod spill;
 pub mod store;

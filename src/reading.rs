@@ -2,6 +2,7 @@
 //! objects. Each file is read within the store's memory budget, hashed, handed to the pack
 //! being written (if any) and let go; only IDs and the commit's few fields stay.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 mod summaries;
@@ -26,10 +27,29 @@ pub(crate) struct Reading {
     spill: Arc<Spill>,
     /// Whether each summary keeps its record's `sha256` (for `fsck --catalogs`).
     digests: bool,
+    /// Where each version read leaves its commit's time, when a `--shallow-since` needs it.
+    times: Option<Times>,
     /// Room, in KiB, for what parsing a record holds beside its bytes (the parsed record and
     /// its commit tail, about three times its size): the store's budget counts only the bytes,
     /// so without it the records parsed at once could hold several times the budget.
     parsing: Arc<tokio::sync::Semaphore>,
+}
+
+/// Versions' commit times, shared by the readings of one session.
+#[derive(Clone, Default)]
+pub(crate) struct Times(Arc<std::sync::Mutex<HashMap<VersionId, u64>>>);
+
+impl Times {
+    fn insert(&self, id: &VersionId, time: u64) {
+        let mut times = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        times.insert(id.clone(), time);
+    }
+
+    /// The time of `id`, if a reading saw it.
+    pub(crate) fn get(&self, id: &VersionId) -> Option<u64> {
+        let times = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        times.get(id).copied()
+    }
 }
 
 /// The room for parsing records, in KiB (64 MiB).
@@ -128,6 +148,7 @@ impl Reading {
             check: None,
             spill: Arc::default(),
             digests: false,
+            times: None,
             parsing: Arc::new(tokio::sync::Semaphore::new(PARSING_ROOM_KIB as usize)),
         }
     }
@@ -152,6 +173,12 @@ impl Reading {
 
     pub(crate) fn with_sink(mut self, sink: Option<Arc<PackSink>>) -> Reading {
         self.sink = sink;
+        self
+    }
+
+    /// Leaves the commit time of every version read in `times`.
+    pub(crate) fn with_times(mut self, times: Option<Times>) -> Reading {
+        self.times = times;
         self
     }
 
@@ -255,6 +282,9 @@ impl Reading {
             })?;
         let sig = sig?;
         let time = mapping::commit_time(id, &record);
+        if let Some(times) = &self.times {
+            times.insert(id, time);
+        }
         let checked = self.check.as_ref().map(|c| {
             let subject = Subject {
                 record: &raw.bytes,

@@ -47,6 +47,7 @@ mod ref_names;
 mod refs_json;
 mod reliability;
 mod remote_names;
+mod shallow;
 mod signatures;
 mod store_check;
 mod stores;

@@ -158,7 +158,8 @@ fn the_manual_says_what_git_users_meet() {
         .replace("- ", "-");
     for said in [
         "git describe finds them only with --tags",
-        "git fetch --unshallow then fails",
+        "a depth-1 clone holds one commit, its tree and its two files",
+        "leaves .git/shallow as it was",
         "git archive --remote is not served",
         "SHA-256 repositories are refused",
         "rm -r .git/fdl/catalogs",

@@ -106,39 +106,42 @@ fn a_fetch_whose_stderr_is_full_still_fetches_with_its_warnings_passed_over() {
 }
 
 #[test]
-fn shallow_and_filter_clones_say_once_that_the_whole_history_is_fetched() {
+fn a_filter_clone_says_once_that_every_object_is_fetched_and_depth_is_kept() {
     let t = TestEnv::new();
     let url = t.local_lake("lake", &lake(3, 1));
     let out = t.git(
+        ".",
+        &["clone", "--depth", "1", "--filter=blob:none", &url, "work"],
+    );
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let warnings: Vec<&str> = err.lines().filter(|l| l.starts_with("warning:")).collect();
+    assert_eq!(
+        warnings,
+        ["warning: --filter is ignored for FDL lakes; every object of a version is fetched"],
+        "{err}"
+    );
+    assert_eq!(t.ok("work", &["rev-list", "--count", "HEAD"]), "1\n");
+    assert_eq!(
+        t.ok("work", &["rev-parse", "--is-shallow-repository"]),
+        "true\n"
+    );
+    // Git's own words when both kinds of limit are asked for at once.
+    let err = t.fails(
         ".",
         &[
             "clone",
             "--depth",
             "1",
             "--shallow-since=2020-01-01",
-            "--filter=blob:none",
             &url,
-            "work",
+            "both",
         ],
     );
-    let err = text(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    let warnings: Vec<&str> = err.lines().filter(|l| l.starts_with("warning:")).collect();
-    assert_eq!(warnings.len(), 1, "{err}");
     assert!(
-        warnings[0].contains("--depth")
-            && warnings[0].contains("--shallow-since")
-            && warnings[0].contains("--filter")
-            && warnings[0].contains("whole history"),
+        err.contains("fatal: --depth or --deepen cannot be used with --shallow-since"),
         "{err}"
     );
-    assert_eq!(t.ok("work", &["rev-list", "--count", "HEAD"]), "3\n");
-    assert_eq!(
-        t.ok("work", &["rev-parse", "--is-shallow-repository"]),
-        "false\n"
-    );
-    let err = text(&t.git("work", &["fetch", "--depth=1"]).stderr);
-    assert_eq!(err.matches("whole history").count(), 1, "{err}");
 }
 
 #[test]

@@ -229,6 +229,29 @@ pub(crate) struct Options {
     pub atomic: bool,
     /// `--force-with-lease` expectations: ref name → expected object ID (hex, or empty).
     pub cas: Vec<(String, String)>,
+    /// What Git asked of a shallow fetch.
+    pub deepen: Deepen,
+}
+
+/// A shallow fetch as Git asks for it: `--depth N` is `depth N`, `--deepen N` is `depth N`
+/// with `deepen-relative`, `--unshallow` is `depth` [`INFINITE_DEPTH`], `--shallow-since` is
+/// `deepen-since` with the user's own text, each `--shallow-exclude` a `deepen-not`.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct Deepen {
+    pub depth: Option<u32>,
+    pub relative: bool,
+    pub since: Option<String>,
+    pub not: Vec<String>,
+}
+
+/// Git's `INFINITE_DEPTH`, the depth `--unshallow` sends.
+pub(crate) const INFINITE_DEPTH: u32 = 0x7fff_ffff;
+
+impl Deepen {
+    /// Whether Git asked for anything but the whole history below the wants.
+    pub(crate) fn asked(&self) -> bool {
+        self.depth.is_some() || self.since.is_some() || !self.not.is_empty()
+    }
 }
 
 impl Default for Options {
@@ -243,6 +266,7 @@ impl Default for Options {
             dry_run: false,
             atomic: false,
             cas: Vec::new(),
+            deepen: Deepen::default(),
         }
     }
 }
@@ -285,6 +309,23 @@ impl Options {
                     "lakes map to SHA-1 commits; object format '{other}' is not supported"
                 )),
             },
+            // Git sends depth 0 to go back to the whole history (its tag backfill does).
+            "depth" => match value.parse::<u32>() {
+                Ok(d) if d <= INFINITE_DEPTH => {
+                    self.deepen.depth = Some(d).filter(|d| *d > 0);
+                    OptionReply::Ok
+                }
+                _ => OptionReply::Error(format!("depth '{value}' is not a positive number")),
+            },
+            "deepen-relative" => set_bool(&mut self.deepen.relative),
+            "deepen-since" => {
+                self.deepen.since = Some(unquote(value));
+                OptionReply::Ok
+            }
+            "deepen-not" => {
+                self.deepen.not.push(unquote(value));
+                OptionReply::Ok
+            }
             "dry-run" if push => set_bool(&mut self.dry_run),
             "atomic" if push => set_bool(&mut self.atomic),
             // Push options mean nothing to a lake; saying so lets Git refuse them clearly.
@@ -454,7 +495,17 @@ mod tests {
         assert_eq!(o.set("progress", "true", false), OptionReply::Ok);
         assert!(o.progress);
         assert_eq!(o.set("verbosity", "2", false), OptionReply::Ok);
-        assert_eq!(o.set("depth", "1", false), OptionReply::Unsupported);
+        assert_eq!(o.set("depth", "1", false), OptionReply::Ok);
+        assert_eq!(o.deepen.depth, Some(1));
+        assert_eq!(o.set("depth", "0", false), OptionReply::Ok);
+        assert_eq!(o.deepen.depth, None);
+        assert!(matches!(o.set("depth", "-1", false), OptionReply::Error(_)));
+        assert_eq!(o.set("deepen-not", "\"v\\\"1\"", false), OptionReply::Ok);
+        assert_eq!(o.deepen.not, ["v\"1"]);
+        assert_eq!(
+            o.set("filter", "blob:none", false),
+            OptionReply::Unsupported
+        );
         assert_eq!(o.set("dry-run", "true", false), OptionReply::Unsupported);
         assert!(matches!(
             o.set("object-format", "sha256", false),

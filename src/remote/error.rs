@@ -27,6 +27,16 @@ pub enum RemoteError {
         verdict: Box<Verdict>,
         more: String,
     },
+    /// `--shallow-exclude` named no ref of the lake, or more than one.
+    #[error("lake '{lake}': --shallow-exclude={name} names {}", if *matches == 0 { "no ref of the lake".to_string() } else { format!("{matches} refs of the lake") })]
+    ExcludedRef {
+        lake: String,
+        name: String,
+        matches: usize,
+    },
+    /// `--shallow-since` and `--shallow-exclude` left no commit to fetch.
+    #[error("lake '{lake}': no commits selected for shallow requests")]
+    NothingSelected { lake: String },
     #[error("lake '{lake}': version {version} was rewritten in the lake: it was commit {cached} when this repository read it, and would now be commit {computed}")]
     CacheMismatch {
         lake: String,
@@ -55,6 +65,15 @@ impl RemoteError {
             }
             RemoteError::Unsigned { .. } => Some(
                 "nothing was fetched; see every version's status with: git-remote-fdl verify <lake>".to_string(),
+            ),
+            RemoteError::ExcludedRef { matches: 0, .. } => Some(
+                "name a branch or tag of the lake; see them with: git ls-remote <remote>".to_string(),
+            ),
+            RemoteError::ExcludedRef { .. } => Some(
+                "name the ref in full, as refs/heads/<name> or refs/tags/<name>".to_string(),
+            ),
+            RemoteError::NothingSelected { .. } => Some(
+                "every commit the refs reach is older than --shallow-since or excluded; ask for an older date or exclude less".to_string(),
             ),
             RemoteError::CacheMismatch { cache, .. } => Some(format!(
                 "versions are never rewritten: nothing was fetched; check the lake with \

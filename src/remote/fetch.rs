@@ -211,7 +211,7 @@ impl Remote {
     }
 
     /// The version each wanted commit stands for.
-    fn wanted_versions(
+    pub(super) fn wanted_versions(
         &self,
         listing: &Listing,
         wants: &[Want],
@@ -252,13 +252,13 @@ impl Remote {
     /// Makes the objects (into the session's pack) of the versions of `order` (parents first)
     /// that `list` did not build, each checked against the commit the listing or the cache
     /// expects. Returns their commits.
-    fn build_fresh(
+    pub(super) fn build_fresh(
         &self,
         reading: &Reading,
         order: &[VersionId],
         listing: &Listing,
         mut fresh: HashMap<VersionId, Summary>,
-        known: &Vetted,
+        known: &dyn Remembered,
     ) -> Result<HashMap<VersionId, (ObjectId, BuiltVersion)>, RemoteError> {
         let mut computed: HashMap<VersionId, (ObjectId, BuiltVersion)> = HashMap::new();
         if fresh.is_empty() {
@@ -295,6 +295,24 @@ impl Remote {
             Ok(())
         })?;
         Ok(computed)
+    }
+}
+
+/// What a fetch takes from the cache for versions it does not build.
+pub(super) trait Remembered {
+    /// The commit a parent stands for.
+    fn commit(&self, v: &VersionId) -> Option<ObjectId>;
+    /// The commit `v` must map to when it is built.
+    fn expected(&self, v: &VersionId) -> Option<ObjectId>;
+}
+
+impl Remembered for Vetted<'_> {
+    fn commit(&self, v: &VersionId) -> Option<ObjectId> {
+        Known::commit(self, v)
+    }
+
+    fn expected(&self, v: &VersionId) -> Option<ObjectId> {
+        Vetted::expected(self, v)
     }
 }
 
@@ -359,7 +377,7 @@ impl<'a, F: Fn(&VersionId) -> &'a [VersionId]> ParentsFirst for Needed<'_, F> {
     }
 }
 
-fn trace_step(what: &str) {
+pub(super) fn trace_step(what: &str) {
     if crate::trace::enabled() {
         crate::trace::line(what);
     }
@@ -369,7 +387,7 @@ impl Remote {
     /// Fails unless every version in `versions` is signed by a trusted key (the verdicts were
     /// reached as the versions were read); reports the first failure (in history order) and a
     /// count.
-    fn check_signatures(
+    pub(super) fn check_signatures(
         &self,
         versions: &[VersionId],
         listing: &Listing,

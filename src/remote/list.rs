@@ -166,6 +166,7 @@ impl Remote {
         for_push: bool,
         defer_remember: bool,
     ) -> Result<Listing, RemoteError> {
+        self.note_shallow_repo(for_push);
         let packs = self.pack_list_early(for_push);
         let (listing, index) = self.listing_early(for_push, packs.as_ref());
         let ReadRefs {
@@ -176,8 +177,9 @@ impl Remote {
             refs_json_first,
         } = self.read_refs(for_push).await?;
         self.warn_if_head_dangles(&head, &refs);
-        // A push's listing writes no objects: no fetch follows it.
-        let reading = self.reading(!for_push)?;
+        // A push's listing writes no objects: no fetch follows it. A shallow fetch builds
+        // what it keeps itself.
+        let reading = self.reading(!for_push && !self.shallow_listing)?;
         // Tips known from the file of refs (a push's listing, a no-op fetch): nothing to read
         // or build, and the commits file (O(history)) is not read.
         if let Some(commits) = self.known_tips(&refs) {
@@ -224,7 +226,8 @@ impl Remote {
             head: Some(head),
             refs,
             commits,
-            whole_history: (nothing_known && !for_push).then_some(resolved.order),
+            whole_history: (nothing_known && !for_push && !self.shallow_listing)
+                .then_some(resolved.order),
             built: if for_push {
                 HashMap::new()
             } else {

@@ -7,9 +7,11 @@ mod fetch;
 mod list;
 mod listing;
 mod packed;
+mod shallow_fetch;
 mod state;
 
 pub(crate) use error::RemoteError;
 pub(crate) use fetch::Want;
 pub(crate) use listing::Listing;
+pub(crate) use shallow_fetch::ShallowAsk;
 pub(crate) use state::Remote;

@@ -146,7 +146,7 @@ impl Remote {
         let checkable = lake.can_list() || self.trust_packs;
         let readable = checkable && !lake.is_local();
         let cache = self.cache.as_ref()?;
-        if for_push || !readable || !self.packs_allowed {
+        if for_push || !readable || !self.packs_allowed || self.shallow_listing {
             return None;
         }
         let for_clone = self.knows_nothing();

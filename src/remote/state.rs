@@ -9,6 +9,7 @@ use crate::cache::{Cache, Preload};
 use crate::history::{BuiltVersion, Reading};
 use crate::lake::{Lake, VersionId};
 use crate::mapping::ObjectId;
+use crate::reading::Times;
 use crate::repo::Repo;
 use crate::session_pack::PackSink;
 use crate::signatures::Policy;
@@ -32,6 +33,10 @@ pub(crate) struct Remote {
     /// with the commits taken, where every parent of one was taken too (a closed history).
     pub(super) installed_packs: Vec<String>,
     pub(super) taken_closed: HashSet<ObjectId>,
+    /// A shallow fetch follows: the listing reads no lake's packs and writes no objects.
+    pub(super) shallow_listing: bool,
+    /// Where readings leave each version's commit time (for `--shallow-since`).
+    pub(super) times: Option<Times>,
 }
 
 /// A cache being saved on a blocking thread ([`Remote::remember_written_refs`]).
@@ -108,6 +113,30 @@ impl Remote {
         self.packs_allowed = allowed;
     }
 
+    /// Makes the next listing one for a shallow fetch: it computes commit IDs only (the fetch
+    /// builds what it keeps), and with `times` keeps each version's commit time.
+    pub(crate) fn prepare_shallow(&mut self, times: bool) {
+        self.shallow_listing = true;
+        if times && self.times.is_none() {
+            self.times = Some(Times::default());
+        }
+    }
+
+    /// A listing for a fetch into a shallow repository is one for a shallow fetch: no objects
+    /// from below its boundary.
+    pub(super) fn note_shallow_repo(&mut self, for_push: bool) {
+        let repo = self.repo.as_ref();
+        if !for_push && repo.is_some_and(|r| crate::repo::shallow::exists(r.git_dir())) {
+            self.shallow_listing = true;
+        }
+    }
+
+    /// Whether the next fetch must be a shallow one ([`Remote::fetch_shallow`]), Git having
+    /// asked for no limit: the repository is shallow.
+    pub(crate) fn fetches_shallow(&self) -> bool {
+        self.shallow_listing
+    }
+
     /// A remote with the lake's cache `opened` already, its commits file maybe being read by
     /// `preload` (the whole cache is loaded here when `None`).
     pub(crate) fn with_cache(
@@ -135,6 +164,8 @@ impl Remote {
             packs_allowed: true,
             installed_packs: Vec::new(),
             taken_closed: HashSet::new(),
+            shallow_listing: false,
+            times: None,
         };
         remote.warn_if_damaged();
         remote
@@ -183,7 +214,8 @@ impl Remote {
         let check = self.require_signatures.clone().map(Arc::new);
         Ok(Reading::new(self.lake.clone())
             .with_sink(self.sink.clone().filter(|_| into_pack))
-            .with_check(check))
+            .with_check(check)
+            .with_times(self.times.clone()))
     }
 
     /// Adds versions read to the cache, and saves it.

@@ -6,6 +6,7 @@
 
 mod command_line;
 mod scratch;
+pub(crate) mod shallow;
 mod temporary;
 pub use command_line::Bogus;
 pub(crate) use scratch::ScratchRepo;
@@ -27,6 +28,11 @@ pub enum RepoError {
     Open { path: PathBuf, message: String },
     #[error("this repository uses {0} object IDs, but lakes map to SHA-1 commits")]
     Sha256(String),
+    #[error("cannot write the shallow commits to {}: {source}", path.display())]
+    Shallow {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("cannot write fetched objects into {}: {source}", path.display())]
     Write {
         path: PathBuf,
