@@ -48,6 +48,7 @@ mod refs_json;
 mod reliability;
 mod remote_names;
 mod shallow;
+mod shallow_packed;
 mod signatures;
 mod store_check;
 mod stores;

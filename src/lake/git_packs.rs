@@ -14,6 +14,13 @@ use crate::store::{Listed, StoreError, Token, Versioned, WriteError, WriteMode};
 pub(crate) const PACKS_DIR: &str = "git-packs/";
 /// A pack's record larger than this is not read (about 300 bytes a version).
 pub(crate) const RECORD_LIMIT: u64 = 256 << 20;
+/// A claims index larger than this is not read (37 bytes a block of 256 versions: 16 MiB is
+/// over 100 million versions).
+pub(crate) const CLAIMS_INDEX_LIMIT: u64 = 16 << 20;
+/// A block of claims is 256 lines of 78 bytes.
+pub(crate) const CLAIMS_BLOCK_LIMIT: u64 = 64 << 10;
+/// Blocks of claims written at once.
+const CLAIMS_IN_FLIGHT: usize = 32;
 /// A pack larger than this is not downloaded.
 pub(crate) const PACK_LIMIT: u64 = 16 << 30;
 
@@ -137,6 +144,47 @@ impl Lake {
             Ok(_) | Err(WriteError::Conflict) => Ok(()),
             Err(e) => Err(e),
         }
+    }
+
+    /// Writes pack `name`'s claims cut in pieces (`git-packs/<name>.claims/`): the blocks
+    /// first, then the index that names them, each only if absent.
+    pub async fn write_claims(
+        &self,
+        name: &str,
+        index: Bytes,
+        blocks: Vec<Bytes>,
+    ) -> Result<(), WriteError> {
+        use futures::StreamExt;
+        checked(name).map_err(WriteError::Refused)?;
+        let create = |path: String, bytes: Bytes| async move {
+            match self.store.put(&path, bytes, &WriteMode::Create).await {
+                Ok(_) | Err(WriteError::Conflict) => Ok(()),
+                Err(e) => Err(e),
+            }
+        };
+        let writes = blocks
+            .into_iter()
+            .enumerate()
+            .map(|(n, b)| create(format!("{PACKS_DIR}{name}.claims/{n}"), b));
+        let mut writes = futures::stream::iter(writes).buffer_unordered(CLAIMS_IN_FLIGHT);
+        while let Some(done) = writes.next().await {
+            done?;
+        }
+        create(format!("{PACKS_DIR}{name}.claims/index"), index).await
+    }
+
+    /// Pack `name`'s claims index; `None` if the pack has none.
+    pub async fn claims_index(&self, name: &str) -> Result<Option<Bytes>, StoreError> {
+        checked(name)?;
+        let path = format!("{PACKS_DIR}{name}.claims/index");
+        self.store.get(&path, CLAIMS_INDEX_LIMIT).await
+    }
+
+    /// Block `n` of pack `name`'s claims; `None` if there is none.
+    pub async fn claims_block(&self, name: &str, n: usize) -> Result<Option<Bytes>, StoreError> {
+        checked(name)?;
+        let path = format!("{PACKS_DIR}{name}.claims/{n}");
+        self.store.get(&path, CLAIMS_BLOCK_LIMIT).await
     }
 
     /// Every file under `versions/` with its ETag (cloud stores; see

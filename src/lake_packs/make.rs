@@ -152,12 +152,28 @@ pub(crate) async fn pack(job: &PackJob<'_>) -> Result<PackSummary, PackError> {
     lake.write_pack(&pack_name, &pack_path, render_record(&record).into())
         .await
         .map_err(|e| write_err(format!("{pack_name}.pack"), e))?;
+    write_claims(lake, &record)
+        .await
+        .map_err(|e| write_err(format!("{pack_name}.claims/"), e))?;
     let now = publish(lake, list.map(|l| l.token), &pack_name, &merged)
         .await
         .map_err(|e| write_err("list.json".into(), e))?;
     summary.pack = Some(pack_name);
     summary.packs_now = now;
     Ok(summary)
+}
+
+/// Writes the claims of `record`'s pack cut in pieces ([`super::claims`]), for readers that
+/// need a few versions' commits.
+async fn write_claims(lake: &Lake, record: &Record) -> Result<(), WriteError> {
+    let claimed: Vec<_> = (record.versions.iter())
+        .map(|v| (v.id.clone(), v.commit))
+        .collect();
+    let Some((index, blocks)) = super::claims::render(&claimed) else {
+        return Ok(());
+    };
+    let blocks = blocks.into_iter().map(Into::into).collect();
+    lake.write_claims(&record.pack, index.into(), blocks).await
 }
 
 /// Signatures read at once at most.

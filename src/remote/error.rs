@@ -34,6 +34,15 @@ pub enum RemoteError {
         name: String,
         matches: usize,
     },
+    /// A version's files map to another commit than a pack of the lake claims for it.
+    #[error("lake '{lake}': git-packs/{pack} claims commit {claimed} for version {version}, but the version's files map to commit {computed}: the claim is refused and nothing was fetched")]
+    ClaimRefused {
+        lake: String,
+        pack: String,
+        version: VersionId,
+        claimed: ObjectId,
+        computed: ObjectId,
+    },
     /// `--shallow-since` and `--shallow-exclude` left no commit to fetch.
     #[error("lake '{lake}': no commits selected for shallow requests")]
     NothingSelected { lake: String },
@@ -72,6 +81,11 @@ impl RemoteError {
             RemoteError::ExcludedRef { .. } => Some(
                 "name the ref in full, as refs/heads/<name> or refs/tags/<name>".to_string(),
             ),
+            RemoteError::ClaimRefused { pack, .. } => Some(format!(
+                "the lake's packs are wrong: its maintainer should remove git-packs/{pack}.* from \
+                 git-packs/list.json and run 'git-remote-fdl pack' again; meanwhile fetch without \
+                 them: git -c fdl.usePacks=false ..."
+            )),
             RemoteError::NothingSelected { .. } => Some(
                 "every commit the refs reach is older than --shallow-since or excluded; ask for an older date or exclude less".to_string(),
             ),

@@ -279,6 +279,12 @@ impl Remote {
         packs: Option<PacksUnderWay>,
     ) -> Result<(history::Resolved, Vec<(VersionId, ObjectId)>, bool), RemoteError> {
         self.load_cache().await;
+        if self.shallow_listing {
+            if let Some(resolved) = self.resolve_by_claims(reading, tips, progress).await? {
+                let nothing_known = self.cache.as_ref().is_none_or(|c| c.commits().is_empty());
+                return Ok((resolved, Vec::new(), nothing_known));
+            }
+        }
         let mut listing = listing;
         if let Some(packs) = packs {
             self.use_packs(packs, &mut listing, tips, progress).await;
@@ -348,7 +354,8 @@ impl Remote {
     ) -> Option<history::ListingUnderWay> {
         let lake = &self.lake;
         let knows_nothing = self.knows_nothing();
-        if for_push || !knows_nothing || !lake.can_list() || lake.is_local() {
+        if for_push || !knows_nothing || !lake.can_list() || lake.is_local() || self.shallow_listing
+        {
             return None;
         }
         let newest = self.lake.newest_in_refs_json()?;

@@ -2,10 +2,12 @@
 //! reader, the mapping, the cache and the local repository. One file per concern: errors,
 //! the remote opened (cache, pack, warnings), the listing, `list` and `fetch`.
 
+mod claims_listing;
 mod error;
 mod fetch;
 mod list;
 mod listing;
+mod pack_claims;
 mod packed;
 mod shallow_fetch;
 mod state;

@@ -9,8 +9,9 @@ use std::collections::{HashMap, HashSet};
 use super::error::RemoteError;
 use super::fetch::{trace_step, FetchOutcome, Remembered, Want};
 use super::listing::Listing;
+use super::pack_claims::PackClaims;
 use super::state::Remote;
-use crate::history::{self, BuiltVersion, Reading};
+use crate::history::{self, BuiltVersion, Reading, Summary};
 use crate::lake::VersionId;
 use crate::mapping::ObjectId;
 use crate::progress::Progress;
@@ -36,9 +37,11 @@ pub(crate) enum ShallowAsk {
     },
 }
 
-/// Reads of versions whose parents or time no one knew, for at most this many rounds: each
-/// round reads every such version the walk meets at once.
-const FILL_ROUNDS: usize = 64;
+/// Rounds of reads of the versions whose parents or time no one knew, each reading every such
+/// version the plan meets at once (a generation, down a line of history); after these, the
+/// rest of what is unknown is read at once, as a full clone reads it (a deep `--deepen`, an
+/// `--unshallow`).
+const GENERATION_ROUNDS: usize = 3;
 
 /// The lake's graph as the session knows it: what the listing built, what the cache
 /// remembers, what was read for the plan, and each version's time where needed.
@@ -50,6 +53,14 @@ struct SessionGraph<'a> {
     cached: &'a HashMap<VersionId, Vec<VersionId>>,
     read: HashMap<VersionId, Box<[VersionId]>>,
     times: HashMap<VersionId, i64>,
+    need_times: bool,
+}
+
+impl SessionGraph<'_> {
+    /// Whether `v`'s time is known, or not needed.
+    fn times_known(&self, v: &VersionId) -> bool {
+        !self.need_times || self.times.contains_key(v)
+    }
 }
 
 impl Graph<VersionId> for SessionGraph<'_> {
@@ -69,17 +80,19 @@ impl Graph<VersionId> for SessionGraph<'_> {
     }
 }
 
-/// Commits the cache remembers, taken as they are for parents below the shallow boundary
-/// (no repository holds them to check against: Git takes its server's word there too), and
-/// checked as every fetch checks them for a version built.
+/// Commits the cache remembers or the lake's packs claim, taken as they are for parents below
+/// the shallow boundary (no repository holds them to check against: Git takes its server's
+/// word there too), and checked as every fetch checks them for a version built.
 struct BelowBoundary<'a> {
     entries: &'a HashMap<VersionId, ObjectId>,
+    claims: Option<&'a PackClaims>,
     vetted: &'a Vetted<'a>,
 }
 
 impl Remembered for BelowBoundary<'_> {
     fn commit(&self, v: &VersionId) -> Option<ObjectId> {
-        self.entries.get(v).copied()
+        let claimed = || self.claims.and_then(|c| c.commit(v));
+        self.entries.get(v).copied().or_else(claimed)
     }
 
     fn expected(&self, v: &VersionId) -> Option<ObjectId> {
@@ -108,6 +121,7 @@ impl Remote {
         trace_step(&format!("fetch: {} versions need objects", order.len()));
         let reading = self.reading(true)?;
         let fresh = history::read_versions(&reading, order.clone(), progress).await?;
+        self.claim_parents(listing, &fresh).await;
         let repo = self.repo.as_ref().expect("checked above");
         let no_parents = HashMap::new();
         let entries = self.cache_commits();
@@ -117,9 +131,11 @@ impl Remote {
             let vetted = Vetted::new(entries, parents, objects.as_ref());
             let remembered = BelowBoundary {
                 entries,
+                claims: self.pack_claims.as_ref(),
                 vetted: &vetted,
             };
-            self.build_fresh(&reading, &order, listing, fresh, &remembered)?
+            let built = self.build_fresh(&reading, &order, listing, fresh, &remembered);
+            built.map_err(|e| self.claim_refused(listing, e))?
         };
         drop(objects);
         drop(reading);
@@ -153,6 +169,57 @@ impl Remote {
             self_contained: false,
             lock: None,
         })
+    }
+
+    /// Looks up what the packs claim for the parents of the versions `fresh` that nothing
+    /// else names.
+    async fn claim_parents(&mut self, listing: &Listing, fresh: &HashMap<VersionId, Summary>) {
+        let entries = self.cache_commits();
+        let named = |p: &VersionId| {
+            fresh.contains_key(p) || listing.commits.contains_key(p) || entries.contains_key(p)
+        };
+        let parents: Vec<VersionId> = (fresh.values())
+            .flat_map(|s| s.parents.iter())
+            .filter(|p| !named(p))
+            .cloned()
+            .collect();
+        let lake = self.lake.clone();
+        let Some(claims) = self.pack_claims.as_mut().filter(|_| !parents.is_empty()) else {
+            return;
+        };
+        for note in claims.look_up(&lake, parents.iter()).await {
+            self.lake_warn(note);
+        }
+    }
+
+    /// A version whose files map to another commit than its pack claims: the claim is
+    /// refused, naming the pack.
+    fn claim_refused(&self, listing: &Listing, e: RemoteError) -> RemoteError {
+        let RemoteError::CacheMismatch {
+            version,
+            computed,
+            cached,
+            ..
+        } = &e
+        else {
+            return e;
+        };
+        let claims = self.pack_claims.as_ref();
+        let claimed = claims.and_then(|c| Some((c.pack_of(version)?, c.commit(version)?)));
+        match claimed {
+            Some((pack, claimed))
+                if claimed == *cached && listing.commits.get(version) == Some(cached) =>
+            {
+                RemoteError::ClaimRefused {
+                    lake: self.lake.name(),
+                    pack: pack.to_string(),
+                    version: version.clone(),
+                    claimed,
+                    computed: *computed,
+                }
+            }
+            _ => e,
+        }
     }
 
     /// The cache's commits, as remembered.
@@ -196,6 +263,7 @@ impl Remote {
             cached: self.cache.as_ref().map_or(&no_parents, |c| c.parents()),
             read: HashMap::new(),
             times: HashMap::new(),
+            need_times: matches!(limit, Limit::Selected { since: Some(_), .. }),
         };
         if matches!(limit, Limit::Selected { since: Some(_), .. }) {
             graph.times = self.known_times(repo, listing, entries);
@@ -209,11 +277,13 @@ impl Remote {
                         lake: self.lake.name(),
                     })
                 }
-                Err(PlanError::Unknown(v)) if rounds < FILL_ROUNDS => {
+                Err(PlanError::Unknown(v)) if rounds <= GENERATION_ROUNDS => {
                     rounds += 1;
                     let since = matches!(limit, Limit::Selected { since: Some(_), .. });
                     let unknown = unknown_below(&graph, &tips, &old, &v, since);
-                    self.read_for_plan(&mut graph, unknown, progress).await?;
+                    let whole = rounds > GENERATION_ROUNDS;
+                    self.read_for_plan(&mut graph, unknown, whole, progress)
+                        .await?;
                 }
                 Err(PlanError::Unknown(v)) => {
                     return Err(RemoteError::Lake(crate::lake::LakeError::MissingVersion {
@@ -303,20 +373,48 @@ impl Remote {
     }
 
     /// Reads `unknown` all at once, for their parents and times.
+    /// Reads `unknown` (with `whole`, and everything below them no one knows) all at once,
+    /// for their parents and times.
     async fn read_for_plan(
         &self,
         graph: &mut SessionGraph<'_>,
         unknown: Vec<VersionId>,
+        whole: bool,
         progress: &dyn Progress,
     ) -> Result<(), RemoteError> {
         let times = self.times.clone().unwrap_or_default();
         let reading = Reading::new(self.lake.clone()).with_times(Some(times.clone()));
-        let read = history::read_versions(&reading, unknown, progress).await?;
-        for (v, summary) in read {
+        let mut parents: Vec<(VersionId, Box<[VersionId]>)> = Vec::new();
+        if whole {
+            let starts: Vec<(VersionId, String)> = (unknown.iter())
+                .map(|v| (v.clone(), "the shallow boundary".to_string()))
+                .collect();
+            let known = |v: &VersionId| graph.parents(v).filter(|_| graph.times_known(v));
+            let walk = history::Walk {
+                reading: &reading,
+                stop: &|_| false,
+                walked: &known,
+                newest_known: None,
+                progress,
+            };
+            let mut read = walk.read(&starts).await?;
+            let ids: Vec<VersionId> = read.data.iter().map(|(v, _)| v.clone()).collect();
+            for v in ids {
+                match read.data.remove(&v) {
+                    Some(Ok(s)) => parents.push((v, s.parents)),
+                    Some(Err(e)) => return Err(e.into()),
+                    None => {}
+                }
+            }
+        } else {
+            let read = history::read_versions(&reading, unknown, progress).await?;
+            parents.extend(read.into_iter().map(|(v, s)| (v, s.parents)));
+        }
+        for (v, p) in parents {
             if let Some(t) = times.get(&v) {
                 graph.times.insert(v.clone(), t as i64);
             }
-            graph.read.insert(v, summary.parents.clone());
+            graph.read.insert(v, p);
         }
         Ok(())
     }

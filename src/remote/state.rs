@@ -37,6 +37,8 @@ pub(crate) struct Remote {
     pub(super) shallow_listing: bool,
     /// Where readings leave each version's commit time (for `--shallow-since`).
     pub(super) times: Option<Times>,
+    /// What the lake's packs claimed for a shallow fetch's listing, for its boundary.
+    pub(super) pack_claims: Option<super::pack_claims::PackClaims>,
 }
 
 /// A cache being saved on a blocking thread ([`Remote::remember_written_refs`]).
@@ -166,6 +168,7 @@ impl Remote {
             taken_closed: HashSet::new(),
             shallow_listing: false,
             times: None,
+            pack_claims: None,
         };
         remote.warn_if_damaged();
         remote

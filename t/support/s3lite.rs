@@ -50,6 +50,8 @@ pub struct Counts {
     pub conflicts: u64,
     /// PUTs with `If-Match` seen in [`Conditions::SometimesConflicts`] mode.
     pub if_match_puts: u64,
+    /// Bytes of answers' bodies sent.
+    pub body_bytes: u64,
 }
 
 #[derive(Default)]
@@ -367,6 +369,9 @@ fn serve(stream: TcpStream, state: &State) -> std::io::Result<()> {
         {
             let mut c = state.counts.lock().unwrap();
             c.requests += 1;
+            if req.method != "HEAD" {
+                c.body_bytes += body.len() as u64;
+            }
             c.max_in_flight = c.max_in_flight.max(now);
             c.busy += start.elapsed();
             c.throttled += u64::from(throttled);
