@@ -34,6 +34,8 @@ export FDL_BENCH_LATENCY ?= 2000x0,2000x20,2000x50,10000x0,10000x20,10000x50
 export FDL_BENCH_LARGE   ?= 100000x30
 # Issue 22: clones of a lake without and with its own packs (git-remote-fdl pack).
 export FDL_BENCH_PACKED  ?= 2000x0,2000x30,10000x0,10000x30,100000x0,100000x30
+# Issue 48: a CI job's depth-1 clone of one tag of a packed lake, beside its full clone.
+export FDL_BENCH_SHALLOW ?= 100000x30
 # ...and a packed clone beside awslabs' git-remote-s3 (from PyPI) on the same server.
 export FDL_BENCH_PEER_DELAYS ?= 0,30
 export FDL_BENCH_PEER := $(abspath $(VENV)/bin)

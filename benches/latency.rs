@@ -11,7 +11,8 @@
 //! (issue 22: `2000x0,2000x30,10000x0,10000x30,100000x0,100000x30`) a cold clone of the same
 //! lake without and with its own packs (`git-remote-fdl pack`), and a fetch of 20 versions
 //! made after packing; `FDL_BENCH_PEER_DELAYS=0,30` the same packed clone beside awslabs'
-//! git-remote-s3 (`FDL_BENCH_PEER`: the folder holding it).
+//! git-remote-s3 (`FDL_BENCH_PEER`: the folder holding it); `FDL_BENCH_SHALLOW` (issue 48:
+//! `100000x30`) a depth-1 clone of a tag of a packed lake beside its full clone.
 
 // The shared test support is one crate's private modules, `pub` to one another.
 #![allow(unreachable_pub)]
@@ -455,6 +456,67 @@ impl Goal {
     }
 }
 
+/// Issue 48's CI clone: `git clone --depth 1 --branch v1` of a packed lake of `versions` with
+/// two refs (`main` at the newest, `v1` in the middle), beside the full clone of the same
+/// packed lake. Notes the bytes the store sent and the size of `.git/objects`.
+fn measure_shallow(
+    server: &S3Lite,
+    versions: u64,
+    delay_ms: u64,
+    rows: &mut Vec<Row>,
+    notes: &mut Vec<String>,
+) {
+    let bucket = format!("shallow-{versions}-{delay_ms}");
+    let mut l = LakeBuilder::new();
+    l.chain(1, versions);
+    l.branch("main", versions).tag("v1", versions / 2);
+    l.refs_json();
+    server.put_files(&bucket, "lake/", &l.files);
+    let t = server.test_env();
+    let url = &format!("fdl::s3://{bucket}/lake/");
+    server.set_delay(Duration::ZERO);
+    support::run::pack(&t, url);
+    server.set_delay(Duration::from_millis(delay_ms));
+    let full = run(
+        server,
+        &t,
+        ".",
+        &[&["clone", "-q", "--bare", url, "full.git"]],
+    );
+    let (full_wall, full_requests, full_bytes) = (full.0, full.1.requests, full.1.body_bytes);
+    rows.push(Row::new(
+        versions,
+        delay_ms,
+        "clone of 2 refs, packed",
+        full,
+        Goal::None,
+    ));
+    let args = [
+        "clone", "-q", "--bare", "--depth", "1", "--branch", "v1", url, "tip.git",
+    ];
+    let tip = run(server, &t, ".", &[&args]);
+    let (requests, bytes) = (tip.1.requests, tip.1.body_bytes);
+    let objects = size_of(&t.path("tip.git").join("objects"));
+    let ok = requests <= 40 && bytes <= 1 << 20 && tip.0 <= 1.0 && objects <= 64 << 10;
+    notes.push(format!(
+        "{versions} versions at {delay_ms} ms: depth-1 clone of a tag {:.2} s, {requests} requests, {:.1} KiB read, .git/objects {:.1} KiB (goal <= 1.0 s, 40 requests, 1 MiB, 64 KiB: {}); the full packed clone {:.2} s, {} requests, {:.1} MiB read",
+        tip.0,
+        bytes as f64 / 1024.0,
+        objects as f64 / 1024.0,
+        if ok { "met" } else { "NOT MET" },
+        full_wall,
+        full_requests,
+        full_bytes as f64 / 1048576.0,
+    ));
+    rows.push(Row::new(
+        versions,
+        delay_ms,
+        "depth-1 clone of a tag",
+        tip,
+        Goal::Seconds(1.0),
+    ));
+}
+
 /// `<versions>x<ms>,...` as pairs (an empty list: none).
 fn main() {
     let runs = std::env::var("FDL_BENCH_LATENCY").unwrap_or_else(|_| "2000x0,2000x20".into());
@@ -472,6 +534,10 @@ fn main() {
     for (v, d) in pairs(&std::env::var("FDL_BENCH_PACKED").unwrap_or_default()) {
         eprintln!("measuring a packed lake: {v} versions at {d} ms a request...");
         measure_packed(&server, v, d, &mut rows, &mut notes);
+    }
+    for (v, d) in pairs(&std::env::var("FDL_BENCH_SHALLOW").unwrap_or_default()) {
+        eprintln!("measuring a shallow clone of a packed lake: {v} versions at {d} ms...");
+        measure_shallow(&server, v, d, &mut rows, &mut notes);
     }
     let peer = std::env::var("FDL_BENCH_PEER_DELAYS").unwrap_or_default();
     for d in peer.split(',').filter(|r| !r.is_empty()) {
