@@ -144,6 +144,13 @@ fn shallow_clones_and_fetches_match_git_on_s3() {
 }
 
 #[test]
+fn shallow_clones_and_fetches_match_git_on_gcs_azure_and_seaweedfs() {
+    for place in [Where::Gcs, Where::Azure, Where::SeaweedFs] {
+        every_case(place);
+    }
+}
+
+#[test]
 fn shallow_clones_and_fetches_match_git_over_plain_http() {
     let t = TestEnv::new();
     merged_lake().write_dir(&t.path("lake"));
