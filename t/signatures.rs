@@ -490,3 +490,23 @@ fn verify_on_an_unsigned_lake_says_that_nothing_is_signed() {
     let out = t.command(helper, ".", &["verify", &url]).output().unwrap();
     assert!(!String::from_utf8_lossy(&out.stderr).contains("no version of this lake is signed"));
 }
+
+#[test]
+fn a_shallow_fetch_checks_every_version_it_keeps_and_only_those() {
+    let t = TestEnv::new();
+    let k = keys(&t);
+    let url = signed_lake(&t, &k);
+    std::fs::remove_file(sig_path(&t, 3)).unwrap();
+    strict_repo(&t, &url);
+    // Versions 6 and 5 are kept, both signed; version 3, unsigned, lies below the boundary.
+    t.ok("work", &["fetch", "-q", "--depth", "2", "origin", "main"]);
+    assert_eq!(t.ok("work", &["rev-list", "--count", "FETCH_HEAD"]), "2\n");
+    let shallow = std::fs::read_to_string(t.path("work/.git/shallow")).unwrap();
+    let err = t.fails("work", &["fetch", "-q", "--deepen", "2", "origin", "main"]);
+    assert!(
+        err.contains(&format!("version {} is not signed by a trusted key", vid(3))),
+        "{err}"
+    );
+    let after = std::fs::read_to_string(t.path("work/.git/shallow")).unwrap();
+    assert_eq!(after, shallow, "nothing changed");
+}
