@@ -6,7 +6,9 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Condvar, Mutex, Once, OnceLock};
+use std::sync::{Once, OnceLock};
+
+use parking_lot::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
@@ -38,7 +40,7 @@ pub(crate) struct AbortOnSignal(watch::Receiver<bool>);
 
 pub(crate) fn abort_on_signal() -> AbortOnSignal {
     LISTENING.call_once(listen);
-    *UPLOADS.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+    *UPLOADS.lock() += 1;
     AbortOnSignal(signalled().subscribe())
 }
 
@@ -51,7 +53,7 @@ impl AbortOnSignal {
 
 impl Drop for AbortOnSignal {
     fn drop(&mut self) {
-        *UPLOADS.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
+        *UPLOADS.lock() -= 1;
         UPLOADS_ENDED.notify_all();
     }
 }
@@ -71,16 +73,13 @@ pub(crate) fn wait_for_the_signal_to_end_the_process() {
 fn abort_uploads() {
     signalled().send_replace(true);
     let until = Instant::now() + ABORT_GRACE;
-    let mut under_way = UPLOADS.lock().unwrap_or_else(|p| p.into_inner());
+    let mut under_way = UPLOADS.lock();
     while *under_way > 0 {
         let left = until.saturating_duration_since(Instant::now());
         if left.is_zero() {
             return;
         }
-        under_way = match UPLOADS_ENDED.wait_timeout(under_way, left) {
-            Ok((guard, _)) => guard,
-            Err(p) => p.into_inner().0,
-        };
+        UPLOADS_ENDED.wait_for(&mut under_way, left);
     }
 }
 
@@ -88,16 +87,12 @@ fn abort_uploads() {
 /// before [`forget`] is called for it.
 pub(crate) fn remove_on_signal(path: &Path) {
     LISTENING.call_once(listen);
-    if let Ok(mut files) = FILES.lock() {
-        files.push(path.to_path_buf());
-    }
+    FILES.lock().push(path.to_path_buf());
 }
 
 /// `path` was renamed into place or removed: a signal no longer concerns it.
 pub(crate) fn forget(path: &Path) {
-    if let Ok(mut files) = FILES.lock() {
-        files.retain(|f| f != path);
-    }
+    FILES.lock().retain(|f| f != path);
 }
 
 /// Catches SIGINT, SIGTERM and SIGHUP from now on (the handlers are in place when this
@@ -181,10 +176,7 @@ fn wait_for_signal(ready: &std::sync::mpsc::Sender<()>) -> i32 {
 }
 
 fn remove_all() {
-    let files = match FILES.lock() {
-        Ok(files) => files.clone(),
-        Err(poisoned) => poisoned.into_inner().clone(),
-    };
+    let files = FILES.lock().clone();
     for f in files {
         // A folder (the packer's temporary clone) goes whole; a file alone.
         match std::fs::symlink_metadata(&f).map(|m| m.is_dir()) {

@@ -1,8 +1,8 @@
 //! Progress reporting as Git shows it (`Reading versions:  40% (400/1000)`), behind a trait so
 //! the library never writes to the terminal itself.
 
+use parking_lot::Mutex;
 use std::io::Write;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Receives progress; implementations decide whether and how to show it.
@@ -51,7 +51,7 @@ impl Progress for Stderr {
         if done == 0 {
             return;
         }
-        let mut last = self.last.lock().expect("progress lock");
+        let mut last = self.last.lock();
         let pct = total.filter(|t| *t > 0).map(|t| done.min(t) * 100 / t);
         let due = last
             .0
@@ -72,6 +72,6 @@ impl Progress for Stderr {
             "{}, done.",
             format_line(label, done, total)
         );
-        *self.last.lock().expect("progress lock") = (None, None);
+        *self.last.lock() = (None, None);
     }
 }

@@ -37,17 +37,17 @@ pub(crate) struct Reading {
 
 /// Versions' commit times, shared by the readings of one session.
 #[derive(Clone, Default)]
-pub(crate) struct Times(Arc<std::sync::Mutex<HashMap<VersionId, u64>>>);
+pub(crate) struct Times(Arc<parking_lot::Mutex<HashMap<VersionId, u64>>>);
 
 impl Times {
     fn insert(&self, id: &VersionId, time: u64) {
-        let mut times = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut times = self.0.lock();
         times.insert(id.clone(), time);
     }
 
     /// The time of `id`, if a reading saw it.
     pub(crate) fn get(&self, id: &VersionId) -> Option<u64> {
-        let times = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let times = self.0.lock();
         times.get(id).copied()
     }
 }

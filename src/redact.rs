@@ -2,7 +2,7 @@
 //! URLs (user info, query strings) and values registered as secrets are replaced, and control
 //! characters are escaped, before any message, warning, table or trace line reaches the terminal.
 
-use std::sync::Mutex;
+use parking_lot::Mutex;
 
 /// What stands where a secret was.
 const REDACTED: &str = "<redacted>";
@@ -24,7 +24,7 @@ pub fn register_secret(value: &str) {
     if trivial {
         return;
     }
-    let mut secrets = SECRETS.lock().unwrap_or_else(|e| e.into_inner());
+    let mut secrets = SECRETS.lock();
     if !secrets.iter().any(|s| s == v) {
         secrets.push(v.to_string());
         // Longest first, so a secret that contains another is replaced whole.
@@ -214,7 +214,7 @@ fn is_format_char(c: char) -> bool {
 }
 
 fn replace_secrets(text: &str) -> String {
-    let secrets = SECRETS.lock().unwrap_or_else(|e| e.into_inner());
+    let secrets = SECRETS.lock();
     let mut out = text.to_string();
     for s in secrets.iter() {
         if out.contains(s.as_str()) {

@@ -2,9 +2,9 @@
 //! commit's text, waiting for its parents' commits) are appended to and read back from, so
 //! that what the helper holds per version stays small whatever a lake's files hold.
 
+use parking_lot::Mutex;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
-use std::sync::Mutex;
 
 /// Where a piece was put.
 #[derive(Debug, Clone, Copy)]
@@ -35,7 +35,7 @@ struct Open {
 impl Spill {
     /// Appends `bytes`; `None` if no temporary file can be written (then keep them in memory).
     pub(crate) fn put(&self, bytes: &[u8]) -> Option<Spilled> {
-        let mut guard = self.file.lock().expect("spill lock");
+        let mut guard = self.file.lock();
         if guard.is_none() {
             // Unnamed in the temporary folder (`TMPDIR`): nothing to remove, whatever ends the process.
             *guard = Some(Open {
@@ -64,7 +64,7 @@ impl Spill {
 
     /// Reads a piece back.
     pub(crate) fn get(&self, at: Spilled) -> std::io::Result<Vec<u8>> {
-        let mut guard = self.file.lock().expect("spill lock");
+        let mut guard = self.file.lock();
         let open = guard
             .as_mut()
             .ok_or_else(|| std::io::Error::other("nothing was spilled"))?;

@@ -155,6 +155,28 @@ fn git_is_run_only_through_the_git_module() {
     );
 }
 
+/// Issue 49, item 3: locks a panicking holder cannot poison (parking_lot's), so that no code
+/// decides what a poisoned lock means with an `expect`.
+#[test]
+fn every_lock_is_one_a_panic_cannot_poison() {
+    let mut found = Vec::new();
+    for (rel, text) in checked_files() {
+        for (n, line) in text.lines().enumerate() {
+            let std_lock = ["std::sync::Mutex", "std::sync::RwLock", "sync::{"]
+                .iter()
+                .any(|p| line.contains(p) && (line.contains("Mutex") || line.contains("RwLock")));
+            if std_lock || line.contains(".lock().expect(") || line.contains(".lock().unwrap") {
+                found.push(format!("src/{rel}:{}", n + 1));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "use parking_lot's locks:\n{}",
+        found.join("\n")
+    );
+}
+
 #[test]
 fn every_library_module_is_in_the_layer_table() {
     let table = layer_table();

@@ -5,7 +5,9 @@
 use std::collections::VecDeque;
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, MutexGuard};
 use std::task::{Poll, Waker};
 use std::time::Duration;
 
@@ -46,7 +48,7 @@ struct Queue<I> {
 
 fn lock<I>(queue: &Mutex<Queue<I>>) -> MutexGuard<'_, Queue<I>> {
     // A task that panicked holding it left the queue whole: a push or pop does not unwind.
-    queue.lock().unwrap_or_else(|e| e.into_inner())
+    queue.lock()
 }
 
 impl<I: Send + 'static, T: Send + 'static> ReadPool<I, T> {

@@ -81,12 +81,7 @@ fn checked(name: &str) -> Result<(), StoreError> {
 impl Lake {
     /// `git-packs/list.json` with its token; `None` if there is none.
     pub async fn pack_list(&self) -> Result<Option<Versioned>, StoreError> {
-        let ahead = self
-            .read_ahead
-            .lock()
-            .expect("read-ahead lock")
-            .pack_list
-            .take();
+        let ahead = self.read_ahead.lock().pack_list.take();
         match ahead {
             Some(read) => read,
             None => super::handle::read_pack_list(&self.store).await,

@@ -1,7 +1,9 @@
 //! Opening a lake: `fdl.json` checked, `HEAD`, `refs.json` and the ref listing read beside it
 //! (each handed out once), and what every reader of the lake shares (name, warnings).
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use bytes::Bytes;
 
@@ -191,12 +193,12 @@ impl Lake {
 
     /// A warning for the caller to show; every layer above the lake gathers its own here.
     pub(crate) fn warn(&self, msg: String) {
-        self.warnings.lock().expect("warnings lock").push(msg);
+        self.warnings.lock().push(msg);
     }
 
     /// Warnings gathered so far, with what the store repaired, for the caller to show.
     pub fn take_warnings(&self) -> Vec<String> {
-        let mut out = std::mem::take(&mut *self.warnings.lock().expect("warnings lock"));
+        let mut out = std::mem::take(&mut *self.warnings.lock());
         let name = self.name();
         out.extend(
             self.store

@@ -72,7 +72,7 @@ type RefRead = Option<(String, VersionId, Token)>;
 impl Lake {
     /// The branch `HEAD` names. A lake without `HEAD` is read as if it said `refs/heads/main`.
     pub async fn head(&self) -> Result<String, LakeError> {
-        let ahead = self.read_ahead.lock().expect("read-ahead lock").head.take();
+        let ahead = self.read_ahead.lock().head.take();
         let raw = match ahead {
             Some(r) => r,
             None => self.store.get("HEAD", SMALL_FILE_LIMIT).await,
@@ -243,11 +243,7 @@ impl Lake {
             other => return other,
         };
         // Once a session: refs.json's retries list the refs again.
-        let first = self
-            .broken
-            .lock()
-            .expect("broken lock")
-            .insert(name.clone());
+        let first = self.broken.lock().insert(name.clone());
         if first {
             self.warn(format!(
                 "lake '{}': ignoring broken ref {}: {why}",
@@ -260,7 +256,7 @@ impl Lake {
 
     /// The ref files passed over so far because they hold no version, sorted.
     pub fn broken_refs(&self) -> Vec<String> {
-        let broken = self.broken.lock().expect("broken lock");
+        let broken = self.broken.lock();
         broken.iter().cloned().collect()
     }
 
@@ -287,12 +283,7 @@ impl Lake {
         &self,
         known: &HashMap<String, (String, VersionId)>,
     ) -> Result<(Vec<String>, HashMap<String, String>), LakeError> {
-        let ahead = self
-            .read_ahead
-            .lock()
-            .expect("read-ahead lock")
-            .ref_listing
-            .take();
+        let ahead = self.read_ahead.lock().ref_listing.take();
         let listed = match ahead {
             Some(listed) => listed?,
             // One walk of a folder is cheap, and sees a symlinked refs/heads or refs/tags as an
@@ -387,14 +378,14 @@ impl Lake {
     /// Whether the refs were listed beside `fdl.json` ([`Lake::open_listing`]) and not handed
     /// out yet.
     pub fn has_ref_listing_ahead(&self) -> bool {
-        let ahead = self.read_ahead.lock().expect("read-ahead lock");
+        let ahead = self.read_ahead.lock();
         ahead.ref_listing.is_some()
     }
 
     /// The newest version `refs.json` (as read with `fdl.json`) names: a guess at the newest
     /// tip before the ref files are read, for splitting a listing of `versions/`.
     pub fn newest_in_refs_json(&self) -> Option<VersionId> {
-        let ahead = self.read_ahead.lock().expect("read-ahead lock");
+        let ahead = self.read_ahead.lock();
         let Some(Ok(Some(raw))) = &ahead.refs_json else {
             return None;
         };
@@ -408,7 +399,7 @@ impl Lake {
     /// of each ref is kept, for the listing's ETags to prove. A store that cannot list keeps
     /// it: there it is where the refs are read from.
     pub fn forget_read_ahead(&self) {
-        let mut ahead = self.read_ahead.lock().expect("read-ahead lock");
+        let mut ahead = self.read_ahead.lock();
         let claims = claims_of(&ahead.refs_json);
         ahead.claims = Some(claims);
         if self.store.can_list() {
@@ -420,7 +411,7 @@ impl Lake {
     /// read then, or is unreadable). A claim is never taken for a ref: only a listed ETag that
     /// is the MD5 of exactly that ref file's content makes it one.
     fn refs_json_claims(&self) -> HashMap<String, VersionId> {
-        let ahead = self.read_ahead.lock().expect("read-ahead lock");
+        let ahead = self.read_ahead.lock();
         match &ahead.claims {
             Some(claims) => claims.clone(),
             None => claims_of(&ahead.refs_json),
@@ -429,12 +420,7 @@ impl Lake {
 
     /// `refs.json` as read with `fdl.json` the first time, from the store afterwards.
     async fn refs_json_raw(&self) -> Result<Option<Versioned>, StoreError> {
-        let ahead = self
-            .read_ahead
-            .lock()
-            .expect("read-ahead lock")
-            .refs_json
-            .take();
+        let ahead = self.read_ahead.lock().refs_json.take();
         match ahead {
             Some(r) => r,
             None => self.store.get_versioned("refs.json", REFS_JSON_LIMIT).await,

@@ -10,7 +10,9 @@ use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use super::fetch::Want;
 use super::state::Remote;
@@ -65,7 +67,7 @@ pub(super) struct EarlyTags {
 impl EarlyTags {
     pub(super) fn keep(&self, parts: &[Listed]) {
         if self.wanted.load(Ordering::Acquire) {
-            *self.found.lock().expect("tags lock") = Some(listed_files(parts));
+            *self.found.lock() = Some(listed_files(parts));
         }
     }
 }
@@ -117,7 +119,7 @@ impl Remote {
             let mut ids = Vec::new();
             for (name, record) in records {
                 let Ok(record) = record else { continue };
-                read.0.lock().expect("records lock").push(name);
+                read.0.lock().push(name);
                 ids.extend(record.versions.into_iter().map(|v| v.id));
             }
             ids.sort();
@@ -130,7 +132,7 @@ impl Remote {
     /// Remembers the records read as the lake's index ([`Remote::versions_of_records`]) once
     /// the walk that used them is done, so that no later fetch reads them again.
     pub(super) fn remember_index(&self, index: IndexRecords) {
-        let names = std::mem::take(&mut *index.0.lock().expect("records lock"));
+        let names = std::mem::take(&mut *index.0.lock());
         if let (Some(cache), false) = (&self.cache, names.is_empty()) {
             cache.weigh_packs(names);
         }
@@ -259,7 +261,7 @@ impl Remote {
             let mut under_way = listing.take()?;
             let done = (&mut under_way.0).await.ok()?;
             *listing = Some(ListingUnderWay(tokio::spawn(async move { done })));
-            tags.found.lock().expect("tags lock").take()
+            tags.found.lock().take()
         };
         let trust = match self.lake.can_list() {
             true => Trust::Listed(Box::pin(listed)),

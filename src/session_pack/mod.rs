@@ -3,10 +3,10 @@
 //! repository's `objects/pack/` (`install.rs`). The helper keeps each object's ID and offset,
 //! not its bytes.
 
+use parking_lot::Mutex;
 use std::fs::File;
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 use flate2::{Compress, FlushCompress, Status};
 use sha1::{Digest, Sha1};
@@ -290,11 +290,7 @@ impl PackSink {
     }
 
     fn with<T>(&self, f: impl FnOnce(&mut PackWriter) -> T) -> Option<T> {
-        self.writer
-            .lock()
-            .expect("pack writer lock")
-            .as_mut()
-            .map(f)
+        self.writer.lock().as_mut().map(f)
     }
 
     /// Adds an object (once). Small objects are compressed on the caller's thread first.
@@ -328,7 +324,7 @@ impl PackSink {
 
     /// The writer, to be finished; objects added afterwards are dropped.
     pub(crate) fn take(&self) -> Option<PackWriter> {
-        self.writer.lock().expect("pack writer lock").take()
+        self.writer.lock().take()
     }
 }
 

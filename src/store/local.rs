@@ -5,7 +5,9 @@ use std::collections::HashSet;
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use super::error::StoreError;
 
@@ -62,7 +64,7 @@ impl LocalDir {
         for (i, part) in parts.iter().enumerate() {
             path.push(part);
             let is_last = i + 1 == parts.len();
-            if !is_last && self.checked.lock().expect("lock").contains(&path) {
+            if !is_last && self.checked.lock().contains(&path) {
                 continue;
             }
             match std::fs::symlink_metadata(&path) {
@@ -76,7 +78,7 @@ impl LocalDir {
                     });
                 }
                 Ok(m) if m.is_dir() && !is_last => {
-                    self.checked.lock().expect("lock").insert(path.clone());
+                    self.checked.lock().insert(path.clone());
                 }
                 Ok(_) => {}
                 Err(e) if is_absent(&e) => return Ok(None),
@@ -155,7 +157,7 @@ impl LocalDir {
 
     /// Notes gathered by writes so far.
     pub(crate) fn take_notes(&self) -> Vec<String> {
-        std::mem::take(&mut *self.notes.lock().expect("notes lock"))
+        std::mem::take(&mut *self.notes.lock())
     }
 
     /// The file's content with its version token ([`file_token`]).

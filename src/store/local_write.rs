@@ -229,7 +229,7 @@ impl LocalDir {
 
     fn note(&self, note: Option<String>) {
         if let Some(n) = note {
-            self.notes.lock().expect("notes lock").push(n);
+            self.notes.lock().push(n);
         }
     }
 

@@ -6,7 +6,9 @@
 //! more in flight than the open files this process may have leave room for.
 
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -73,14 +75,14 @@ impl Gate {
     /// How many requests may be in flight now.
     #[cfg(test)]
     fn limit(&self) -> usize {
-        self.state.lock().expect("gate lock").limit
+        self.state.lock().limit
     }
 }
 
 impl Pass<'_> {
     /// The request succeeded: after as many successes as the limit, one more may be in flight.
     pub(crate) fn succeeded(self) {
-        let mut s = self.gate.state.lock().expect("gate lock");
+        let mut s = self.gate.state.lock();
         s.successes += 1;
         if s.successes >= s.limit && s.limit < self.gate.max {
             s.successes = 0;
@@ -95,7 +97,7 @@ impl Pass<'_> {
 
     /// The store throttled the request: half as many in flight from now on.
     pub(crate) fn throttled(self) {
-        let mut s = self.gate.state.lock().expect("gate lock");
+        let mut s = self.gate.state.lock();
         let lower = (s.limit / 2).max(1);
         s.debt += s.limit - lower;
         s.limit = lower;
@@ -105,7 +107,7 @@ impl Pass<'_> {
 
 impl Drop for Pass<'_> {
     fn drop(&mut self) {
-        let mut s = self.gate.state.lock().expect("gate lock");
+        let mut s = self.gate.state.lock();
         if let Some(p) = self.permit.take() {
             if s.debt > 0 {
                 s.debt -= 1;
