@@ -3,7 +3,7 @@
 //! versions it keeps and those no pack holds, and refuses a claim its versions' files deny.
 //! Its commits are a full clone's.
 
-use crate::packs::{pack, read_one_by_one, requests_traced};
+use crate::packs::{pack, read_one_by_one, refs_of as refs, requests_traced};
 use crate::packs_fetch::{grow_to, grown};
 use crate::support::{LakeAt, TestEnv, Where};
 
@@ -36,16 +36,6 @@ fn traced_clone(t: &TestEnv, args: &[&str]) -> (bool, String, u64) {
         0
     };
     (out.status.success(), said, requests)
-}
-
-fn refs(t: &TestEnv, dir: &str) -> Vec<(String, String)> {
-    let out = t.ok(dir, &["for-each-ref", "--format=%(objectname) %(refname)"]);
-    out.lines()
-        .map(|l| {
-            let (c, n) = l.split_once(' ').unwrap();
-            (c.to_string(), n.to_string())
-        })
-        .collect()
 }
 
 #[test]

@@ -504,7 +504,10 @@ fn a_shallow_fetch_checks_every_version_it_keeps_and_only_those() {
     let shallow = std::fs::read_to_string(t.path("work/.git/shallow")).unwrap();
     let err = t.fails("work", &["fetch", "-q", "--deepen", "2", "origin", "main"]);
     assert!(
-        err.contains(&format!("version {} is not signed by a trusted key", vid(3))),
+        err.contains(&format!(
+            "version {} is not signed by a trusted key",
+            vid(3)
+        )),
         "{err}"
     );
     let after = std::fs::read_to_string(t.path("work/.git/shallow")).unwrap();

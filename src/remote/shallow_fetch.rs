@@ -19,23 +19,8 @@ use crate::repo::{shallow as shallow_file, Repo};
 use crate::shallow_plan::{self, Graph, Limit, PlanError};
 use crate::vouch::{objects_in, Vetted};
 
-/// How far a shallow fetch goes, with refs named as Git named them.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum ShallowAsk {
-    /// No limit, in a shallow repository.
-    Plain,
-    /// `--depth N`.
-    Depth(u32),
-    /// `--deepen N`.
-    Deepen(u32),
-    /// `--unshallow`.
-    Everything,
-    /// `--shallow-since` (seconds since the epoch) and `--shallow-exclude` (ref names).
-    Selected {
-        since: Option<i64>,
-        excluded: Vec<String>,
-    },
-}
+/// How far a shallow fetch goes, with the refs to exclude named as Git named them.
+pub(crate) type ShallowAsk = Limit<String>;
 
 /// Rounds of reads of the versions whose parents or time no one knew, each reading every such
 /// version the plan meets at once (a generation, down a line of history); after these, the
@@ -299,7 +284,7 @@ impl Remote {
             shallow.extend(commit_of(v));
         }
         // Commits of no version of this lake stay shallow, unless everything was asked for.
-        if *ask != ShallowAsk::Everything {
+        if *ask != Limit::Everything {
             shallow.extend(old_commits.iter().filter(|c| !version_of.contains_key(*c)));
         }
         let unshallowed = old
@@ -318,11 +303,11 @@ impl Remote {
     /// `upload-pack` finds them (`v1` is `refs/tags/v1` or `refs/heads/v1`, not both).
     fn limit(&self, listing: &Listing, ask: &ShallowAsk) -> Result<Limit<VersionId>, RemoteError> {
         Ok(match ask {
-            ShallowAsk::Plain => Limit::Plain,
-            ShallowAsk::Depth(d) => Limit::Depth(*d),
-            ShallowAsk::Deepen(d) => Limit::Deepen(*d),
-            ShallowAsk::Everything => Limit::Everything,
-            ShallowAsk::Selected { since, excluded } => {
+            Limit::Plain => Limit::Plain,
+            Limit::Depth(d) => Limit::Depth(*d),
+            Limit::Deepen(d) => Limit::Deepen(*d),
+            Limit::Everything => Limit::Everything,
+            Limit::Selected { since, excluded } => {
                 let mut versions = Vec::new();
                 for name in excluded {
                     let rules = [
