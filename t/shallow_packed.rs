@@ -116,3 +116,56 @@ fn packs_without_claims_are_read_as_before() {
     let main = lake.iter().find(|(_, n)| n == "refs/heads/main").unwrap();
     assert_eq!(t.ok("tip", &["rev-parse", "HEAD"]).trim(), main.0);
 }
+
+/// Rewrites the claims of block 0 of the lake's pack: each `(version, commit)` given.
+fn lie(at: &LakeAt, pack: &str, lies: &[(&str, &str)]) {
+    let block = format!("git-packs/{pack}.claims/0");
+    let text = at.read(&block).unwrap();
+    let lied: String = text
+        .lines()
+        .map(|l| {
+            let told = lies.iter().find(|(v, _)| l.starts_with(v));
+            match told {
+                Some((v, c)) => format!("{v} {c}\n"),
+                None => format!("{l}\n"),
+            }
+        })
+        .collect();
+    at.write(&block, &lied);
+}
+
+#[test]
+fn claims_that_lie_together_are_caught_when_the_boundary_is_deepened() {
+    let mut t = TestEnv::new();
+    let at = t.lake_at(Where::S3, "lake", &grown(300, 300));
+    pack(&t, &at.url);
+    let pack_name = crate::packs::listed_packs(&at).remove(0);
+    let (v1, below) = (
+        crate::support::lake::vid(150),
+        crate::support::lake::vid(149),
+    );
+    // A lie about the parent alone is caught by the tip's own claim: its files, built on the
+    // lie, give another commit, which the error names.
+    let x = "2".repeat(40);
+    lie(&at, &pack_name, &[(&below, &x)]);
+    let (ok, said, _) = traced_clone(&t, &["--depth", "1", "--branch", "v1", &at.url, "c"]);
+    assert!(!ok);
+    let built_on_lie = said
+        .split("the version's files map to commit ")
+        .nth(1)
+        .map(|rest| rest[..40].to_string())
+        .unwrap_or_else(|| panic!("{said}"));
+    // Both lies told together pass a depth-1 clone, as a Git server's word passes...
+    lie(&at, &pack_name, &[(&below, &x), (&v1, &built_on_lie)]);
+    let (ok, said, _) = traced_clone(&t, &["--depth", "1", "--branch", "v1", &at.url, "c"]);
+    assert!(ok, "{said}");
+    let shallow = std::fs::read_to_string(t.path("c/.git/shallow")).unwrap();
+    // ...and --unshallow, which reads every version below, refuses the boundary.
+    let err = t.fails("c", &["fetch", "-q", "--unshallow"]);
+    assert!(
+        err.contains(&format!("version {v1} is the shallow commit {built_on_lie} of this repository, but built on its parents as the lake gives them now it is commit")),
+        "{err}"
+    );
+    let after = std::fs::read_to_string(t.path("c/.git/shallow")).unwrap();
+    assert_eq!(after, shallow, "nothing changed");
+}

@@ -43,6 +43,14 @@ pub enum RemoteError {
         claimed: ObjectId,
         computed: ObjectId,
     },
+    /// A shallow commit of the repository that its version denies once its parents are read.
+    #[error("lake '{lake}': version {version} is the shallow commit {had} of this repository, but built on its parents as the lake gives them now it is commit {computed}: the parents' IDs it was fetched with were wrong (a pack's claims, or a version below it rewritten since); nothing was fetched")]
+    BoundaryDenied {
+        lake: String,
+        version: VersionId,
+        had: ObjectId,
+        computed: ObjectId,
+    },
     /// `--shallow-since` and `--shallow-exclude` left no commit to fetch.
     #[error("lake '{lake}': no commits selected for shallow requests")]
     NothingSelected { lake: String },
@@ -86,6 +94,11 @@ impl RemoteError {
                  git-packs/list.json and run 'git-remote-fdl pack' again; meanwhile fetch without \
                  them: git -c fdl.usePacks=false ..."
             )),
+            RemoteError::BoundaryDenied { .. } => Some(
+                "check the lake with 'git-remote-fdl fsck <remote>'; a clone made now starts from \
+                 the lake as it is"
+                    .to_string(),
+            ),
             RemoteError::NothingSelected { .. } => Some(
                 "every commit the refs reach is older than --shallow-since or excluded; ask for an older date or exclude less".to_string(),
             ),

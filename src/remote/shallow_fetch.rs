@@ -120,14 +120,13 @@ impl Remote {
                 vetted: &vetted,
             };
             let built = self.build_fresh(&reading, &order, listing, fresh, &remembered);
-            built.map_err(|e| self.claim_refused(listing, e))?
+            built.map_err(|e| self.explain_mismatch(listing, &unshallowed, e))?
         };
         drop(objects);
         drop(reading);
         for (v, had) in &unshallowed {
-            let now = computed.get(v).map(|(c, _)| *c);
-            if now.is_some_and(|c| c != *had) {
-                return Err(self.cache_mismatch(v.clone(), *had, now.expect("checked")));
+            if let Some((now, _)) = computed.get(v).filter(|(c, _)| c != had) {
+                return Err(self.boundary_denied(v, *had, *now));
             }
         }
         if self.require_signatures.is_some() {
@@ -177,9 +176,31 @@ impl Remote {
         }
     }
 
-    /// A version whose files map to another commit than its pack claims: the claim is
-    /// refused, naming the pack.
-    fn claim_refused(&self, listing: &Listing, e: RemoteError) -> RemoteError {
+    /// A shallow commit of the repository that its version, built on its parents read now,
+    /// denies.
+    fn boundary_denied(
+        &self,
+        version: &VersionId,
+        had: ObjectId,
+        computed: ObjectId,
+    ) -> RemoteError {
+        RemoteError::BoundaryDenied {
+            lake: self.lake.name(),
+            version: version.clone(),
+            had,
+            computed,
+        }
+    }
+
+    /// A version whose files map to another commit than expected, said for what it is: a
+    /// shallow commit whose parents' IDs were wrong, or a pack's claim that is refused, naming
+    /// the pack.
+    fn explain_mismatch(
+        &self,
+        listing: &Listing,
+        unshallowed: &HashMap<VersionId, ObjectId>,
+        e: RemoteError,
+    ) -> RemoteError {
         let RemoteError::CacheMismatch {
             version,
             computed,
@@ -189,6 +210,9 @@ impl Remote {
         else {
             return e;
         };
+        if unshallowed.get(version) == Some(cached) {
+            return self.boundary_denied(version, *cached, *computed);
+        }
         let claims = self.pack_claims.as_ref();
         let claimed = claims.and_then(|c| Some((c.pack_of(version)?, c.commit(version)?)));
         match claimed {
