@@ -324,6 +324,13 @@ async fn pack(lake: &str, dry_run: bool, progress: bool) -> Result<i32, Fatal> {
     for w in warnings.iter().chain(&done.warnings) {
         say!("warning: {}", shown(w));
     }
+    if done.claims_added > 0 {
+        say!(
+            "Wrote the claims of {} pack{} made before claims were (git-packs/<pack>.claims/)",
+            done.claims_added,
+            plural(done.claims_added)
+        );
+    }
     let would = if done.dry_run { "would be" } else { "were" };
     let versions = |n: usize| format!("{n} version{}", plural(n));
     say!(

@@ -115,6 +115,16 @@ fn packs_without_claims_are_read_as_before() {
     let lake = read_one_by_one(&t, &at.url);
     let main = lake.iter().find(|(_, n)| n == "refs/heads/main").unwrap();
     assert_eq!(t.ok("tip", &["rev-parse", "HEAD"]).trim(), main.0);
+    // The next run of pack writes them from the records: a base pack is never rewritten.
+    let said = pack(&t, &at.url);
+    assert!(
+        said.contains("Wrote the claims of 1 pack made before claims were"),
+        "{said}"
+    );
+    let (ok, said, requests) = traced_clone(&t, &["--depth", "1", &at.url, "again"]);
+    assert!(ok, "{said}");
+    assert!(requests <= 40, "{requests} requests: {said}");
+    assert_eq!(t.ok("again", &["rev-parse", "HEAD"]).trim(), main.0);
 }
 
 /// Rewrites the claims of block 0 of the lake's pack: each `(version, commit)` given.

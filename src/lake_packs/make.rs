@@ -68,6 +68,8 @@ pub struct PackSummary {
     pub dry_run: bool,
     /// Records set aside (their versions packed again), each said once.
     pub warnings: Vec<String>,
+    /// Listed packs made before claims were, whose claims this run wrote from their records.
+    pub claims_added: usize,
 }
 
 /// What the packer is given: the lake, the address Git reaches it at (`fdl::` prefixed) and
@@ -94,6 +96,7 @@ pub(crate) async fn pack(job: &PackJob<'_>) -> Result<PackSummary, PackError> {
         .await
         .map_err(|e| read_err(e.to_string()))?;
     let Packed { kept, records } = read_packed(lake, list.as_ref().map(|l| &l.bytes[..])).await?;
+    let claims_added = add_missing_claims(lake, &records, job.dry_run).await?;
     let merge_all = kept.len() + 1 > MERGE_AT;
     // Listed before any version is read: a file rewritten after this has another ETag.
     let newest = lake.newest_in_refs_json();
@@ -128,6 +131,7 @@ pub(crate) async fn pack(job: &PackJob<'_>) -> Result<PackSummary, PackError> {
         merged: merged.len(),
         packs_now: kept.len(),
         dry_run: job.dry_run,
+        claims_added,
         ..Default::default()
     };
     if new.is_empty() || job.dry_run {
@@ -152,9 +156,7 @@ pub(crate) async fn pack(job: &PackJob<'_>) -> Result<PackSummary, PackError> {
     lake.write_pack(&pack_name, &pack_path, render_record(&record).into())
         .await
         .map_err(|e| write_err(format!("{pack_name}.pack"), e))?;
-    write_claims(lake, &record)
-        .await
-        .map_err(|e| write_err(format!("{pack_name}.claims/"), e))?;
+    write_claims(lake, &record).await?;
     let now = publish(lake, list.map(|l| l.token), &pack_name, &merged)
         .await
         .map_err(|e| write_err("list.json".into(), e))?;
@@ -165,15 +167,51 @@ pub(crate) async fn pack(job: &PackJob<'_>) -> Result<PackSummary, PackError> {
 
 /// Writes the claims of `record`'s pack cut in pieces ([`super::claims`]), for readers that
 /// need a few versions' commits.
-async fn write_claims(lake: &Lake, record: &Record) -> Result<(), WriteError> {
+async fn write_claims(lake: &Lake, record: &Record) -> Result<(), PackError> {
     let claimed: Vec<_> = (record.versions.iter())
         .map(|v| (v.id.clone(), v.commit))
         .collect();
-    let Some((index, blocks)) = super::claims::render(&claimed) else {
+    write_claims_of(lake, &record.pack, &claimed).await
+}
+
+async fn write_claims_of(
+    lake: &Lake,
+    pack: &str,
+    claimed: &[(VersionId, ObjectId)],
+) -> Result<(), PackError> {
+    let Some((index, blocks)) = super::claims::render(claimed) else {
         return Ok(());
     };
     let blocks = blocks.into_iter().map(Into::into).collect();
-    lake.write_claims(&record.pack, index.into(), blocks).await
+    let written = lake.write_claims(pack, index.into(), blocks).await;
+    written.map_err(|e| PackError::Write {
+        lake: lake.name(),
+        path: format!("{pack}.claims/"),
+        why: e.to_string(),
+    })
+}
+
+/// Writes, from their records, the claims of listed packs made before claims were, so that a
+/// shallow clone of a lake packed long ago reads them too (a base pack is never rewritten).
+/// Returns how many.
+async fn add_missing_claims(
+    lake: &Lake,
+    records: &[(String, Vec<(VersionId, ObjectId)>)],
+    dry_run: bool,
+) -> Result<usize, PackError> {
+    let mut added = 0;
+    for (pack, claimed) in records.iter().filter(|_| !dry_run) {
+        let index = lake.claims_index(pack).await.map_err(|e| PackError::Read {
+            lake: lake.name(),
+            why: e.to_string(),
+        })?;
+        if index.is_some() {
+            continue;
+        }
+        write_claims_of(lake, pack, claimed).await?;
+        added += 1;
+    }
+    Ok(added)
 }
 
 /// Signatures read at once at most.
