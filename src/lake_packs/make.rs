@@ -199,17 +199,21 @@ async fn add_missing_claims(
     records: &[(String, Vec<(VersionId, ObjectId)>)],
     dry_run: bool,
 ) -> Result<usize, PackError> {
+    // Every listed pack's index asked for at once: a round trip, not one a pack.
+    let asked = records
+        .iter()
+        .filter(|_| !dry_run)
+        .map(|(pack, claimed)| async move { (pack, claimed, lake.claims_index(pack).await) });
     let mut added = 0;
-    for (pack, claimed) in records.iter().filter(|_| !dry_run) {
-        let index = lake.claims_index(pack).await.map_err(|e| PackError::Read {
+    for (pack, claimed, index) in futures::future::join_all(asked).await {
+        let index = index.map_err(|e| PackError::Read {
             lake: lake.name(),
             why: e.to_string(),
         })?;
-        if index.is_some() {
-            continue;
+        if index.is_none() {
+            write_claims_of(lake, pack, claimed).await?;
+            added += 1;
         }
-        write_claims_of(lake, pack, claimed).await?;
-        added += 1;
     }
     Ok(added)
 }
