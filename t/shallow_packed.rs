@@ -179,3 +179,23 @@ fn claims_that_lie_together_are_caught_when_the_boundary_is_deepened() {
     let after = std::fs::read_to_string(t.path("c/.git/shallow")).unwrap();
     assert_eq!(after, shallow, "nothing changed");
 }
+
+#[test]
+fn a_depth_one_clone_over_plain_http_reads_the_claims_and_the_versions_above_the_packs() {
+    let mut t = TestEnv::new();
+    let at = t.lake_at(Where::Local, "lake", &grown(300, 300));
+    pack(&t, &at.url);
+    grow_to(&at, 300, 300, 305);
+    let server = crate::support::http::serve(&t.path("lake"));
+    let url = format!("fdl::{}", server.url);
+    let (ok, said, requests) = traced_clone(&t, &["--depth", "1", &url, "tip"]);
+    assert!(ok, "{said}");
+    // The refs, the pack list, its claims, and the five versions above the pack a generation
+    // at a time: no record, no version below.
+    eprintln!("depth-1 clone of a packed lake over plain HTTP: {requests} requests");
+    assert!(requests <= 40, "{requests} requests: {said}");
+    let lake = read_one_by_one(&t, &at.url);
+    let main = lake.iter().find(|(_, n)| n == "refs/heads/main").unwrap();
+    assert_eq!(t.ok("tip", &["rev-parse", "HEAD"]).trim(), main.0);
+    assert_eq!(t.ok("tip", &["rev-list", "--count", "--all"]), "1\n");
+}

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use super::error::RemoteError;
 use super::pack_claims::PackClaims;
 use super::state::Remote;
-use crate::history::{self, Known, Reading, Resolved, Summaries};
+use crate::history::{self, Known, Reading, Resolved, Summaries, Summary};
 use crate::lake::VersionId;
 use crate::mapping::ObjectId;
 use crate::progress::Progress;
@@ -28,15 +28,16 @@ impl Known for Claimed<'_> {
 
 impl Remote {
     /// The commits of `tips` by the packs' claims, with what was read above the packs; `None`
-    /// where the store cannot list, the lake has no claims, or they do not reach every tip.
+    /// on a folder, where the lake has no claims, or where they do not reach every tip.
     pub(super) async fn resolve_by_claims(
         &mut self,
         reading: &Reading,
         tips: &[(VersionId, String)],
         progress: &dyn Progress,
     ) -> Result<Option<Resolved>, RemoteError> {
+        self.claims_tried = true;
         let lake = &self.lake;
-        if !lake.can_list() || lake.is_local() || !self.packs_allowed {
+        if lake.is_local() || !self.packs_allowed {
             return Ok(None);
         }
         let Some(mut claims) = PackClaims::open(lake).await else {
@@ -45,7 +46,7 @@ impl Remote {
         let Some(newest) = claims.newest().cloned() else {
             return Ok(None);
         };
-        let mut notes = claims.look_up(lake, tips.iter().map(|(v, _)| v)).await;
+        let notes = claims.look_up(lake, tips.iter().map(|(v, _)| v)).await;
         let unclaimed: Vec<(VersionId, String)> = tips
             .iter()
             .filter(|(v, _)| claims.commit(v).is_none())
@@ -53,16 +54,8 @@ impl Remote {
             .collect();
         let mut resolved = Resolved::default();
         if !unclaimed.is_empty() {
-            // What no pack holds: the versions after the newest any pack claims.
-            let listed = lake.list_versions(Some(&newest), None).await?;
-            let ids: Vec<VersionId> = listed.into_iter().map(|(v, _)| v).collect();
-            let read = history::read_versions(reading, ids, progress).await?;
-            let below: Vec<VersionId> = (read.values())
-                .flat_map(|s| s.parents.iter())
-                .filter(|p| !read.contains_key(*p))
-                .cloned()
-                .collect();
-            notes.extend(claims.look_up(lake, below.iter()).await);
+            let (read, below) =
+                above_the_packs(lake, reading, &mut claims, &unclaimed, &newest, progress).await?;
             let reached = unclaimed.iter().all(|(v, _)| read.contains_key(v))
                 && below.iter().all(|p| claims.commit(p).is_some());
             if !reached {
@@ -92,4 +85,56 @@ impl Remote {
             self.lake_warn(note);
         }
     }
+}
+
+/// Generations read above the packs where the store cannot list (plain HTTP), each one round
+/// trip, before the listing gives up on the claims.
+const HTTP_ROUNDS: usize = 8;
+
+/// The versions no pack holds that `unclaimed` reach, read, and their parents the claims
+/// name (looked up). Where the store lists: every version after the newest claimed, at
+/// once; where it cannot: a generation at a time from the tips, down to claimed versions.
+async fn above_the_packs(
+    lake: &crate::lake::Lake,
+    reading: &Reading,
+    claims: &mut PackClaims,
+    unclaimed: &[(VersionId, String)],
+    newest: &VersionId,
+    progress: &dyn Progress,
+) -> Result<(HashMap<VersionId, Summary>, Vec<VersionId>), RemoteError> {
+    let mut read = HashMap::new();
+    let mut next: Vec<VersionId> = match lake.can_list() {
+        true => (lake.list_versions(Some(newest), None).await?)
+            .into_iter()
+            .map(|(v, _)| v)
+            .collect(),
+        false => unclaimed.iter().map(|(v, _)| v.clone()).collect(),
+    };
+    let rounds = if lake.can_list() { 1 } else { HTTP_ROUNDS };
+    for _ in 0..rounds {
+        if next.is_empty() {
+            break;
+        }
+        read.extend(history::read_versions(reading, next, progress).await?);
+        let below: Vec<VersionId> = (read.values())
+            .flat_map(|s| s.parents.iter())
+            .filter(|p| !read.contains_key(*p) && claims.commit(p).is_none())
+            .cloned()
+            .collect();
+        for note in claims.look_up(lake, below.iter()).await {
+            lake.warn(note);
+        }
+        next = below
+            .into_iter()
+            .filter(|p| claims.commit(p).is_none())
+            .collect();
+        next.sort();
+        next.dedup();
+    }
+    let below = (read.values())
+        .flat_map(|s| s.parents.iter())
+        .filter(|p| !read.contains_key(*p))
+        .cloned()
+        .collect();
+    Ok((read, below))
 }

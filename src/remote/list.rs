@@ -14,6 +14,15 @@ use crate::progress::Progress;
 use crate::store::{StoreError, Token, Versioned};
 use crate::vouch::{objects_in, rewritten, Seen, Vetted};
 
+/// What resolving the tips gave: what was built, the tips' commits the cache gave, whether it
+/// knew nothing, and the records a shallow listing read as the index after all.
+type Resolution = (
+    history::Resolved,
+    Vec<(VersionId, ObjectId)>,
+    bool,
+    Option<IndexRecords>,
+);
+
 /// What a listing read: HEAD and the refs, and for a push what its writes are conditional on.
 struct ReadRefs {
     head: String,
@@ -202,10 +211,10 @@ impl Remote {
             .iter()
             .map(|(n, v)| (v.clone(), format!("ref {n}")))
             .collect();
-        let (resolved, tips_known, nothing_known) = self
+        let (resolved, tips_known, nothing_known, late_index) = self
             .resolve_tips(&reading, &tips, progress, listing, packs)
             .await?;
-        if let Some(index) = index {
+        if let Some(index) = index.or(late_index) {
             self.remember_index(index);
         }
         // The map of every version read, grown by a few tips rather than copied.
@@ -277,15 +286,21 @@ impl Remote {
         progress: &dyn Progress,
         listing: Option<history::ListingUnderWay>,
         packs: Option<PacksUnderWay>,
-    ) -> Result<(history::Resolved, Vec<(VersionId, ObjectId)>, bool), RemoteError> {
+    ) -> Result<Resolution, RemoteError> {
         self.load_cache().await;
+        let mut listing = listing;
+        let mut late_index = None;
         if self.shallow_listing {
             if let Some(resolved) = self.resolve_by_claims(reading, tips, progress).await? {
                 let nothing_known = self.cache.as_ref().is_none_or(|c| c.commits().is_empty());
-                return Ok((resolved, Vec::new(), nothing_known));
+                return Ok((resolved, Vec::new(), nothing_known, None));
+            }
+            // No claims reach the tips: the records as the index, as for a full clone.
+            if let Some((records_listing, index)) = self.versions_of_records(false) {
+                listing = Some(records_listing);
+                late_index = Some(index);
             }
         }
-        let mut listing = listing;
         if let Some(packs) = packs {
             self.use_packs(packs, &mut listing, tips, progress).await;
         }
@@ -309,7 +324,7 @@ impl Remote {
         if let Some((version, cached, computed)) = rewritten {
             return Err(self.cache_mismatch(version, cached, computed));
         }
-        Ok((resolved, tips_known, nothing_known))
+        Ok((resolved, tips_known, nothing_known, late_index))
     }
 
     /// The commit of every ref's version, when the file of refs knows them all; the tips it

@@ -96,7 +96,9 @@ impl Remote {
     ) -> Option<(ListingUnderWay, IndexRecords)> {
         let lake = &self.lake;
         let index = !lake.can_list() && !lake.is_local() && !self.trust_packs;
-        if for_push || !index || !self.packs_allowed {
+        // A shallow listing reads the packs' claims first, and the records only without them.
+        if for_push || !index || !self.packs_allowed || (self.shallow_listing && !self.claims_tried)
+        {
             return None;
         }
         let read_before = match self.knows_nothing() {

@@ -39,6 +39,8 @@ pub(crate) struct Remote {
     pub(super) times: Option<Times>,
     /// What the lake's packs claimed for a shallow fetch's listing, for its boundary.
     pub(super) pack_claims: Option<super::pack_claims::PackClaims>,
+    /// A shallow listing looked at the claims (its records' index may then be read).
+    pub(super) claims_tried: bool,
 }
 
 /// A cache being saved on a blocking thread ([`Remote::remember_written_refs`]).
@@ -169,6 +171,7 @@ impl Remote {
             shallow_listing: false,
             times: None,
             pack_claims: None,
+            claims_tried: false,
         };
         remote.warn_if_damaged();
         remote
