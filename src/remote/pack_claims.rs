@@ -18,8 +18,6 @@ const BLOCKS_IN_FLIGHT: usize = 64;
 pub(crate) struct PackClaims {
     /// Each listed pack that has claims, with its index.
     packs: Vec<(String, ClaimsIndex)>,
-    /// Listed packs without claims (written before them, or damaged).
-    pub without: Vec<String>,
     /// Claims read so far: each version's commit, and the pack that claims it.
     found: HashMap<VersionId, (ObjectId, usize)>,
     /// Blocks read, by pack and number.
@@ -42,19 +40,15 @@ impl PackClaims {
             .buffered(BLOCKS_IN_FLIGHT)
             .collect()
             .await;
-        let mut out = PackClaims {
-            packs: Vec::new(),
-            without: Vec::new(),
+        // A pack without claims (written before them, or damaged) is read as before.
+        let packs = (indexes.into_iter())
+            .filter_map(|(name, index)| Some((name, index?)))
+            .collect();
+        Some(PackClaims {
+            packs,
             found: HashMap::new(),
             read: HashSet::new(),
-        };
-        for (name, index) in indexes {
-            match index {
-                Some(index) => out.packs.push((name, index)),
-                None => out.without.push(name),
-            }
-        }
-        Some(out)
+        })
     }
 
     /// The newest version any pack claims (versions after it are in no pack, where IDs are

@@ -102,7 +102,8 @@ impl Remote {
         self.load_cache().await;
         let plan = self.shallow_plan(listing, wants, ask, progress).await?;
         let repo = self.repo.as_ref().expect("checked above");
-        let (order, unshallowed) = to_build(repo, listing, &plan, self.cache_commits());
+        let order = to_build(repo, listing, &plan, self.cache_commits());
+        let unshallowed = &plan.unshallowed;
         trace_step(&format!("fetch: {} versions need objects", order.len()));
         let reading = self.reading(true)?;
         let fresh = history::read_versions(&reading, order.clone(), progress).await?;
@@ -120,11 +121,11 @@ impl Remote {
                 vetted: &vetted,
             };
             let built = self.build_fresh(&reading, &order, listing, fresh, &remembered);
-            built.map_err(|e| self.explain_mismatch(listing, &unshallowed, e))?
+            built.map_err(|e| self.explain_mismatch(listing, unshallowed, e))?
         };
         drop(objects);
         drop(reading);
-        for (v, had) in &unshallowed {
+        for (v, had) in unshallowed {
             if let Some((now, _)) = computed.get(v).filter(|(c, _)| c != had) {
                 return Err(self.boundary_denied(v, *had, *now));
             }
@@ -274,7 +275,7 @@ impl Remote {
             times: HashMap::new(),
             need_times: matches!(limit, Limit::Selected { since: Some(_), .. }),
         };
-        if matches!(limit, Limit::Selected { since: Some(_), .. }) {
+        if graph.need_times {
             graph.times = self.known_times(repo, listing, entries);
         }
         let mut rounds = 0;
@@ -288,8 +289,7 @@ impl Remote {
                 }
                 Err(PlanError::Unknown(v)) if rounds <= GENERATION_ROUNDS => {
                     rounds += 1;
-                    let since = matches!(limit, Limit::Selected { since: Some(_), .. });
-                    let unknown = unknown_below(&graph, &tips, &old, &v, since);
+                    let unknown = unknown_below(&graph, &tips, &old, &v, graph.need_times);
                     let whole = rounds > GENERATION_ROUNDS;
                     self.read_for_plan(&mut graph, unknown, whole, progress)
                         .await?;
@@ -444,17 +444,15 @@ fn to_build(
     listing: &Listing,
     plan: &CommitPlan,
     entries: &HashMap<VersionId, ObjectId>,
-) -> (Vec<VersionId>, HashMap<VersionId, ObjectId>) {
-    let order = plan
-        .holds
-        .iter()
-        .filter(|v| {
-            let c = listing.commits.get(*v).or_else(|| entries.get(*v));
-            plan.unshallowed.contains_key(*v) || c.is_none_or(|c| !repo.has(c))
-        })
+) -> Vec<VersionId> {
+    let lacking = |v: &VersionId| {
+        let c = listing.commits.get(v).or_else(|| entries.get(v));
+        c.is_none_or(|c| !repo.has(c))
+    };
+    (plan.holds.iter())
+        .filter(|v| plan.unshallowed.contains_key(*v) || lacking(v))
         .cloned()
-        .collect();
-    (order, plan.unshallowed.clone())
+        .collect()
 }
 
 /// Every version the walk from `tips` (and the old shallow ones) meets whose parents, or
