@@ -18,7 +18,7 @@ fn merged_lake() -> LakeBuilder {
 }
 
 /// A bare repository holding every ref of the lake at `url`, as Git's own server would.
-fn bare_of(t: &TestEnv, url: &str, name: &str) -> String {
+pub(crate) fn bare_of(t: &TestEnv, url: &str, name: &str) -> String {
     t.ok(".", &["init", "-q", "--bare", name]);
     let refs = ["refs/heads/*:refs/heads/*", "refs/tags/*:refs/tags/*"];
     t.ok(name, &["fetch", "-q", url, refs[0], refs[1]]);
@@ -53,7 +53,7 @@ fn state(t: &TestEnv, dir: &str) -> String {
 
 /// Clones with `clone` from the lake and from the bare repository, runs each of `fetches` in
 /// both, and compares them after each step.
-fn side_by_side(
+pub(crate) fn side_by_side(
     t: &TestEnv,
     lake: &str,
     bare: &str,

@@ -199,3 +199,33 @@ fn a_depth_one_clone_over_plain_http_reads_the_claims_and_the_versions_above_the
     assert_eq!(t.ok("tip", &["rev-parse", "HEAD"]).trim(), main.0);
     assert_eq!(t.ok("tip", &["rev-list", "--count", "--all"]), "1\n");
 }
+
+/// Deepened after a clone that named its refs by the claims, a boundary is a version whose
+/// commit only the fetch that builds it knows: it must still be written to `.git/shallow`
+/// (it once was left out, leaving a repository Git could not walk).
+#[test]
+fn a_shallow_clone_of_a_packed_lake_deepens_as_git_does_on_s3_and_over_http() {
+    let mut t = TestEnv::new();
+    let at = packed_lake(&mut t);
+    let folder = t.lake_at(Where::Local, "folder", &grown(300, 300));
+    pack(&t, &folder.url);
+    grow_to(&folder, 300, 300, 305);
+    let server = crate::support::http::serve(&t.path("folder"));
+    let http = format!("fdl::{}", server.url);
+    // Versions 301 to 305 are above the pack: these boundaries fall in it.
+    let cases: [&[&[&str]]; 3] = [
+        &[&["--deepen", "7"], &["--deepen", "1"]],
+        &[&["--depth", "9"]],
+        &[&["--deepen", "6"], &["--unshallow"]],
+    ];
+    for (n, (url, name)) in [(&at.url, "s3.git"), (&http, "http.git")]
+        .iter()
+        .enumerate()
+    {
+        let bare = crate::shallow::bare_of(&t, url, name);
+        for (k, fetches) in cases.iter().enumerate() {
+            let case = 10 * n + k;
+            crate::shallow::side_by_side(&t, url, &bare, case, &["--depth", "1"], fetches);
+        }
+    }
+}

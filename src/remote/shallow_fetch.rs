@@ -12,7 +12,7 @@ use super::listing::Listing;
 use super::pack_claims::PackClaims;
 use super::state::Remote;
 use crate::history::{self, BuiltVersion, Reading, Summary};
-use crate::lake::VersionId;
+use crate::lake::{LakeError, VersionId};
 use crate::mapping::ObjectId;
 use crate::progress::Progress;
 use crate::repo::{shallow as shallow_file, Repo};
@@ -32,6 +32,9 @@ const GENERATION_ROUNDS: usize = 3;
 /// remembers, what was read for the plan, and each version's time where needed.
 struct SessionGraph<'a> {
     repo: &'a Repo,
+    /// Commits this session's fetches installed, which the repository's handle, never
+    /// refreshed, does not see.
+    fetched: &'a HashSet<ObjectId>,
     commits: &'a HashMap<VersionId, ObjectId>,
     cached_commits: &'a HashMap<VersionId, ObjectId>,
     built: &'a HashMap<VersionId, BuiltVersion>,
@@ -61,7 +64,7 @@ impl Graph<VersionId> for SessionGraph<'_> {
 
     fn present(&self, v: &VersionId) -> bool {
         let c = self.commits.get(v).or_else(|| self.cached_commits.get(v));
-        c.is_some_and(|c| self.repo.has(c))
+        c.is_some_and(|c| self.fetched.contains(c) || self.repo.has(c))
     }
 }
 
@@ -102,7 +105,12 @@ impl Remote {
         self.load_cache().await;
         let plan = self.shallow_plan(listing, wants, ask, progress).await?;
         let repo = self.repo.as_ref().expect("checked above");
-        let order = to_build(repo, listing, &plan, self.cache_commits());
+        let order = to_build(
+            (repo, &self.shallow_fetched),
+            listing,
+            &plan,
+            self.cache_commits(),
+        );
         let unshallowed = &plan.unshallowed;
         trace_step(&format!("fetch: {} versions need objects", order.len()));
         let reading = self.reading(true)?;
@@ -139,12 +147,12 @@ impl Remote {
             Some(w) if !order.is_empty() => crate::session_pack::install(repo, w, false)?.0,
             _ => 0,
         };
-        if plan.shallow != shallow_file::read(repo.git_dir()) {
-            shallow_file::write(repo.git_dir(), &plan.shallow)?;
-        }
+        self.write_shallow(&plan, &computed)?;
         if objects > 0 {
             progress.finish("Writing objects", objects as u64, Some(objects as u64));
         }
+        self.shallow_fetched
+            .extend(computed.values().map(|(c, _)| *c));
         let commits = computed.iter().map(|(v, (c, _))| (v.clone(), *c)).collect();
         let built = computed.into_iter().map(|(v, (_, b))| (v, b)).collect();
         self.remember(&commits, &built);
@@ -154,6 +162,30 @@ impl Remote {
             self_contained: false,
             lock: None,
         })
+    }
+
+    /// Rewrites `.git/shallow` with the plan's shallow commits, those only this fetch built
+    /// named now; left as it is when nothing changes.
+    fn write_shallow(
+        &self,
+        plan: &CommitPlan,
+        computed: &HashMap<VersionId, (ObjectId, BuiltVersion)>,
+    ) -> Result<(), RemoteError> {
+        let repo = self.repo.as_ref().expect("a fetch has a repository");
+        let mut shallow = plan.shallow.clone();
+        for v in &plan.shallow_built {
+            // Never a boundary left out: the repository would lack its parents unawares.
+            let (c, _) = computed.get(v).ok_or_else(|| LakeError::MissingVersion {
+                lake: self.lake.name(),
+                version: v.clone(),
+                by: "the shallow boundary".to_string(),
+            })?;
+            shallow.insert(*c);
+        }
+        if shallow != shallow_file::read(repo.git_dir()) {
+            shallow_file::write(repo.git_dir(), &shallow)?;
+        }
+        Ok(())
     }
 
     /// Looks up what the packs claim for the parents of the versions `fresh` that nothing
@@ -267,6 +299,7 @@ impl Remote {
         let no_parents = HashMap::new();
         let mut graph = SessionGraph {
             repo,
+            fetched: &self.shallow_fetched,
             commits: &listing.commits,
             cached_commits: entries,
             built: &listing.built,
@@ -295,7 +328,7 @@ impl Remote {
                         .await?;
                 }
                 Err(PlanError::Unknown(v)) => {
-                    return Err(RemoteError::Lake(crate::lake::LakeError::MissingVersion {
+                    return Err(RemoteError::Lake(LakeError::MissingVersion {
                         lake: self.lake.name(),
                         version: v,
                         by: "the shallow boundary".to_string(),
@@ -303,24 +336,13 @@ impl Remote {
                 }
             }
         };
-        let mut shallow: HashSet<ObjectId> = HashSet::new();
-        for v in &plan.shallow {
-            shallow.extend(commit_of(v));
-        }
-        // Commits of no version of this lake stay shallow, unless everything was asked for.
-        if *ask != Limit::Everything {
-            shallow.extend(old_commits.iter().filter(|c| !version_of.contains_key(*c)));
-        }
-        let unshallowed = old
-            .iter()
-            .filter(|v| !plan.shallow.contains(*v))
-            .filter_map(|v| Some((v.clone(), commit_of(v)?)))
-            .collect();
-        Ok(CommitPlan {
-            holds: plan.holds,
-            shallow,
-            unshallowed,
-        })
+        Ok(commit_plan(
+            plan,
+            &version_of,
+            commit_of,
+            &old_commits,
+            *ask == Limit::Everything,
+        ))
     }
 
     /// The limit on versions: refs to exclude found among the lake's refs as Git's
@@ -434,20 +456,58 @@ impl Remote {
 struct CommitPlan {
     holds: Vec<VersionId>,
     shallow: HashSet<ObjectId>,
+    /// Shallow versions whose commits are known only once this fetch builds them.
+    shallow_built: Vec<VersionId>,
     unshallowed: HashMap<VersionId, ObjectId>,
+}
+
+/// The plan in commits: the shallow commits known now (the old ones by the shallow file's own
+/// IDs), the boundary versions only the fetch will name, and each old shallow commit that no
+/// longer is. Commits of no version of this lake stay shallow, unless `everything` was asked.
+fn commit_plan(
+    plan: shallow_plan::Plan<VersionId>,
+    version_of: &HashMap<ObjectId, VersionId>,
+    commit_of: impl Fn(&VersionId) -> Option<ObjectId>,
+    old_commits: &HashSet<ObjectId>,
+    everything: bool,
+) -> CommitPlan {
+    let old_commit: HashMap<&VersionId, ObjectId> =
+        version_of.iter().map(|(c, v)| (v, *c)).collect();
+    let mut shallow: HashSet<ObjectId> = HashSet::new();
+    // A boundary version nothing names yet (above the claims) is named once built.
+    let mut shallow_built = Vec::new();
+    for v in &plan.shallow {
+        match old_commit.get(v).copied().or_else(|| commit_of(v)) {
+            Some(c) => drop(shallow.insert(c)),
+            None => shallow_built.push(v.clone()),
+        }
+    }
+    if !everything {
+        shallow.extend(old_commits.iter().filter(|c| !version_of.contains_key(*c)));
+    }
+    let unshallowed = (old_commit.iter())
+        .filter(|(v, _)| !plan.shallow.contains(**v))
+        .map(|(v, c)| ((*v).clone(), *c))
+        .collect();
+    CommitPlan {
+        holds: plan.holds,
+        shallow,
+        shallow_built,
+        unshallowed,
+    }
 }
 
 /// The versions to build, parents first: those the repository lacks, and those whose commit
 /// stops being shallow (built again, so that what the repository took on trust is checked).
 fn to_build(
-    repo: &Repo,
+    (repo, fetched): (&Repo, &HashSet<ObjectId>),
     listing: &Listing,
     plan: &CommitPlan,
     entries: &HashMap<VersionId, ObjectId>,
 ) -> Vec<VersionId> {
     let lacking = |v: &VersionId| {
         let c = listing.commits.get(v).or_else(|| entries.get(v));
-        c.is_none_or(|c| !repo.has(c))
+        c.is_none_or(|c| !fetched.contains(c) && !repo.has(c))
     };
     (plan.holds.iter())
         .filter(|v| plan.unshallowed.contains_key(*v) || lacking(v))

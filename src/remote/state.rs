@@ -41,6 +41,8 @@ pub(crate) struct Remote {
     pub(super) pack_claims: Option<super::pack_claims::PackClaims>,
     /// A shallow listing looked at the claims (its records' index may then be read).
     pub(super) claims_tried: bool,
+    /// Commits this session's shallow fetches installed (Git's tag backfill fetches again).
+    pub(super) shallow_fetched: HashSet<ObjectId>,
 }
 
 /// A cache being saved on a blocking thread ([`Remote::remember_written_refs`]).
@@ -172,6 +174,7 @@ impl Remote {
             times: None,
             pack_claims: None,
             claims_tried: false,
+            shallow_fetched: HashSet::new(),
         };
         remote.warn_if_damaged();
         remote
