@@ -1,11 +1,9 @@
 //! A version's catalog (`ducklake.duckdb`, or `catalogs/<format>.duckdb`) and the digest its
 //! record gives for it: the one file a reader needs to open the version's data.
 
-use std::fmt;
+use serde::de::MapAccess;
 
-use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
-
-use super::json::{self, At, Skip, Text};
+use super::json::{self, At, Object, Read, Text, TextRead};
 
 use super::{Lake, LakeError, VersionId, VersionRecord};
 
@@ -60,14 +58,14 @@ pub(crate) fn expected_sha256(record: &VersionRecord, format: &CatalogFormat) ->
         CatalogFormat::Default => record.sha256.clone()?,
         CatalogFormat::Other(f) => {
             // Read typed: the record's other fields are skipped, not made a tree.
-            let seed = At {
+            let read = At {
                 key: "catalogs",
-                seed: At {
+                read: At {
                     key: f,
-                    seed: Digest,
+                    read: Digest,
                 },
             };
-            json::from_slice_seed(&record.raw, seed).ok()????
+            json::read(&record.raw, read).ok()????
         }
     };
     parse_digest(&digest)
@@ -77,45 +75,20 @@ pub(crate) fn expected_sha256(record: &VersionRecord, format: &CatalogFormat) ->
 #[derive(Clone, Copy)]
 struct Digest;
 
-impl<'de> DeserializeSeed<'de> for Digest {
-    type Value = Option<String>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
+impl<'de> Read<'de> for Digest {
+    type Out = Option<String>;
+    fn other(self) -> Option<String> {
+        None
     }
-}
-
-impl<'de> Visitor<'de> for Digest {
-    type Value = Option<String>;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("any valid JSON value")
+    fn string(self, s: &str) -> Option<String> {
+        Some(s.to_string())
     }
-    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Self::Value, E> {
-        Ok(Some(s.to_string()))
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-        Skip::<true>.visit_seq(seq).map(|_| None)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+    fn object<A: MapAccess<'de>>(self, object: Object<A>) -> Result<Option<String>, A::Error> {
         let sha256 = At {
             key: "sha256",
-            seed: std::marker::PhantomData::<Text<true>>,
+            read: TextRead::CHECKED,
         };
-        Ok(sha256.visit_map(map)?.and_then(Text::into_string))
+        Ok(sha256.object(object)?.and_then(Text::into_string))
     }
 }
 

@@ -1,9 +1,11 @@
-//! JSON read typed: what a reader does not use is skipped, checked as a `serde_json::Value`
-//! would check it, and kept nowhere, so that a writer's unknown field costs a pass, not a tree.
+//! The one lenient JSON reader of the lake's files: a [`Read`] says what it makes of each type
+//! of value it meets, and everything else is checked as a `serde_json::Value` would check it,
+//! skipped and kept nowhere, so that a writer's unknown field costs a pass, not a tree.
 //!
 //! serde's `IgnoredAny` is not enough: serde_json skips it without the nesting limit and without
-//! checking strings (UTF-8, lone surrogates), which a `Value` refuses. [`Skip`] goes through
-//! `deserialize_any` as a `Value` does, so the parser checks exactly what it checks for one.
+//! checking strings (UTF-8, lone surrogates), which a `Value` refuses. Every value goes through
+//! `deserialize_any` as a `Value`'s does, so the parser checks exactly what it checks for one.
+//! One visitor ([`Lenient`]) serves every reader: a reader writes only the types it reads.
 
 use std::fmt;
 
@@ -14,92 +16,197 @@ use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 /// key is this one as a number (refusing it unless its value is a number's text).
 pub(crate) const NUMBER_TOKEN: &str = "$serde_json::private::Number";
 
-/// A value skipped. `AS_VALUE`: an object whose first key is [`NUMBER_TOKEN`] is checked as a
-/// `Value` checks it (mapping v1's rules for `version.json`); without, it is any object.
-#[derive(Clone, Copy, Default)]
-pub(crate) struct Skip<const AS_VALUE: bool>;
-
-impl<'de, const AS_VALUE: bool> serde::Deserialize<'de> for Skip<AS_VALUE> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(Skip)
+/// What a reader makes of one JSON value. Each method is a type the value may have; those a
+/// reader does not write give [`Read::other`], the value checked and skipped.
+pub(crate) trait Read<'de>: Sized {
+    type Out;
+    /// What a value this reader does not read gives.
+    fn other(self) -> Self::Out;
+    /// Whether an object whose first key is [`NUMBER_TOKEN`] is a number, checked as a `Value`
+    /// checks it (mapping v1's rule, and every file's but `refs.json`'s, whose readers have
+    /// always taken it as any object), at this level and below.
+    fn numbers_checked(&self) -> bool {
+        true
+    }
+    fn null(self) -> Self::Out {
+        self.other()
+    }
+    fn boolean(self, _: bool) -> Self::Out {
+        self.other()
+    }
+    fn number(self, _: Number<'_>) -> Self::Out {
+        self.other()
+    }
+    fn string(self, _: &str) -> Self::Out {
+        self.other()
+    }
+    fn array<A: SeqAccess<'de>>(self, items: Items<A>) -> Result<Self::Out, A::Error> {
+        items.skip()?;
+        Ok(self.other())
+    }
+    fn object<A: MapAccess<'de>>(self, object: Object<A>) -> Result<Self::Out, A::Error> {
+        object.skip()?;
+        Ok(self.other())
     }
 }
 
-impl<'de, const AS_VALUE: bool> Visitor<'de> for Skip<AS_VALUE> {
-    type Value = Skip<AS_VALUE>;
+/// A number as the parser gave it: its text (serde_json's `arbitrary_precision`), or a value.
+#[derive(Clone, Copy)]
+pub(crate) enum Number<'a> {
+    Text(&'a str),
+    I64(i64),
+    U64(u64),
+    F64(f64),
+}
 
+impl fmt::Display for Number<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match *self {
+            Number::Text(t) => f.write_str(t),
+            Number::I64(n) => write!(f, "{n}"),
+            Number::U64(n) => write!(f, "{n}"),
+            Number::F64(n) => match serde_json::Number::from_f64(n) {
+                Some(n) => write!(f, "{n}"),
+                None => f.write_str("null"),
+            },
+        }
+    }
+}
+
+/// The items of an array, each read by a reader of the caller's choice.
+pub(crate) struct Items<A> {
+    seq: A,
+    numbers_checked: bool,
+}
+
+impl<'de, A: SeqAccess<'de>> Items<A> {
+    /// The next item read by `read`, or `None` at the end.
+    pub(crate) fn next<R: Read<'de>>(&mut self, read: R) -> Result<Option<R::Out>, A::Error> {
+        self.seq.next_element_seed(Lenient(read))
+    }
+    /// Every item left, checked and skipped.
+    pub(crate) fn skip(mut self) -> Result<(), A::Error> {
+        let skip = Skip(self.numbers_checked);
+        while self.next(skip)?.is_some() {}
+        Ok(())
+    }
+}
+
+/// The members of an object: each key, then its value read or skipped.
+pub(crate) struct Object<A> {
+    map: A,
+    /// The first key, already read to tell a number from an object; `Some(None)`: none.
+    first: Option<Option<String>>,
+    numbers_checked: bool,
+}
+
+impl<'de, A: MapAccess<'de>> Object<A> {
+    /// The next key, or `None` at the end; its value must be read or skipped before the next.
+    pub(crate) fn key(&mut self) -> Result<Option<String>, A::Error> {
+        match self.first.take() {
+            Some(first) => Ok(first),
+            None => self.map.next_key_seed(Key),
+        }
+    }
+    /// The value of the key just read, read by `read`.
+    pub(crate) fn value<R: Read<'de>>(&mut self, read: R) -> Result<R::Out, A::Error> {
+        self.map.next_value_seed(Lenient(read))
+    }
+    /// The value of the key just read as a string, `null` or anything else.
+    pub(crate) fn text(&mut self) -> Result<Text, A::Error> {
+        let numbers_checked = self.numbers_checked;
+        self.value(TextRead { numbers_checked })
+    }
+    /// The value of the key just read, checked and skipped.
+    pub(crate) fn skip_value(&mut self) -> Result<(), A::Error> {
+        self.value(Skip(self.numbers_checked))
+    }
+    /// Every member left, checked and skipped.
+    pub(crate) fn skip(mut self) -> Result<(), A::Error> {
+        while self.key()?.is_some() {
+            self.skip_value()?;
+        }
+        Ok(())
+    }
+}
+
+/// The visitor behind every [`Read`]: it hands each value to the reader by its type.
+struct Lenient<R>(R);
+
+impl<'de, R: Read<'de>> DeserializeSeed<'de> for Lenient<R> {
+    type Value = R::Out;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<R::Out, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de, R: Read<'de>> Visitor<'de> for Lenient<R> {
+    type Value = R::Out;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("any valid JSON value")
     }
-    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Self, E> {
-        Ok(self)
+    fn visit_bool<E: serde::de::Error>(self, b: bool) -> Result<R::Out, E> {
+        Ok(self.0.boolean(b))
     }
-    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Self, E> {
-        Ok(self)
+    fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<R::Out, E> {
+        Ok(self.0.number(Number::I64(n)))
     }
-    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Self, E> {
-        Ok(self)
+    fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<R::Out, E> {
+        Ok(self.0.number(Number::U64(n)))
     }
-    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Self, E> {
-        Ok(self)
+    fn visit_f64<E: serde::de::Error>(self, n: f64) -> Result<R::Out, E> {
+        Ok(self.0.number(Number::F64(n)))
     }
-    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Self, E> {
-        Ok(self)
+    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<R::Out, E> {
+        Ok(self.0.string(s))
     }
-    fn visit_unit<E: serde::de::Error>(self) -> Result<Self, E> {
-        Ok(self)
+    fn visit_unit<E: serde::de::Error>(self) -> Result<R::Out, E> {
+        Ok(self.0.null())
     }
-    fn visit_none<E: serde::de::Error>(self) -> Result<Self, E> {
-        Ok(self)
+    fn visit_none<E: serde::de::Error>(self) -> Result<R::Out, E> {
+        Ok(self.0.null())
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self, A::Error> {
-        while seq.next_element::<Skip<AS_VALUE>>()?.is_some() {}
-        Ok(self)
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<R::Out, A::Error> {
+        let numbers_checked = self.0.numbers_checked();
+        self.0.array(Items {
+            seq,
+            numbers_checked,
+        })
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self, A::Error> {
-        if AS_VALUE {
-            match first_key(&mut map)? {
-                FirstKey::Number(_) | FirstKey::Empty => return Ok(self),
-                FirstKey::Key(_) => {}
-            }
-            map.next_value::<Skip<AS_VALUE>>()?;
-        }
-        rest_of_map::<AS_VALUE, A>(map)?;
-        Ok(self)
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<R::Out, A::Error> {
+        let numbers_checked = self.0.numbers_checked();
+        let first = match numbers_checked {
+            false => None,
+            true => match map.next_key_seed(Key)? {
+                None => Some(None),
+                Some(k) if k == NUMBER_TOKEN => {
+                    let text = map.next_value_seed(NumberText)?;
+                    return Ok(self.0.number(Number::Text(&text)));
+                }
+                Some(k) => Some(Some(k)),
+            },
+        };
+        self.0.object(Object {
+            map,
+            first,
+            numbers_checked,
+        })
     }
 }
 
-/// Skips what is left of a map, keys checked as strings.
-pub(crate) fn rest_of_map<'de, const AS_VALUE: bool, A: MapAccess<'de>>(
-    mut map: A,
-) -> Result<(), A::Error> {
-    while map.next_key_seed(Key)?.is_some() {
-        map.next_value::<Skip<AS_VALUE>>()?;
-    }
-    Ok(())
-}
-
-/// The first key of a map as a `Value` reads it.
-pub(crate) enum FirstKey {
-    Empty,
-    /// The map was a number (its text, which its value held and which was checked): nothing
-    /// more may follow, as the parser checks.
-    Number(String),
-    Key(String),
-}
-
-/// Reads the first key of a map, and if it is [`NUMBER_TOKEN`] the number's text after it,
-/// refused as a `Value` refuses it when it is not a number.
-pub(crate) fn first_key<'de, A: MapAccess<'de>>(map: &mut A) -> Result<FirstKey, A::Error> {
-    match map.next_key_seed(Key)? {
-        None => Ok(FirstKey::Empty),
-        Some(k) if k == NUMBER_TOKEN => Ok(FirstKey::Number(map.next_value_seed(NumberText)?)),
-        Some(k) => Ok(FirstKey::Key(k)),
-    }
+/// Parses `raw` with `read`, as `serde_json::from_slice` does (trailing blanks only).
+pub(crate) fn read<'de, R: Read<'de>>(
+    raw: &'de [u8],
+    read: R,
+) -> Result<R::Out, serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_slice(raw);
+    let value = Lenient(read).deserialize(&mut de)?;
+    de.end()?;
+    Ok(value)
 }
 
 /// A key, as a string.
-pub(crate) struct Key;
+struct Key;
 
 impl<'de> DeserializeSeed<'de> for Key {
     type Value = String;
@@ -140,15 +247,27 @@ impl Visitor<'_> for NumberText {
     }
 }
 
+/// A value skipped; `.0`: whether numbers are checked ([`Read::numbers_checked`]).
+#[derive(Clone, Copy)]
+pub(crate) struct Skip(pub bool);
+
+impl Read<'_> for Skip {
+    type Out = ();
+    fn other(self) {}
+    fn numbers_checked(&self) -> bool {
+        self.0
+    }
+}
+
 /// A value whose only use is as a string: a string, `null`, or anything else (skipped).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Text<const AS_VALUE: bool> {
+pub(crate) enum Text {
     Null,
     Str(String),
     Other,
 }
 
-impl<const AS_VALUE: bool> Text<AS_VALUE> {
+impl Text {
     pub(crate) fn as_str(&self) -> Option<&str> {
         match self {
             Text::Str(s) => Some(s),
@@ -163,48 +282,32 @@ impl<const AS_VALUE: bool> Text<AS_VALUE> {
     }
 }
 
-impl<'de, const AS_VALUE: bool> serde::Deserialize<'de> for Text<AS_VALUE> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(TextVisitor::<AS_VALUE>)
-    }
+/// Reads a [`Text`].
+#[derive(Clone, Copy)]
+pub(crate) struct TextRead {
+    pub numbers_checked: bool,
 }
 
-struct TextVisitor<const AS_VALUE: bool>;
+impl TextRead {
+    /// As a `Value` reads it (every file but `refs.json`).
+    pub(crate) const CHECKED: TextRead = TextRead {
+        numbers_checked: true,
+    };
+}
 
-impl<'de, const AS_VALUE: bool> Visitor<'de> for TextVisitor<AS_VALUE> {
-    type Value = Text<AS_VALUE>;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("any valid JSON value")
+impl Read<'_> for TextRead {
+    type Out = Text;
+    fn other(self) -> Text {
+        Text::Other
     }
-    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(Text::Other)
+    fn numbers_checked(&self) -> bool {
+        self.numbers_checked
     }
-    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Self::Value, E> {
-        Ok(Text::Other)
+    fn null(self) -> Text {
+        Text::Null
     }
-    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(Text::Other)
-    }
-    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(Text::Other)
-    }
-    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Self::Value, E> {
-        Ok(Text::Str(s.to_string()))
-    }
-    fn visit_string<E: serde::de::Error>(self, s: String) -> Result<Self::Value, E> {
-        Ok(Text::Str(s))
-    }
-    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-        Ok(Text::Null)
-    }
-    fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-        Ok(Text::Null)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-        Skip::<AS_VALUE>.visit_seq(seq).map(|_| Text::Other)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-        Skip::<AS_VALUE>.visit_map(map).map(|_| Text::Other)
+    fn string(self, s: &str) -> Text {
+        Text::Str(s.to_string())
     }
 }
 
@@ -221,56 +324,45 @@ pub(crate) enum TextOrExcerpt {
     Other(String),
 }
 
-impl<'de> serde::Deserialize<'de> for TextOrExcerpt {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(TextOrExcerptVisitor)
-    }
-}
+/// Reads a [`TextOrExcerpt`].
+pub(crate) struct Excerpt;
 
-struct TextOrExcerptVisitor;
-
-impl TextOrExcerptVisitor {
-    fn other<E: serde::de::Error>(
-        self,
-        write: impl FnOnce(Excerpting) -> Result<(), E>,
-    ) -> Result<TextOrExcerpt, E> {
+impl Excerpt {
+    fn other<E>(write: impl FnOnce(Excerpting) -> Result<(), E>) -> Result<TextOrExcerpt, E> {
         let mut out = String::new();
         write(Excerpting(&mut out))?;
         Ok(TextOrExcerpt::Other(out))
     }
 }
 
-impl<'de> Visitor<'de> for TextOrExcerptVisitor {
-    type Value = TextOrExcerpt;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("any valid JSON value")
+impl<'de> Read<'de> for Excerpt {
+    type Out = TextOrExcerpt;
+    fn other(self) -> TextOrExcerpt {
+        TextOrExcerpt::Other(String::new())
     }
-    fn visit_bool<E: serde::de::Error>(self, b: bool) -> Result<TextOrExcerpt, E> {
-        self.other(|e| e.visit_bool(b))
+    fn null(self) -> TextOrExcerpt {
+        TextOrExcerpt::Null
     }
-    fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<TextOrExcerpt, E> {
-        self.other(|e| e.visit_i64(n))
+    fn string(self, s: &str) -> TextOrExcerpt {
+        TextOrExcerpt::Str(s.to_string())
     }
-    fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<TextOrExcerpt, E> {
-        self.other(|e| e.visit_u64(n))
+    fn boolean(self, b: bool) -> TextOrExcerpt {
+        TextOrExcerpt::Other(b.to_string())
     }
-    fn visit_f64<E: serde::de::Error>(self, n: f64) -> Result<TextOrExcerpt, E> {
-        self.other(|e| e.visit_f64(n))
+    fn number(self, n: Number<'_>) -> TextOrExcerpt {
+        let mut out = String::new();
+        Excerpting(&mut out).number(n);
+        TextOrExcerpt::Other(out)
     }
-    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<TextOrExcerpt, E> {
-        Ok(TextOrExcerpt::Str(s.to_string()))
+    fn array<A: SeqAccess<'de>>(self, items: Items<A>) -> Result<TextOrExcerpt, A::Error> {
+        Excerpt::other(|e| e.array(items))
     }
-    fn visit_unit<E: serde::de::Error>(self) -> Result<TextOrExcerpt, E> {
-        Ok(TextOrExcerpt::Null)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<TextOrExcerpt, A::Error> {
-        self.other(|e| e.visit_seq(seq))
-    }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<TextOrExcerpt, A::Error> {
-        self.other(|e| e.visit_map(map))
+    fn object<A: MapAccess<'de>>(self, object: Object<A>) -> Result<TextOrExcerpt, A::Error> {
+        Excerpt::other(|e| e.object(object))
     }
 }
 
+/// Writes a value's compact JSON into its string, at most [`EXCERPT_BYTES`] of it.
 struct Excerpting<'a>(&'a mut String);
 
 impl Excerpting<'_> {
@@ -287,35 +379,19 @@ impl Excerpting<'_> {
     }
 }
 
-impl<'de> DeserializeSeed<'de> for Excerpting<'_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
+impl<'de> Read<'de> for Excerpting<'_> {
+    type Out = ();
+    fn other(self) {}
+    fn null(mut self) {
+        self.push("null");
     }
-}
-
-impl<'de> Visitor<'de> for Excerpting<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("any valid JSON value")
-    }
-    fn visit_bool<E: serde::de::Error>(mut self, b: bool) -> Result<(), E> {
+    fn boolean(mut self, b: bool) {
         self.push(if b { "true" } else { "false" });
-        Ok(())
     }
-    fn visit_i64<E: serde::de::Error>(mut self, n: i64) -> Result<(), E> {
+    fn number(mut self, n: Number<'_>) {
         self.push(&n.to_string());
-        Ok(())
     }
-    fn visit_u64<E: serde::de::Error>(mut self, n: u64) -> Result<(), E> {
-        self.push(&n.to_string());
-        Ok(())
-    }
-    fn visit_f64<E: serde::de::Error>(mut self, n: f64) -> Result<(), E> {
-        self.push(&serde_json::Number::from_f64(n).map_or("null".into(), |n| n.to_string()));
-        Ok(())
-    }
-    fn visit_str<E: serde::de::Error>(mut self, s: &str) -> Result<(), E> {
+    fn string(mut self, s: &str) {
         if !self.full() {
             let cut = &s[..s.floor_char_boundary(EXCERPT_BYTES)];
             let quoted = serde_json::to_string(cut).unwrap_or_default();
@@ -326,22 +402,17 @@ impl<'de> Visitor<'de> for Excerpting<'_> {
             };
             self.push(quoted);
         }
-        Ok(())
     }
-    fn visit_unit<E: serde::de::Error>(mut self) -> Result<(), E> {
-        self.push("null");
-        Ok(())
-    }
-    fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<(), A::Error> {
+    fn array<A: SeqAccess<'de>>(mut self, mut items: Items<A>) -> Result<(), A::Error> {
         self.push("[");
         let mut first = true;
         loop {
-            // The comma is taken back if no element follows.
+            // The comma is taken back if no item follows.
             let mark = self.0.len();
             if !first {
                 self.push(",");
             }
-            if seq.next_element_seed(Excerpting(self.0))?.is_none() {
+            if items.next(Excerpting(self.0))?.is_none() {
                 self.0.truncate(mark);
                 break;
             }
@@ -350,21 +421,10 @@ impl<'de> Visitor<'de> for Excerpting<'_> {
         self.push("]");
         Ok(())
     }
-    fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<(), A::Error> {
-        let mut key = match first_key(&mut map)? {
-            FirstKey::Empty => {
-                self.push("{}");
-                return Ok(());
-            }
-            FirstKey::Number(text) => {
-                self.push(&text);
-                return Ok(());
-            }
-            FirstKey::Key(k) => Some(k),
-        };
+    fn object<A: MapAccess<'de>>(mut self, mut object: Object<A>) -> Result<(), A::Error> {
         self.push("{");
         let mut first = true;
-        while let Some(k) = key {
+        while let Some(k) = object.key()? {
             if !first {
                 self.push(",");
             }
@@ -373,8 +433,7 @@ impl<'de> Visitor<'de> for Excerpting<'_> {
                 self.push(&serde_json::to_string(&k).unwrap_or_default());
                 self.push(":");
             }
-            map.next_value_seed(Excerpting(self.0))?;
-            key = map.next_key_seed(Key)?;
+            object.value(Excerpting(self.0))?;
         }
         self.push("}");
         Ok(())
@@ -382,74 +441,28 @@ impl<'de> Visitor<'de> for Excerpting<'_> {
 }
 
 /// The value under `key` of an object (its last occurrence, the one a `Value` keeps), read by
-/// `seed`; `None` when there is none or the value is not an object. The rest is skipped.
+/// `read`; `None` when there is none or the value is not an object. The rest is skipped.
 #[derive(Clone, Copy)]
-pub(crate) struct At<'k, S> {
+pub(crate) struct At<'k, R> {
     pub key: &'k str,
-    pub seed: S,
+    pub read: R,
 }
 
-impl<'de, S: DeserializeSeed<'de> + Clone> DeserializeSeed<'de> for At<'_, S> {
-    type Value = Option<S::Value>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
+impl<'de, R: Read<'de> + Clone> Read<'de> for At<'_, R> {
+    type Out = Option<R::Out>;
+    fn other(self) -> Self::Out {
+        None
     }
-}
-
-impl<'de, S: DeserializeSeed<'de> + Clone> Visitor<'de> for At<'_, S> {
-    type Value = Option<S::Value>;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("any valid JSON value")
-    }
-    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-        Skip::<true>.visit_seq(seq).map(|_| None)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut key = match first_key(&mut map)? {
-            FirstKey::Number(_) | FirstKey::Empty => return Ok(None),
-            FirstKey::Key(k) => Some(k),
-        };
+    fn object<A: MapAccess<'de>>(self, mut object: Object<A>) -> Result<Self::Out, A::Error> {
         let mut found = None;
-        while let Some(k) = key {
+        while let Some(k) = object.key()? {
             match k == self.key {
-                true => found = Some(map.next_value_seed(self.seed.clone())?),
-                false => {
-                    map.next_value::<Skip<true>>()?;
-                }
+                true => found = Some(object.value(self.read.clone())?),
+                false => object.skip_value()?,
             }
-            key = map.next_key_seed(Key)?;
         }
         Ok(found)
     }
-}
-
-/// Parses `raw` with `seed`, as `serde_json::from_slice` does (trailing blanks only).
-pub(crate) fn from_slice_seed<'de, S: DeserializeSeed<'de>>(
-    raw: &'de [u8],
-    seed: S,
-) -> Result<S::Value, serde_json::Error> {
-    let mut de = serde_json::Deserializer::from_slice(raw);
-    let value = seed.deserialize(&mut de)?;
-    de.end()?;
-    Ok(value)
 }
 
 #[cfg(test)]
@@ -458,9 +471,7 @@ mod tests {
 
     /// What skipping `raw` says: nothing, or serde_json's words for what it refuses.
     fn skip(raw: &[u8]) -> Option<String> {
-        serde_json::from_slice::<Skip<true>>(raw)
-            .err()
-            .map(|e| e.to_string())
+        read(raw, Skip(true)).err().map(|e| e.to_string())
     }
 
     /// What reading `raw` as a tree says, in the same terms.
@@ -502,7 +513,7 @@ mod tests {
     #[test]
     fn an_excerpt_is_value_display_cut_short() {
         let show = |raw: &str| {
-            let TextOrExcerpt::Other(e) = serde_json::from_str(raw).unwrap() else {
+            let TextOrExcerpt::Other(e) = read(raw.as_bytes(), Excerpt).unwrap() else {
                 panic!("{raw}");
             };
             let v: serde_json::Value = serde_json::from_str(raw).unwrap();
@@ -520,7 +531,7 @@ mod tests {
         ] {
             show(raw);
         }
-        let s: TextOrExcerpt = serde_json::from_str(r#""abc""#).unwrap();
+        let s = read(br#""abc""#, Excerpt).unwrap();
         assert_eq!(s, TextOrExcerpt::Str("abc".into()));
     }
 }

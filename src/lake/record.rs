@@ -1,11 +1,9 @@
 //! Reading `version.json` tolerantly: the fields the mapping needs, whatever else a writer put.
 
-use std::fmt;
-
 use bytes::Bytes;
-use serde::de::{Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{MapAccess, SeqAccess};
 
-use super::json::{self, FirstKey, Skip, Text, TextOrExcerpt};
+use super::json::{self, Excerpt, Items, Object, Read, Text, TextOrExcerpt, TextRead};
 use super::names::{printable, VersionId};
 
 /// Keys accepted for the version's time, in order of preference (RFC 3339 strings).
@@ -54,7 +52,7 @@ impl VersionRecord {
         // of nesting, and an object whose first key is its number token read as a number. The
         // record is read typed (`Fields`), checked as a `serde_json::Value` would be: what the
         // mapping does not read is skipped, not kept.
-        let fields = json::from_slice_seed(&raw, FieldsSeed)
+        let fields = json::read(&raw, FieldsRead)
             .map_err(|e| RecordError::NotJson(e.to_string()))?
             .ok_or(RecordError::NotAnObject)?;
         let parents = match fields.parents.or(fields.parent) {
@@ -101,122 +99,56 @@ struct Fields {
     parents: Option<Result<Vec<VersionId>, RecordError>>,
     parent: Option<Result<Vec<VersionId>, RecordError>>,
     author: Option<AuthorField>,
-    message: Option<Text<true>>,
-    times: [Option<Text<true>>; TIME_KEYS.len()],
+    message: Option<Text>,
+    times: [Option<Text>; TIME_KEYS.len()],
     sha256: Option<TextOrExcerpt>,
 }
 
 /// The top level: `None` when it is not an object (a number's token object included).
-struct FieldsSeed;
+struct FieldsRead;
 
-impl<'de> DeserializeSeed<'de> for FieldsSeed {
-    type Value = Option<Fields>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
+impl<'de> Read<'de> for FieldsRead {
+    type Out = Option<Fields>;
+    fn other(self) -> Option<Fields> {
+        None
     }
-}
-
-impl<'de> Visitor<'de> for FieldsSeed {
-    type Value = Option<Fields>;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("any valid JSON value")
-    }
-    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-        Skip::<true>.visit_seq(seq).map(|_| None)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut key = match json::first_key(&mut map)? {
-            FirstKey::Number(_) => return Ok(None),
-            FirstKey::Empty => None,
-            FirstKey::Key(k) => Some(k),
-        };
+    fn object<A: MapAccess<'de>>(self, mut object: Object<A>) -> Result<Self::Out, A::Error> {
         let mut f = Fields::default();
-        while let Some(k) = key {
+        while let Some(k) = object.key()? {
             match k.as_str() {
-                "parents" => f.parents = Some(map.next_value::<ParentsField>()?.0),
-                "parent" => f.parent = Some(map.next_value::<ParentsField>()?.0),
-                "author" => f.author = Some(map.next_value()?),
-                "message" => f.message = Some(map.next_value()?),
-                "sha256" => f.sha256 = Some(map.next_value()?),
+                "parents" => f.parents = Some(object.value(ParentsRead)?),
+                "parent" => f.parent = Some(object.value(ParentsRead)?),
+                "author" => f.author = Some(object.value(AuthorRead)?),
+                "message" => f.message = Some(object.text()?),
+                "sha256" => f.sha256 = Some(object.value(Excerpt)?),
                 other => match TIME_KEYS.iter().position(|t| *t == other) {
-                    Some(i) => f.times[i] = Some(map.next_value()?),
-                    None => {
-                        map.next_value::<Skip<true>>()?;
-                    }
+                    Some(i) => f.times[i] = Some(object.text()?),
+                    None => object.skip_value()?,
                 },
             }
-            key = map.next_key_seed(json::Key)?;
         }
         Ok(Some(f))
     }
 }
 
 /// `parents` (or `parent`): null, one ID, or a list of IDs; what it gives, or why not.
-struct ParentsField(Result<Vec<VersionId>, RecordError>);
+struct ParentsRead;
 
-impl<'de> Deserialize<'de> for ParentsField {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(ParentsVisitor)
+impl<'de> Read<'de> for ParentsRead {
+    type Out = Result<Vec<VersionId>, RecordError>;
+    fn other(self) -> Self::Out {
+        Err(RecordError::ParentsOfAnotherType)
     }
-}
-
-struct ParentsVisitor;
-
-impl ParentsVisitor {
-    fn other<E>() -> Result<ParentsField, E> {
-        Ok(ParentsField(Err(RecordError::ParentsOfAnotherType)))
+    fn null(self) -> Self::Out {
+        Ok(Vec::new())
     }
-}
-
-impl<'de> Visitor<'de> for ParentsVisitor {
-    type Value = ParentsField;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("any valid JSON value")
+    fn string(self, s: &str) -> Self::Out {
+        parse_parent(s).map(|p| vec![p])
     }
-    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<ParentsField, E> {
-        Self::other()
-    }
-    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<ParentsField, E> {
-        Self::other()
-    }
-    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<ParentsField, E> {
-        Self::other()
-    }
-    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<ParentsField, E> {
-        Self::other()
-    }
-    fn visit_unit<E: serde::de::Error>(self) -> Result<ParentsField, E> {
-        Ok(ParentsField(Ok(Vec::new())))
-    }
-    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<ParentsField, E> {
-        Ok(ParentsField(parse_parent(s).map(|p| vec![p])))
-    }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ParentsField, A::Error> {
-        Skip::<true>.visit_map(map)?;
-        Self::other()
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ParentsField, A::Error> {
+    fn array<A: SeqAccess<'de>>(self, mut items: Items<A>) -> Result<Self::Out, A::Error> {
         // The first item that is not a parent decides, as when the list was walked in order.
         let mut out = Ok(Vec::new());
-        while let Some(item) = seq.next_element::<Text<true>>()? {
+        while let Some(item) = items.next(TextRead::CHECKED)? {
             if let Ok(list) = &mut out {
                 match item {
                     Text::Str(s) => match parse_parent(&s) {
@@ -231,7 +163,7 @@ impl<'de> Visitor<'de> for ParentsVisitor {
         if let Ok(list) = &mut out {
             list.shrink_to_fit();
         }
-        Ok(ParentsField(out))
+        Ok(out)
     }
 }
 
@@ -239,63 +171,30 @@ impl<'de> Visitor<'de> for ParentsVisitor {
 enum AuthorField {
     Str(String),
     Object {
-        name: Option<Text<true>>,
-        email: Option<Text<true>>,
+        name: Option<Text>,
+        email: Option<Text>,
     },
     Other,
 }
 
-impl<'de> Deserialize<'de> for AuthorField {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(AuthorVisitor)
-    }
-}
+struct AuthorRead;
 
-struct AuthorVisitor;
-
-impl<'de> Visitor<'de> for AuthorVisitor {
-    type Value = AuthorField;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("any valid JSON value")
+impl<'de> Read<'de> for AuthorRead {
+    type Out = AuthorField;
+    fn other(self) -> AuthorField {
+        AuthorField::Other
     }
-    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<AuthorField, E> {
-        Ok(AuthorField::Other)
+    fn string(self, s: &str) -> AuthorField {
+        AuthorField::Str(s.to_string())
     }
-    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<AuthorField, E> {
-        Ok(AuthorField::Other)
-    }
-    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<AuthorField, E> {
-        Ok(AuthorField::Other)
-    }
-    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<AuthorField, E> {
-        Ok(AuthorField::Other)
-    }
-    fn visit_unit<E: serde::de::Error>(self) -> Result<AuthorField, E> {
-        Ok(AuthorField::Other)
-    }
-    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<AuthorField, E> {
-        Ok(AuthorField::Str(s.to_string()))
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<AuthorField, A::Error> {
-        Skip::<true>.visit_seq(seq)?;
-        Ok(AuthorField::Other)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<AuthorField, A::Error> {
-        let mut key = match json::first_key(&mut map)? {
-            FirstKey::Number(_) => return Ok(AuthorField::Other),
-            FirstKey::Empty => None,
-            FirstKey::Key(k) => Some(k),
-        };
+    fn object<A: MapAccess<'de>>(self, mut object: Object<A>) -> Result<AuthorField, A::Error> {
         let (mut name, mut email) = (None, None);
-        while let Some(k) = key {
+        while let Some(k) = object.key()? {
             match k.as_str() {
-                "name" => name = Some(map.next_value()?),
-                "email" => email = Some(map.next_value()?),
-                _ => {
-                    map.next_value::<Skip<true>>()?;
-                }
+                "name" => name = Some(object.text()?),
+                "email" => email = Some(object.text()?),
+                _ => object.skip_value()?,
             }
-            key = map.next_key_seed(json::Key)?;
         }
         Ok(AuthorField::Object { name, email })
     }

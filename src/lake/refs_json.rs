@@ -1,11 +1,9 @@
 //! `refs.json`: the refs read from its accepted shapes, each name once, and rendered in the
 //! shape a lake already has, its host's own entries kept.
 
-use std::fmt;
+use serde::de::{MapAccess, SeqAccess};
 
-use serde::de::{Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
-
-use super::json::{self, Skip, Text};
+use super::json::{self, Items, Object, Read};
 use super::names::printable;
 pub(crate) use super::refs_render::render_refs_json;
 
@@ -35,8 +33,7 @@ pub(crate) enum RefsJsonError {
 /// `"version"` or `"id"` key. A name given twice with different versions (a repeated JSON key
 /// included) is an error: a reader cannot tell which one the writers meant.
 pub(crate) fn parse_refs_json(raw: &[u8]) -> Result<Vec<(String, String)>, RefsJsonError> {
-    let top =
-        json::from_slice_seed(raw, TopSeed).map_err(|e| RefsJsonError::NotJson(e.to_string()))?;
+    let top = json::read(raw, TopRead).map_err(|e| RefsJsonError::NotJson(e.to_string()))?;
     let Some(top) = top else {
         return Err(RefsJsonError::NotAnObject);
     };
@@ -132,93 +129,61 @@ struct Item {
     version: Option<String>,
 }
 
-struct TopSeed;
-
-impl<'de> DeserializeSeed<'de> for TopSeed {
-    type Value = Option<Top>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-/// The answer of a visitor of ours to what it does not read (checked, skipped).
-macro_rules! skip_scalars {
-    ($value:expr) => {
-        fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Self::Value, E> {
-            Ok($value)
-        }
-        fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Self::Value, E> {
-            Ok($value)
-        }
-        fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Self::Value, E> {
-            Ok($value)
-        }
-        fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Self::Value, E> {
-            Ok($value)
-        }
-        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-            Ok($value)
-        }
-        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-            f.write_str("JSON")
+/// Every reader of `refs.json` takes an object whose first key is serde_json's number token as
+/// any object, as the file's readers always have (`json::Read::numbers_checked`).
+macro_rules! numbers_unchecked {
+    () => {
+        fn numbers_checked(&self) -> bool {
+            false
         }
     };
 }
 
-impl<'de> Visitor<'de> for TopSeed {
-    type Value = Option<Top>;
-    skip_scalars!(None);
-    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Self::Value, E> {
-        Ok(None)
+struct TopRead;
+
+impl<'de> Read<'de> for TopRead {
+    type Out = Option<Top>;
+    numbers_unchecked!();
+    fn other(self) -> Option<Top> {
+        None
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-        Skip::<false>.visit_seq(seq).map(|_| None)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+    fn object<A: MapAccess<'de>>(self, mut object: Object<A>) -> Result<Option<Top>, A::Error> {
         let mut top = Top::default();
-        while let Some(k) = map.next_key_seed(json::Key)? {
+        while let Some(k) = object.key()? {
             match k.as_str() {
-                "refs" if top.refs.is_none() => top.refs = Some(map.next_value()?),
-                "heads" if top.heads.is_none() => top.heads = Some(map.next_value()?),
-                "tags" if top.tags.is_none() => top.tags = Some(map.next_value()?),
+                "refs" if top.refs.is_none() => top.refs = Some(object.value(RefsRead)?),
+                "heads" if top.heads.is_none() => top.heads = Some(object.value(RefsRead)?),
+                "tags" if top.tags.is_none() => top.tags = Some(object.value(RefsRead)?),
                 name if name.starts_with("refs/") => {
-                    let version = map.next_value::<Version>()?.0;
+                    let version = object.value(VersionRead)?;
                     top.flat.push((k, version));
                 }
-                _ => {
-                    map.next_value::<Skip<false>>()?;
-                }
+                _ => object.skip_value()?,
             }
         }
         Ok(Some(top))
     }
 }
 
-impl<'de> Deserialize<'de> for Refs {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(RefsVisitor)
-    }
-}
+struct RefsRead;
 
-struct RefsVisitor;
-
-impl<'de> Visitor<'de> for RefsVisitor {
-    type Value = Refs;
-    skip_scalars!(Refs::Other);
-    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Refs, E> {
-        Ok(Refs::Other)
+impl<'de> Read<'de> for RefsRead {
+    type Out = Refs;
+    numbers_unchecked!();
+    fn other(self) -> Refs {
+        Refs::Other
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Refs, A::Error> {
+    fn array<A: SeqAccess<'de>>(self, mut items: Items<A>) -> Result<Refs, A::Error> {
         let mut out = Vec::new();
-        while let Some(item) = seq.next_element()? {
+        while let Some(item) = items.next(ItemRead)? {
             out.push(item);
         }
         Ok(Refs::List(out))
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Refs, A::Error> {
+    fn object<A: MapAccess<'de>>(self, mut object: Object<A>) -> Result<Refs, A::Error> {
         let mut out = Vec::new();
-        while let Some(k) = map.next_key_seed(json::Key)? {
-            out.push((k, map.next_value::<Version>()?.0));
+        while let Some(k) = object.key()? {
+            out.push((k, object.value(VersionRead)?));
         }
         Ok(Refs::Map(out))
     }
@@ -226,68 +191,48 @@ impl<'de> Visitor<'de> for RefsVisitor {
 
 /// A ref's value: a version as a string, or an object's first `version` (else first `id`)
 /// when it is a string.
-struct Version(Option<String>);
+struct VersionRead;
 
-impl<'de> Deserialize<'de> for Version {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(VersionVisitor).map(Version)
+impl<'de> Read<'de> for VersionRead {
+    type Out = Option<String>;
+    numbers_unchecked!();
+    fn other(self) -> Option<String> {
+        None
+    }
+    fn string(self, s: &str) -> Option<String> {
+        Some(s.to_string())
+    }
+    fn object<A: MapAccess<'de>>(self, object: Object<A>) -> Result<Option<String>, A::Error> {
+        Ok(ItemRead.object(object)?.version)
     }
 }
 
-struct VersionVisitor;
+struct ItemRead;
 
-impl<'de> Visitor<'de> for VersionVisitor {
-    type Value = Option<String>;
-    skip_scalars!(None);
-    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Self::Value, E> {
-        Ok(Some(s.to_string()))
+impl<'de> Read<'de> for ItemRead {
+    type Out = Item;
+    numbers_unchecked!();
+    fn other(self) -> Item {
+        Item {
+            name: None,
+            version: None,
+        }
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-        Skip::<false>.visit_seq(seq).map(|_| None)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-        let item = ItemVisitor.visit_map(map)?;
-        Ok(item.version)
-    }
-}
-
-impl<'de> Deserialize<'de> for Item {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(ItemVisitor)
-    }
-}
-
-struct ItemVisitor;
-
-const NO_ITEM: Item = Item {
-    name: None,
-    version: None,
-};
-
-impl<'de> Visitor<'de> for ItemVisitor {
-    type Value = Item;
-    skip_scalars!(NO_ITEM);
-    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Item, E> {
-        Ok(NO_ITEM)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Item, A::Error> {
-        Skip::<false>.visit_seq(seq).map(|_| NO_ITEM)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Item, A::Error> {
+    fn object<A: MapAccess<'de>>(self, mut object: Object<A>) -> Result<Item, A::Error> {
         // Each key's first value, as the first of repeated keys counts.
         let [mut name, mut reference, mut version, mut id] = [None, None, None, None];
-        while let Some(k) = map.next_key_seed(json::Key)? {
+        while let Some(k) = object.key()? {
             let slot = match k.as_str() {
                 "name" => &mut name,
                 "ref" => &mut reference,
                 "version" => &mut version,
                 "id" => &mut id,
                 _ => {
-                    map.next_value::<Skip<false>>()?;
+                    object.skip_value()?;
                     continue;
                 }
             };
-            let value = map.next_value::<Text<false>>()?;
+            let value = object.text()?;
             slot.get_or_insert(value.into_string());
         }
         Ok(Item {

@@ -91,7 +91,7 @@ impl Out<'_> {
 /// first place and its last value, as a `serde_json::Value` keeps it. `None` for a file that
 /// is not a JSON object.
 fn members_of_file(raw: &[u8]) -> Option<Vec<(String, &str)>> {
-    serde_json::from_slice::<Skip<true>>(raw).ok()?;
+    json::read(raw, Skip(true)).ok()?;
     let text = std::str::from_utf8(raw).ok()?;
     let start = blank_end(text, 0);
     (text.as_bytes().get(start) == Some(&b'{')).then(|| members(text, start))
@@ -193,7 +193,7 @@ fn value_end(b: &[u8], mut i: usize) -> usize {
 
 /// A value of ours to look into (a managed ref's entry: small, as this helper writes it).
 fn tree(text: &str) -> Value {
-    json::from_slice_seed(text.as_bytes(), std::marker::PhantomData::<Value>).unwrap_or(Value::Null)
+    serde_json::from_str(text).unwrap_or(Value::Null)
 }
 
 fn is_managed(name: &str) -> bool {
@@ -263,11 +263,11 @@ fn nested_map<'a>(old: Vec<(String, &'a str)>, refs: &[(String, VersionId)]) -> 
 fn nested_list<'a>(old: Vec<(String, &'a str)>, refs: &[(String, VersionId)]) -> Out<'a> {
     let name_of = |item: &str| {
         let text = |key| {
-            let seed = json::At {
+            let read = json::At {
                 key,
-                seed: std::marker::PhantomData::<json::Text<true>>,
+                read: json::TextRead::CHECKED,
             };
-            json::from_slice_seed(item.as_bytes(), seed).ok().flatten()
+            json::read(item.as_bytes(), read).ok().flatten()
         };
         match text("name") {
             Some(t) => t.into_string(),

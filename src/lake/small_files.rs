@@ -1,11 +1,9 @@
 //! The small files at a lake's root: `fdl.json` and `HEAD`, and a ref file's value, parsed
 //! tolerantly (`refs.json` is `refs_json.rs`).
 
-use std::fmt;
+use serde::de::{MapAccess, SeqAccess};
 
-use serde::de::{Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
-
-use super::json::{self, FirstKey, Skip, Text, TextOrExcerpt};
+use super::json::{self, Excerpt, Items, Object, Read, Text, TextOrExcerpt, TextRead};
 
 use super::names::{check_ref_name, printable, VersionId};
 
@@ -60,7 +58,7 @@ impl FdlConfig {
     pub fn parse(raw: &[u8]) -> Result<FdlConfig, FdlJsonError> {
         let unreadable = |why: String| FdlJsonError::Unreadable(why);
         // Read typed: a field the helper does not read is skipped, not made a tree.
-        let fields = json::from_slice_seed(raw, FdlSeed)
+        let fields = json::read(raw, FdlRead)
             .map_err(|e| unreadable(format!("fdl.json is not valid JSON: {e}")))?
             .ok_or_else(|| unreadable("fdl.json is not a JSON object".to_string()))?;
         let fdl = match fields.fdl {
@@ -108,91 +106,44 @@ impl FdlConfig {
 #[derive(Default)]
 struct FdlFields {
     fdl: Option<TextOrExcerpt>,
-    id: Option<Text<true>>,
+    id: Option<Text>,
     signers: Option<Option<Vec<String>>>,
-    data_dir: Option<Text<true>>,
+    data_dir: Option<Text>,
 }
 
-struct FdlSeed;
+struct FdlRead;
 
-impl<'de> DeserializeSeed<'de> for FdlSeed {
-    type Value = Option<FdlFields>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
+impl<'de> Read<'de> for FdlRead {
+    type Out = Option<FdlFields>;
+    fn other(self) -> Self::Out {
+        None
     }
-}
-
-impl<'de> Visitor<'de> for FdlSeed {
-    type Value = Option<FdlFields>;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("any valid JSON value")
-    }
-    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-        Skip::<true>.visit_seq(seq).map(|_| None)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut key = match json::first_key(&mut map)? {
-            FirstKey::Number(_) => return Ok(None),
-            FirstKey::Empty => None,
-            FirstKey::Key(k) => Some(k),
-        };
+    fn object<A: MapAccess<'de>>(self, mut object: Object<A>) -> Result<Self::Out, A::Error> {
         let mut f = FdlFields::default();
-        while let Some(k) = key {
+        while let Some(k) = object.key()? {
             match k.as_str() {
-                "fdl" => f.fdl = Some(map.next_value()?),
-                "id" => f.id = Some(map.next_value()?),
-                "data_dir" => f.data_dir = Some(map.next_value()?),
-                "signers" => f.signers = Some(map.next_value::<Signers>()?.0),
-                _ => {
-                    map.next_value::<Skip<true>>()?;
-                }
+                "fdl" => f.fdl = Some(object.value(Excerpt)?),
+                "id" => f.id = Some(object.text()?),
+                "data_dir" => f.data_dir = Some(object.text()?),
+                "signers" => f.signers = Some(object.value(Signers)?),
+                _ => object.skip_value()?,
             }
-            key = map.next_key_seed(json::Key)?;
         }
         Ok(Some(f))
     }
 }
 
 /// `signers`: its strings, if it is a list.
-struct Signers(Option<Vec<String>>);
+struct Signers;
 
-impl<'de> Deserialize<'de> for Signers {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(SignersVisitor).map(Signers)
+impl<'de> Read<'de> for Signers {
+    type Out = Option<Vec<String>>;
+    fn other(self) -> Self::Out {
+        None
     }
-}
-
-struct SignersVisitor;
-
-impl<'de> Visitor<'de> for SignersVisitor {
-    type Value = Option<Vec<String>>;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("any valid JSON value")
-    }
-    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-        Skip::<true>.visit_map(map).map(|_| None)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+    fn array<A: SeqAccess<'de>>(self, mut items: Items<A>) -> Result<Self::Out, A::Error> {
         let mut out = Vec::new();
-        while let Some(t) = seq.next_element::<Text<true>>()? {
+        while let Some(t) = items.next(TextRead::CHECKED)? {
             out.extend(t.into_string());
         }
         Ok(Some(out))

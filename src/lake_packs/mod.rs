@@ -11,12 +11,10 @@ pub(crate) mod import;
 pub(crate) mod make;
 pub(crate) mod verify;
 
-use std::fmt;
-
-use serde::de::{Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{MapAccess, SeqAccess};
 
 use crate::lake::git_packs::is_pack_name;
-use crate::lake::json::{self, Skip, Text, TextOrExcerpt};
+use crate::lake::json::{self, Excerpt, Items, Object, Read, Text, TextOrExcerpt, TextRead};
 use crate::lake::VersionId;
 use crate::mapping::ObjectId;
 
@@ -92,7 +90,7 @@ struct Top<T> {
 }
 
 fn parse_top<S: Fields>(file: &str, raw: &[u8], seed: S) -> Result<Top<S::Value>, FormatError> {
-    let top = json::from_slice_seed(raw, TopSeed(seed)).map_err(|e| FormatError::NotJson {
+    let top = json::read(raw, TopRead(seed)).map_err(|e| FormatError::NotJson {
         file: file.to_string(),
         why: e.to_string(),
     })?;
@@ -124,54 +122,26 @@ trait Fields {
         &self,
         key: &str,
         into: &mut Self::Value,
-        map: &mut A,
+        object: &mut Object<A>,
     ) -> Result<(), A::Error>;
 }
 
-struct TopSeed<S>(S);
+struct TopRead<S>(S);
 
-impl<'de, S: Fields> DeserializeSeed<'de> for TopSeed<S> {
-    type Value = Option<Top<S::Value>>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
+impl<'de, S: Fields> Read<'de> for TopRead<S> {
+    type Out = Option<Top<S::Value>>;
+    fn other(self) -> Self::Out {
+        None
     }
-}
-
-impl<'de, S: Fields> Visitor<'de> for TopSeed<S> {
-    type Value = Option<Top<S::Value>>;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a JSON object")
-    }
-    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-        Skip::<true>.visit_seq(seq).map(|_| None)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+    fn object<A: MapAccess<'de>>(self, mut object: Object<A>) -> Result<Self::Out, A::Error> {
         let mut top = Top {
             format: None,
             fields: S::Value::default(),
         };
-        while let Some(k) = map.next_key_seed(json::Key)? {
+        while let Some(k) = object.key()? {
             match k.as_str() {
-                "format" => top.format = Some(map.next_value()?),
-                _ => self.0.field(&k, &mut top.fields, &mut map)?,
+                "format" => top.format = Some(object.value(Excerpt)?),
+                _ => self.0.field(&k, &mut top.fields, &mut object)?,
             }
         }
         Ok(Some(top))
@@ -187,70 +157,35 @@ impl Fields for ListSeed {
         &self,
         key: &str,
         into: &mut Self::Value,
-        map: &mut A,
+        object: &mut Object<A>,
     ) -> Result<(), A::Error> {
         match key {
-            "packs" => *into = map.next_value::<Names>()?.0,
-            _ => {
-                map.next_value::<Skip<true>>()?;
+            "packs" => {
+                let names = ListOf(
+                    || TextRead::CHECKED,
+                    |t: Text| t.into_string().filter(|n| is_pack_name(n)),
+                );
+                *into = object.value(names)?;
             }
+            _ => object.skip_value()?,
         }
         Ok(())
     }
 }
 
-/// A list of pack names, as [`ListSeed`] keeps it.
-struct Names(Option<Option<Vec<String>>>);
+/// A list each item of which the reader `.0()` makes reads and `.1` takes (`None`: a bad item,
+/// and the list is bad); `None` for anything that is not a list.
+struct ListOf<R, F>(R, F);
 
-impl<'de> Deserialize<'de> for Names {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(Items::new(|t: Text<true>| {
-            t.into_string().filter(|n| is_pack_name(n))
-        }))
-        .map(Names)
+impl<'de, I: Read<'de>, R: Fn() -> I, U, F: Fn(I::Out) -> Option<U>> Read<'de> for ListOf<R, F> {
+    type Out = Option<Option<Vec<U>>>;
+    fn other(self) -> Self::Out {
+        None
     }
-}
-
-/// A list each item of which `take` reads (`None`: a bad item, and the list is bad); `None`
-/// for anything that is not a list.
-struct Items<T, U, F>(F, std::marker::PhantomData<fn(T) -> U>);
-
-impl<T, U, F> Items<T, U, F> {
-    fn new(take: F) -> Self {
-        Items(take, std::marker::PhantomData)
-    }
-}
-
-impl<'de, T: Deserialize<'de>, U, F: Fn(T) -> Option<U>> Visitor<'de> for Items<T, U, F> {
-    type Value = Option<Option<Vec<U>>>;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("any valid JSON value")
-    }
-    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-        Skip::<true>.visit_map(map).map(|_| None)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+    fn array<A: SeqAccess<'de>>(self, mut items: Items<A>) -> Result<Self::Out, A::Error> {
         let mut out = Some(Vec::new());
-        while let Some(item) = seq.next_element::<T>()? {
-            match (&mut out, (self.0)(item)) {
+        while let Some(item) = items.next((self.0)())? {
+            match (&mut out, (self.1)(item)) {
                 (Some(list), Some(u)) => list.push(u),
                 _ => out = None,
             }
@@ -351,8 +286,8 @@ pub(crate) fn parse_record(name: &str, raw: &[u8]) -> Result<Record, FormatError
 /// What a record's reader keeps of it.
 #[derive(Default)]
 struct RecordFields {
-    pack: Option<Text<true>>,
-    lake: Option<Text<true>>,
+    pack: Option<Text>,
+    lake: Option<Text>,
     versions: Option<Option<Vec<PackedVersion>>>,
 }
 
@@ -364,71 +299,31 @@ impl Fields for RecordSeed {
         &self,
         key: &str,
         into: &mut RecordFields,
-        map: &mut A,
+        object: &mut Object<A>,
     ) -> Result<(), A::Error> {
         match key {
-            "pack" => into.pack = Some(map.next_value()?),
-            "lake" => into.lake = Some(map.next_value()?),
-            "versions" => into.versions = map.next_value::<Versions>()?.0,
-            _ => {
-                map.next_value::<Skip<true>>()?;
-            }
+            "pack" => into.pack = Some(object.text()?),
+            "lake" => into.lake = Some(object.text()?),
+            "versions" => into.versions = object.value(ListOf(|| EntryRead, |e| e))?,
+            _ => object.skip_value()?,
         }
         Ok(())
     }
 }
 
-/// A record's list of versions, as [`RecordFields`] keeps it.
-struct Versions(Option<Option<Vec<PackedVersion>>>);
+/// One version of a record; `None` if it lacks its id, commit or `version.json` ETag, or is
+/// not an object.
+struct EntryRead;
 
-impl<'de> Deserialize<'de> for Versions {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(Items::new(|e: Entry| e.0)).map(Versions)
+impl<'de> Read<'de> for EntryRead {
+    type Out = Option<PackedVersion>;
+    fn other(self) -> Self::Out {
+        None
     }
-}
-
-/// One version of a record; `None` if it lacks its id, commit or `version.json` ETag.
-struct Entry(Option<PackedVersion>);
-
-impl<'de> Deserialize<'de> for Entry {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(EntryVisitor).map(Entry)
-    }
-}
-
-/// An entry's keys; anything that is not an object is skipped.
-struct EntryVisitor;
-
-impl<'de> Visitor<'de> for EntryVisitor {
-    type Value = Option<PackedVersion>;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("any valid JSON value")
-    }
-    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-        Skip::<true>.visit_seq(seq).map(|_| None)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+    fn object<A: MapAccess<'de>>(self, mut object: Object<A>) -> Result<Self::Out, A::Error> {
         let (mut id, mut commit, mut version_json, mut dataset_json) = (None, None, None, None);
         let (mut sig_etag, mut sig) = (None, None);
-        while let Some(k) = map.next_key_seed(json::Key)? {
+        while let Some(k) = object.key()? {
             let slot = match k.as_str() {
                 "id" => &mut id,
                 "commit" => &mut commit,
@@ -437,11 +332,11 @@ impl<'de> Visitor<'de> for EntryVisitor {
                 "version.json.sig" => &mut sig_etag,
                 "signature" => &mut sig,
                 _ => {
-                    map.next_value::<Skip<true>>()?;
+                    object.skip_value()?;
                     continue;
                 }
             };
-            *slot = map.next_value::<Text<true>>()?.into_string();
+            *slot = object.text()?.into_string();
         }
         let id = id.and_then(|t| VersionId::parse(&t).ok());
         let commit = commit.and_then(|c| ObjectId::from_hex(&c));
