@@ -356,7 +356,7 @@ async fn pack(lake: &str, dry_run: bool, progress: bool) -> Result<i32, Fatal> {
 }
 
 async fn doctor(lake: &str) -> Result<i32, Fatal> {
-    let report = git_remote_fdl::doctor::doctor(lake).await?;
+    let report = git_remote_fdl::commands::doctor::doctor(lake).await?;
     for line in &report.lines {
         out!("{}", shown(line))?;
     }

@@ -7,14 +7,10 @@
 
 mod backoff;
 mod cache;
-mod catalog;
 mod cleanup;
 pub mod commands;
 mod config;
-pub mod doctor;
-mod duckdb;
 pub mod fatal;
-mod fsck;
 #[doc(hidden)]
 pub mod fuzz;
 mod git;
@@ -43,4 +39,3 @@ pub mod store;
 pub mod testhook;
 mod trace;
 mod vouch;
-mod workspace;

@@ -13,11 +13,11 @@ pub(crate) const CATALOG_LIMIT: u64 = 16 << 30;
 /// A format name no catalog can have (printable).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("'{0}' is not a DuckLake format name (such as 1.0)")]
-pub struct NotAFormat(String);
+pub(crate) struct NotAFormat(String);
 
 /// Which catalog of a version.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CatalogFormat {
+pub(crate) enum CatalogFormat {
     /// `ducklake.duckdb`, the catalog every version has.
     Default,
     /// `catalogs/<format>.duckdb`, the catalog in another DuckLake format (e.g. `1.0`).
@@ -27,7 +27,7 @@ pub enum CatalogFormat {
 impl CatalogFormat {
     /// A format name given by a user: it becomes part of a path, so only `[0-9A-Za-z._-]`, and
     /// not `.` or `..`.
-    pub fn parse(name: &str) -> Result<CatalogFormat, NotAFormat> {
+    pub(crate) fn parse(name: &str) -> Result<CatalogFormat, NotAFormat> {
         let ok = !name.is_empty()
             && name != "."
             && name != ".."
@@ -42,7 +42,7 @@ impl CatalogFormat {
     }
 
     /// The catalog's path below the version's folder.
-    pub fn file(&self) -> String {
+    pub(crate) fn file(&self) -> String {
         match self {
             CatalogFormat::Default => "ducklake.duckdb".to_string(),
             CatalogFormat::Other(f) => format!("catalogs/{f}.duckdb"),
@@ -101,7 +101,7 @@ pub(crate) fn parse_digest(given: &str) -> Option<String> {
 
 impl Lake {
     /// Streams a version's catalog into `sink`; `false` if the version has no such catalog.
-    pub async fn download_catalog(
+    pub(crate) async fn download_catalog(
         &self,
         id: &VersionId,
         format: &CatalogFormat,
@@ -119,7 +119,7 @@ impl Lake {
 
     /// Where the lake's data files are, as an address DuckDB can read (`DATA_PATH`); refused
     /// when `fdl.json`'s `data_dir` is no folder under the lake's root.
-    pub fn data_path(&self) -> Result<String, LakeError> {
+    pub(crate) fn data_path(&self) -> Result<String, LakeError> {
         let data_dir = &self.config.data_dir;
         if let Some(why) = super::small_files::data_dir_problem(data_dir) {
             return Err(LakeError::Config {
@@ -140,7 +140,7 @@ impl Lake {
     }
 
     /// What a query engine needs to read the data files where the helper reads the lake.
-    pub fn data_access(&self) -> crate::store::access::DataAccess {
+    pub(crate) fn data_access(&self) -> crate::store::access::DataAccess {
         self.store.data_access()
     }
 }

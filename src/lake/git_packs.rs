@@ -36,7 +36,7 @@ pub(crate) fn is_pack_name(name: &str) -> bool {
 
 /// The ETags of each version's mapped files, as a listing of `versions/` gave them.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct VersionFileEtags {
+pub(crate) struct VersionFileEtags {
     pub version_json: Option<String>,
     pub dataset_json: Option<String>,
     /// `version.json.sig`'s, where the version is signed.
@@ -80,7 +80,7 @@ fn checked(name: &str) -> Result<(), StoreError> {
 
 impl Lake {
     /// `git-packs/list.json` with its token; `None` if there is none.
-    pub async fn pack_list(&self) -> Result<Option<Versioned>, StoreError> {
+    pub(crate) async fn pack_list(&self) -> Result<Option<Versioned>, StoreError> {
         let ahead = self.read_ahead.lock().pack_list.take();
         match ahead {
             Some(read) => read,
@@ -89,7 +89,7 @@ impl Lake {
     }
 
     /// Writes `git-packs/list.json` on condition.
-    pub async fn write_pack_list(
+    pub(crate) async fn write_pack_list(
         &self,
         bytes: Bytes,
         mode: &WriteMode,
@@ -98,7 +98,7 @@ impl Lake {
     }
 
     /// The record of pack `name` (`git-packs/<name>.json`).
-    pub async fn pack_record(&self, name: &str) -> Result<Option<Bytes>, StoreError> {
+    pub(crate) async fn pack_record(&self, name: &str) -> Result<Option<Bytes>, StoreError> {
         checked(name)?;
         let path = format!("{PACKS_DIR}{name}.json");
         self.store.get(&path, RECORD_LIMIT).await
@@ -106,7 +106,7 @@ impl Lake {
 
     /// Streams pack `name` (`git-packs/<name>.pack`) into `sink`, refused past `limit` bytes
     /// (what its record's versions can weigh) and [`PACK_LIMIT`]; `false` if there is none.
-    pub async fn download_pack(
+    pub(crate) async fn download_pack(
         &self,
         name: &str,
         limit: u64,
@@ -122,7 +122,7 @@ impl Lake {
     /// Writes pack `name` from the local file `pack` (streamed, never held whole) and then its
     /// record, each only if absent: a pack's name is its checksum, so one already there holds
     /// the same objects.
-    pub async fn write_pack(
+    pub(crate) async fn write_pack(
         &self,
         name: &str,
         pack: &std::path::Path,
@@ -143,7 +143,7 @@ impl Lake {
 
     /// Writes pack `name`'s claims cut in pieces (`git-packs/<name>.claims/`): the blocks
     /// first, then the index that names them, each only if absent.
-    pub async fn write_claims(
+    pub(crate) async fn write_claims(
         &self,
         name: &str,
         index: Bytes,
@@ -169,14 +169,18 @@ impl Lake {
     }
 
     /// Pack `name`'s claims index; `None` if the pack has none.
-    pub async fn claims_index(&self, name: &str) -> Result<Option<Bytes>, StoreError> {
+    pub(crate) async fn claims_index(&self, name: &str) -> Result<Option<Bytes>, StoreError> {
         checked(name)?;
         let path = format!("{PACKS_DIR}{name}.claims/index");
         self.store.get(&path, CLAIMS_INDEX_LIMIT).await
     }
 
     /// Block `n` of pack `name`'s claims; `None` if there is none.
-    pub async fn claims_block(&self, name: &str, n: usize) -> Result<Option<Bytes>, StoreError> {
+    pub(crate) async fn claims_block(
+        &self,
+        name: &str,
+        n: usize,
+    ) -> Result<Option<Bytes>, StoreError> {
         checked(name)?;
         let path = format!("{PACKS_DIR}{name}.claims/{n}");
         self.store.get(&path, CLAIMS_BLOCK_LIMIT).await
@@ -185,7 +189,7 @@ impl Lake {
     /// Every file under `versions/` with its ETag (cloud stores; see
     /// [`Lake::list_version_files`]), by version, from version `from` on (all: `None`).
     /// `newest`: the newest version the refs name, where the ranges end.
-    pub async fn version_file_tags(
+    pub(crate) async fn version_file_tags(
         &self,
         from: Option<&VersionId>,
         newest: Option<&VersionId>,

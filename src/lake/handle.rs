@@ -15,7 +15,7 @@ use crate::store::{Listed, Store, StoreError, Versioned};
 
 /// An opened lake; clones share the store and the warnings.
 #[derive(Debug, Clone)]
-pub struct Lake {
+pub(crate) struct Lake {
     pub(super) store: Store,
     pub(super) config: FdlConfig,
     pub(super) warnings: Arc<Mutex<Vec<String>>>,
@@ -53,7 +53,7 @@ impl Lake {
     ///
     /// `HEAD` and `refs.json` are read alongside it: every listing needs `HEAD`, and a push (or
     /// a store that cannot list) `refs.json`, so neither costs a round trip of its own later.
-    pub async fn open(store: Store) -> Result<Lake, LakeError> {
+    pub(crate) async fn open(store: Store) -> Result<Lake, LakeError> {
         Lake::open_with(store, None, false).await
     }
 
@@ -65,7 +65,7 @@ impl Lake {
     /// With `pack_list`, on a store that cannot list (plain HTTP), `git-packs/list.json` is
     /// read in that round trip too: there a clone reads the packs' records before any version,
     /// and the list would otherwise cost a round trip of its own.
-    pub async fn open_listing(
+    pub(crate) async fn open_listing(
         store: Store,
         hints: &[String],
         pack_list: bool,
@@ -139,48 +139,48 @@ impl Lake {
     }
 
     /// What `fdl.json` says.
-    pub fn config(&self) -> &FdlConfig {
+    pub(crate) fn config(&self) -> &FdlConfig {
         &self.config
     }
 
     /// Whether the store lists its files (every store but plain HTTP).
-    pub fn can_list(&self) -> bool {
+    pub(crate) fn can_list(&self) -> bool {
         self.store.can_list()
     }
 
     /// Whether the store is a local folder.
-    pub fn is_local(&self) -> bool {
+    pub(crate) fn is_local(&self) -> bool {
         self.store.is_local()
     }
 
     /// How many requests the store keeps in flight (`fdlConcurrency`).
-    pub fn concurrency(&self) -> usize {
+    pub(crate) fn concurrency(&self) -> usize {
         self.store.concurrency()
     }
 
     /// Whether the store's conditional writes compare ETags.
-    pub fn etag_conditions(&self) -> bool {
+    pub(crate) fn etag_conditions(&self) -> bool {
         self.store.etag_conditions()
     }
 
     /// Whether a ref's path is a folder on this store when a ref below it exists (a folder
     /// lake), so that a ref and refs below it cannot both exist.
-    pub fn paths_are_folders(&self) -> bool {
+    pub(crate) fn paths_are_folders(&self) -> bool {
         self.store.paths_are_folders()
     }
 
     /// The store itself, for what concerns the store and no lake path: the store check before
     /// a first write (`safety`), and `doctor`.
-    pub fn store(&self) -> &Store {
+    pub(crate) fn store(&self) -> &Store {
         &self.store
     }
 
     /// The requests made so far, counted by kind (for the trace).
-    pub fn requests_summary(&self) -> String {
+    pub(crate) fn requests_summary(&self) -> String {
         self.store.stats().summary()
     }
 
-    pub fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         self.store.url().to_string()
     }
 
@@ -197,7 +197,7 @@ impl Lake {
     }
 
     /// Warnings gathered so far, with what the store repaired, for the caller to show.
-    pub fn take_warnings(&self) -> Vec<String> {
+    pub(crate) fn take_warnings(&self) -> Vec<String> {
         let mut out = std::mem::take(&mut *self.warnings.lock());
         let name = self.name();
         out.extend(

@@ -11,14 +11,14 @@ pub(crate) const TIME_KEYS: [&str; 4] = ["created_at", "created", "timestamp", "
 
 /// Who made a version.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Author {
+pub(crate) struct Author {
     pub name: String,
     pub email: String,
 }
 
 /// A parsed `version.json`, with its exact bytes kept for the commit's tree.
 #[derive(Clone, Debug)]
-pub struct VersionRecord {
+pub(crate) struct VersionRecord {
     pub raw: Bytes,
     pub parents: Vec<VersionId>,
     pub author: Author,
@@ -30,7 +30,7 @@ pub struct VersionRecord {
 
 /// Why a `version.json` is unreadable.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum RecordError {
+pub(crate) enum RecordError {
     #[error("version.json is not valid JSON: {0}")]
     NotJson(String),
     #[error("version.json is not a JSON object")]
@@ -46,7 +46,7 @@ pub enum RecordError {
 
 impl VersionRecord {
     /// Parses a record; the error says what is wrong, for a message that names the version.
-    pub fn parse(raw: impl Into<Bytes>) -> Result<VersionRecord, RecordError> {
+    pub(crate) fn parse(raw: impl Into<Bytes>) -> Result<VersionRecord, RecordError> {
         let raw: Bytes = raw.into();
         // serde_json's rules are mapping v1's (docs/mapping.md): among them, at most 127 levels
         // of nesting, and an object whose first key is its number token read as a number. The

@@ -14,7 +14,7 @@ use crate::store::{StoreError, Token, WriteError, WriteMode};
 impl Lake {
     /// Writes the ref file `name` (a full ref name, which is its path) to hold `version`, on
     /// condition; returns the file's new token.
-    pub async fn write_ref(
+    pub(crate) async fn write_ref(
         &self,
         name: &str,
         version: &VersionId,
@@ -25,14 +25,14 @@ impl Lake {
     }
 
     /// Deletes the ref file `name` if it is still at `expected`.
-    pub async fn delete_ref(&self, name: &str, expected: &Token) -> Result<(), WriteError> {
+    pub(crate) async fn delete_ref(&self, name: &str, expected: &Token) -> Result<(), WriteError> {
         self.store.delete(name, expected).await
     }
 
     /// A ref that cannot exist beside `name` in a Git repository, the first found: a ref named
     /// like one of `name`'s folders (`refs/heads/a` for `refs/heads/a/b`), or one below
     /// `name/`. Object stores hold both; a folder lake cannot.
-    pub async fn conflicting_ref(&self, name: &str) -> Result<Option<String>, StoreError> {
+    pub(crate) async fn conflicting_ref(&self, name: &str) -> Result<Option<String>, StoreError> {
         let parts: Vec<&str> = name.split('/').collect();
         // refs/heads/<folder>/...: the folders below refs/heads/ and refs/tags/.
         let folders: Vec<String> = (3..parts.len()).map(|i| parts[..i].join("/")).collect();
@@ -53,7 +53,7 @@ impl Lake {
 
     /// One ref file as it is now: `None` if there is none; else its version (`None` if the file
     /// holds no version ID) and its token.
-    pub async fn read_ref(
+    pub(crate) async fn read_ref(
         &self,
         name: &str,
     ) -> Result<Option<(Option<VersionId>, Token)>, StoreError> {
@@ -62,7 +62,7 @@ impl Lake {
     }
 
     /// Writes `refs.json` on condition.
-    pub async fn write_refs_json(
+    pub(crate) async fn write_refs_json(
         &self,
         bytes: Bytes,
         mode: &WriteMode,

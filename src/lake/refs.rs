@@ -15,7 +15,7 @@ use super::{list_ref_folders, REFS_JSON_LIMIT, SMALL_FILE_LIMIT};
 use crate::store::{StoreError, Token, Versioned};
 
 /// Refs as a listing found them, and what to remember of their files.
-pub struct RefsSeen {
+pub(crate) struct RefsSeen {
     /// Name, version and file token, sorted by name.
     pub refs: Vec<(String, VersionId, Token)>,
     /// `name -> (etag, version)`; `None` when that is what was remembered already.
@@ -71,7 +71,7 @@ fn claims_of(
 type RefRead = Option<(String, VersionId, Token)>;
 impl Lake {
     /// The branch `HEAD` names. A lake without `HEAD` is read as if it said `refs/heads/main`.
-    pub async fn head(&self) -> Result<String, LakeError> {
+    pub(crate) async fn head(&self) -> Result<String, LakeError> {
         let ahead = self.read_ahead.lock().head.take();
         let raw = match ahead {
             Some(r) => r,
@@ -88,7 +88,7 @@ impl Lake {
 
     /// Every branch and tag with the version it holds, sorted by name. Read from the ref files
     /// where the store lists, else from `refs.json`. `refs/requests/` and other refs are skipped.
-    pub async fn refs(&self) -> Result<Vec<(String, VersionId)>, LakeError> {
+    pub(crate) async fn refs(&self) -> Result<Vec<(String, VersionId)>, LakeError> {
         let out = if self.store.can_list() {
             self.refs_from_files().await?
         } else {
@@ -99,7 +99,7 @@ impl Lake {
 
     /// Refs sorted by name, without those Git cannot hold beside another (`a` and `a/b`: the
     /// shortest is kept), each left out named in a warning.
-    pub fn git_compatible<T>(&self, mut refs: Vec<(String, T)>) -> Vec<(String, T)> {
+    pub(crate) fn git_compatible<T>(&self, mut refs: Vec<(String, T)>) -> Vec<(String, T)> {
         refs.sort_by(|a, b| a.0.cmp(&b.0));
         let (kept, dropped) = without_conflicts(refs);
         for (name, kept_instead) in dropped {
@@ -125,14 +125,16 @@ impl Lake {
     }
 
     /// Every branch and tag from the ref files, with each file's version token (for pushes).
-    pub async fn refs_versioned(&self) -> Result<Vec<(String, VersionId, Token)>, LakeError> {
+    pub(crate) async fn refs_versioned(
+        &self,
+    ) -> Result<Vec<(String, VersionId, Token)>, LakeError> {
         Ok(self.read_ref_files(&HashMap::new()).await?.refs)
     }
 
     /// Every branch and tag, reading only the ref files whose ETag in the listing differs from
     /// what `known` remembers (`name -> (etag, version)`); returns the refs and what to
     /// remember next time. Stores that give no ETags read every ref file.
-    pub async fn refs_remembered(
+    pub(crate) async fn refs_remembered(
         &self,
         known: &HashMap<String, (String, VersionId)>,
     ) -> Result<RefsSeen, LakeError> {
@@ -255,7 +257,7 @@ impl Lake {
     }
 
     /// The ref files passed over so far because they hold no version, sorted.
-    pub fn broken_refs(&self) -> Vec<String> {
+    pub(crate) fn broken_refs(&self) -> Vec<String> {
         let broken = self.broken.lock();
         broken.iter().cloned().collect()
     }
@@ -371,20 +373,20 @@ impl Lake {
     }
 
     /// `refs.json` as it is now, with its version token; `None` if there is none.
-    pub async fn refs_json_versioned(&self) -> Result<Option<Versioned>, LakeError> {
+    pub(crate) async fn refs_json_versioned(&self) -> Result<Option<Versioned>, LakeError> {
         self.refs_json_raw().await.map_err(|e| self.store_err(e))
     }
 
     /// Whether the refs were listed beside `fdl.json` ([`Lake::open_listing`]) and not handed
     /// out yet.
-    pub fn has_ref_listing_ahead(&self) -> bool {
+    pub(crate) fn has_ref_listing_ahead(&self) -> bool {
         let ahead = self.read_ahead.lock();
         ahead.ref_listing.is_some()
     }
 
     /// The newest version `refs.json` (as read with `fdl.json`) names: a guess at the newest
     /// tip before the ref files are read, for splitting a listing of `versions/`.
-    pub fn newest_in_refs_json(&self) -> Option<VersionId> {
+    pub(crate) fn newest_in_refs_json(&self) -> Option<VersionId> {
         let ahead = self.read_ahead.lock();
         let Some(Ok(Some(raw))) = &ahead.refs_json else {
             return None;
@@ -398,7 +400,7 @@ impl Lake {
     /// Lets go of `refs.json` read with `fdl.json`, when no push will use it; what it says
     /// of each ref is kept, for the listing's ETags to prove. A store that cannot list keeps
     /// it: there it is where the refs are read from.
-    pub fn forget_read_ahead(&self) {
+    pub(crate) fn forget_read_ahead(&self) {
         let mut ahead = self.read_ahead.lock();
         let claims = claims_of(&ahead.refs_json);
         ahead.claims = Some(claims);

@@ -46,8 +46,7 @@ pub(crate) fn data_dir_problem(data_dir: &str) -> Option<&'static str> {
 
 /// The parts of `fdl.json` the helper uses.
 #[derive(Clone, Debug)]
-pub struct FdlConfig {
-    pub fdl: String,
+pub(crate) struct FdlConfig {
     pub id: Option<String>,
     pub signers: Vec<String>,
     /// Where data files are, relative to the root, ending in `/` (default `data/`).
@@ -55,7 +54,7 @@ pub struct FdlConfig {
 }
 
 impl FdlConfig {
-    pub fn parse(raw: &[u8]) -> Result<FdlConfig, FdlJsonError> {
+    pub(crate) fn parse(raw: &[u8]) -> Result<FdlConfig, FdlJsonError> {
         let unreadable = |why: String| FdlJsonError::Unreadable(why);
         // Read typed: a field the helper does not read is skipped, not made a tree.
         let fields = json::read(raw, FdlRead)
@@ -93,7 +92,6 @@ impl FdlConfig {
             _ => "data/".to_string(),
         };
         Ok(FdlConfig {
-            fdl,
             id,
             signers,
             data_dir,
@@ -197,10 +195,7 @@ mod tests {
 
     #[test]
     fn fdl_versions() {
-        assert_eq!(
-            FdlConfig::parse(br#"{"fdl":"0.1","x":1}"#).unwrap().fdl,
-            "0.1"
-        );
+        assert!(FdlConfig::parse(br#"{"fdl":"0.1","x":1}"#).is_ok());
         assert!(FdlConfig::parse(br#"{"fdl":"1.0"}"#)
             .unwrap_err()
             .to_string()
@@ -209,7 +204,7 @@ mod tests {
         assert!(FdlConfig::parse(b"nope").is_err());
         // Read typed: unknown fields skipped but checked, a repeated key's last value counts.
         let c = FdlConfig::parse(br#"{"x": [[0, {"y": 1e400}]], "fdl": 0, "fdl": 0.2, "signers": ["a", 1, "b"], "data_dir": "d//"}"#).unwrap();
-        assert_eq!((c.fdl.as_str(), c.data_dir.as_str()), ("0.2", "d/"));
+        assert_eq!(c.data_dir.as_str(), "d/");
         for bad in [
             "d\nCOPY/",
             "/etc/",

@@ -11,75 +11,41 @@ use super::{range_splits, version_of_key, LIST_PAGE};
 use super::{DATASET_JSON_LIMIT, SIGNATURE_LIMIT, VERSION_JSON_LIMIT};
 use crate::store::{Held, Listed, StoreError};
 
-/// A version's two mapped files.
-#[derive(Clone, Debug)]
-pub struct VersionData {
-    pub record: VersionRecord,
-    pub dataset: Option<Bytes>,
-    /// Whether `dataset.json` was read (`dataset` is `None` both when it is absent and when it
-    /// was not read yet).
-    pub dataset_read: bool,
-}
 impl Lake {
-    /// Reads a version's record and `dataset.json` concurrently. `None` if it has no record.
-    pub async fn read_version(&self, id: &VersionId) -> Result<Option<VersionData>, LakeError> {
-        self.read_version_with(id, true).await
-    }
-
-    /// Reads a version's record, and its `dataset.json` too if `with_dataset`.
-    pub async fn read_version_with(
+    /// A version's record, parsed; `None` if it has none.
+    pub(crate) async fn read_record(
         &self,
         id: &VersionId,
-        with_dataset: bool,
-    ) -> Result<Option<VersionData>, LakeError> {
+    ) -> Result<Option<VersionRecord>, LakeError> {
         let record_path = format!("versions/{id}/version.json");
-        let (record, dataset) =
-            futures::join!(self.store.get(&record_path, VERSION_JSON_LIMIT), async {
-                match with_dataset {
-                    true => self.read_dataset(id).await,
-                    false => Ok(None),
-                }
-            });
+        let record = self.store.get(&record_path, VERSION_JSON_LIMIT).await;
         let Some(raw) = record.map_err(|e| self.store_err(e))? else {
             return Ok(None);
         };
-        let dataset = dataset?;
         let record = VersionRecord::parse(raw).map_err(|why| LakeError::BadVersion {
             lake: self.name(),
             version: id.clone(),
             why: why.to_string(),
         })?;
-        Ok(Some(VersionData {
-            record,
-            dataset,
-            dataset_read: with_dataset,
-        }))
+        Ok(Some(record))
     }
 
     /// A version's `version.json`, held within the store's memory budget.
-    pub async fn record_held(&self, id: &VersionId) -> Result<Option<Held>, StoreError> {
+    pub(crate) async fn record_held(&self, id: &VersionId) -> Result<Option<Held>, StoreError> {
         let path = format!("versions/{id}/version.json");
         self.store.get_held(&path, VERSION_JSON_LIMIT).await
     }
 
     /// A version's signature, `version.json.sig`, if it has one.
-    pub async fn signature(&self, id: &VersionId) -> Result<Option<Bytes>, StoreError> {
+    pub(crate) async fn signature(&self, id: &VersionId) -> Result<Option<Bytes>, StoreError> {
         let path = format!("versions/{id}/version.json.sig");
         self.store.get(&path, SIGNATURE_LIMIT).await
     }
 
     /// A version's `dataset.json`, held within the store's memory budget.
-    pub async fn dataset_held(&self, id: &VersionId) -> Result<Option<Held>, StoreError> {
+    pub(crate) async fn dataset_held(&self, id: &VersionId) -> Result<Option<Held>, StoreError> {
         let path = format!("versions/{id}/dataset.json");
         self.store.get_held(&path, DATASET_JSON_LIMIT).await
-    }
-
-    /// A version's `dataset.json`, if it has one.
-    pub async fn read_dataset(&self, id: &VersionId) -> Result<Option<Bytes>, LakeError> {
-        self.store
-            .get(&format!("versions/{id}/dataset.json"), DATASET_JSON_LIMIT)
-            .await
-            .map_err(|e| self.store_err(e))
     }
 
     /// The versions under `versions/` (after `after`, if given) that have a record, and for
@@ -87,7 +53,7 @@ impl Lake {
     /// cloud store is listed a first page, then, when there is more, in ranges side by side:
     /// version IDs are mostly time-ordered UUIDs, so the ranges split the IDs between the
     /// first page's last and `newest` evenly, as many as the first page's density suggests.
-    pub async fn list_versions(
+    pub(crate) async fn list_versions(
         &self,
         after: Option<&VersionId>,
         newest: Option<&VersionId>,
@@ -107,7 +73,7 @@ impl Lake {
     /// Every file of a cloud store under `versions/` (after `after`), with ETags, in parts:
     /// a first page, then, when there is more, ranges listed side by side (see
     /// [`Lake::list_versions`]). A version the first page cut in two is in both parts.
-    pub async fn list_version_files(
+    pub(crate) async fn list_version_files(
         &self,
         after: Option<&VersionId>,
         newest: Option<&VersionId>,
@@ -152,7 +118,7 @@ impl Lake {
 
     /// The IDs of every folder under `versions/` (complete or not). Folders whose names are not
     /// version IDs are ignored.
-    pub async fn version_ids(&self) -> Result<Vec<VersionId>, LakeError> {
+    pub(crate) async fn version_ids(&self) -> Result<Vec<VersionId>, LakeError> {
         let dirs = self
             .store
             .list_dirs("versions/")

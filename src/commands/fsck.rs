@@ -9,6 +9,7 @@ use futures::StreamExt;
 use sha2::{Digest, Sha256};
 
 use crate::cache::Cache;
+use crate::fatal::Fatal;
 use crate::graph::{parents_first, ParentsFirst};
 use crate::lake::catalog::{parse_digest, CatalogFormat};
 use crate::lake::refs_json::parse_refs_json;
@@ -19,13 +20,17 @@ use crate::reading::Reading;
 use crate::repo::Repo;
 use crate::store::StoreError;
 
+use super::named::open_named;
+
 /// Catalogs checked at once (each streams through a hash: memory stays small).
 const CATALOGS_IN_FLIGHT: usize = 8;
 
 /// What `fsck` found.
 #[derive(Debug, Default)]
 pub struct FsckReport {
+    /// The refs checked.
     pub refs: usize,
+    /// The versions they reach, each read and mapped again.
     pub versions: usize,
     /// One line per problem, as `git fsck` words them (`error: ...`, `missing version ...`).
     pub problems: Vec<String>,
@@ -53,7 +58,7 @@ impl<'a> Fetched<'a> {
 }
 
 /// Checks `lake`; `fetched` compares it with what a repository fetched from it before.
-pub(crate) async fn fsck(
+async fn check_lake(
     lake: &Lake,
     fetched: Option<Fetched<'_>>,
     catalogs: bool,
@@ -614,4 +619,42 @@ async fn catalog_sha256(lake: &Lake, v: &VersionId) -> Result<Option<String>, La
             .map(|b| format!("{b:02x}"))
             .collect()
     }))
+}
+/// `git-remote-fdl fsck <lake | remote>`: a remote's fetched commits are compared with the
+/// lake's.
+pub async fn fsck(
+    lake: &str,
+    catalogs: bool,
+    progress: &dyn crate::progress::Progress,
+) -> Result<FsckReport, Fatal> {
+    let named = open_named(lake).await?;
+    let fetched = match (&named.repo, &named.remote) {
+        (Some(repo), Some(remote)) => Some(Fetched::new(
+            repo,
+            remote,
+            Some(crate::cache::Cache::load(
+                repo.git_dir(),
+                &named.lake.name(),
+                named.lake.config().id.as_deref(),
+            )),
+        )),
+        _ => None,
+    };
+    let mut report = check_lake(&named.lake, fetched, catalogs, progress).await?;
+    if named.remote.is_none() {
+        let note = match named.repo {
+            Some(_) => {
+                "this repository has no remote for this lake: versions rewritten and tags \
+                        moved since a fetch cannot be seen without one"
+            }
+            None => {
+                "outside a repository, versions rewritten and tags moved since a fetch \
+                     cannot be seen"
+            }
+        };
+        report.notes.push(format!(
+            "{note} (run 'git-remote-fdl fsck <remote>' in a clone of the lake)"
+        ));
+    }
+    Ok(report)
 }

@@ -20,7 +20,7 @@ pub struct Report {
 
 /// Runs the checks on the lake an address or a remote names.
 pub async fn doctor(lake: &str) -> Result<Report, Fatal> {
-    let opened = crate::commands::open_for_doctor(lake).await?;
+    let opened = super::named::open_for_doctor(lake).await?;
     let store = opened.store();
     let mut lines = vec![format!("lake '{}'", opened.name())];
     let started = Instant::now();

@@ -5,15 +5,16 @@ use std::path::PathBuf;
 
 use sha2::{Digest, Sha256};
 
+mod duckdb;
 mod target;
 
+use super::workspace::{fdl_remote, local_repo, open_remote_lake};
 use crate::fatal::Fatal;
 use crate::lake::catalog::{expected_sha256, CatalogFormat};
 use crate::lake::{VersionId, VersionRecord};
 use crate::mapping::{self, ObjectId};
 use crate::remote::Remote;
 use crate::repo::Repo;
-use crate::workspace::{fdl_remote, local_repo, open_remote_lake};
 use target::{Output, Target};
 
 /// What `catalog` was asked for.
@@ -30,9 +31,13 @@ pub struct CatalogRequest {
 
 /// What `catalog` wrote.
 pub struct CatalogOutcome {
+    /// The version whose catalog it is.
     pub version: VersionId,
+    /// Where it was written.
     pub path: PathBuf,
+    /// Its size.
     pub bytes: u64,
+    /// Its SHA-256, as the record gives it and as checked.
     pub sha256: String,
     /// DuckDB statements that attach the catalog read-only, with the lake's data path.
     pub attach: String,
@@ -86,7 +91,7 @@ pub async fn catalog(req: &CatalogRequest) -> Result<CatalogOutcome, Fatal> {
     let attach = match data_path {
         None => String::new(),
         Some(data_path) => {
-            crate::duckdb::attach_statements(&path, &data_path, &remote.lake().data_access())
+            duckdb::attach_statements(&path, &data_path, &remote.lake().data_access())
         }
     };
     Ok(CatalogOutcome {
@@ -249,16 +254,12 @@ async fn check_lake_record(
     expected: &str,
 ) -> Result<(), Fatal> {
     let lake = remote.lake();
-    let record = lake
-        .read_version_with(version, false)
-        .await?
-        .ok_or_else(|| {
-            Fatal::new(format!(
-                "lake '{}' no longer holds version {version}",
-                lake.name()
-            ))
-        })?
-        .record;
+    let record = lake.read_record(version).await?.ok_or_else(|| {
+        Fatal::new(format!(
+            "lake '{}' no longer holds version {version}",
+            lake.name()
+        ))
+    })?;
     let now = expected_sha256(&record, format);
     if now.as_deref() == Some(expected) {
         return Ok(());
