@@ -1,0 +1,267 @@
+//! Issue 22: which readers take a lake's packs, as Git's configuration says: `git ls-remote`
+//! outside any repository, `fdlUsePacks` and `git -c`, `fdlTrustPacks` over plain HTTP, and
+//! the remote's booleans as `pack` reads them.
+
+use crate::packs::{
+    clone, pack, pack_names, read_one_by_one, requests_traced, rewrite_version, same_refs,
+};
+use crate::support::{helper, lake, parse_ls_remote, TestEnv, Where};
+
+/// `git ls-remote <url>` outside any repository, traced: what it listed, what it said, and how
+/// many requests it made.
+fn ls_remote_outside(t: &TestEnv, url: &str) -> (Vec<(String, String)>, String, u64) {
+    let out = t
+        .command("git", ".", &["ls-remote", url])
+        .env("GIT_REMOTE_FDL_DEBUG", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "ls-remote {url}: {stderr}");
+    let requests = requests_traced(&stderr);
+    let listed = parse_ls_remote(&String::from_utf8_lossy(&out.stdout));
+    let said = stderr
+        .lines()
+        .filter(|l| !l.contains("] "))
+        .collect::<Vec<_>>()
+        .join("\n");
+    (listed, said, requests)
+}
+
+/// The user's cache folder (`~/.cache/git-remote-fdl`), every path under it.
+fn user_cache_files(t: &TestEnv) -> Vec<String> {
+    let root = t.path("home/.cache/git-remote-fdl");
+    let mut out = Vec::new();
+    let mut dirs = vec![root.clone()];
+    while let Some(dir) = dirs.pop() {
+        for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = e.path();
+            out.push(path.strip_prefix(&root).unwrap().display().to_string());
+            if e.file_type().unwrap().is_dir() {
+                dirs.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Issue 29, item 2: the first command of the README (`git ls-remote` outside any repository)
+/// takes a packed lake's versions from its packs, checked as a clone checks them, in a scratch
+/// repository of the user's cache that is gone afterwards; the commits stay in that cache, so
+/// a second listing reads no version. A version rewritten after packing is read, not taken.
+#[test]
+fn ls_remote_outside_a_repository_takes_a_packed_lake_from_its_packs() {
+    const VERSIONS: u64 = 300;
+    for place in [Where::S3, Where::Gcs, Where::Azure, Where::SeaweedFs] {
+        let mut t = TestEnv::new();
+        let at = t.lake_at(place, "packed", &lake(VERSIONS, VERSIONS / 2));
+        pack(&t, &at.url);
+        let expected = read_one_by_one(&t, &at.url);
+        let (listed, said, requests) = ls_remote_outside(&t, &at.url);
+        assert_eq!(listed, expected, "{place:?}");
+        assert!(!said.contains("warning"), "{place:?}: {said}");
+        // The listing that checks the packs (two files a version, 1,000 a page) and a few
+        // files; reading the versions would cost two requests each.
+        let most = 2 * VERSIONS / 1000 + 30;
+        eprintln!("{place:?}: a cold ls-remote outside a repository: {requests} requests");
+        assert!(
+            requests <= most,
+            "{place:?}: {requests} requests, at most {most}"
+        );
+        let left = user_cache_files(&t);
+        assert!(
+            !left
+                .iter()
+                .any(|f| f.contains("tmp_fdl") || f.contains(".pack")),
+            "{place:?}: the scratch repository is gone: {left:?}"
+        );
+        let (again, _, requests) = ls_remote_outside(&t, &at.url);
+        assert_eq!(again, expected, "{place:?}");
+        // The refs, and git-packs/list.json beside them (a fetch takes new packs from it).
+        assert!(
+            requests <= 9,
+            "{place:?}: a warm listing reads no version: {requests}"
+        );
+
+        // Rewritten after packing: a fresh cache reads that version (and its descendants).
+        let v = rewrite_version(&at, VERSIONS / 3);
+        std::fs::remove_dir_all(t.path("home/.cache/git-remote-fdl")).unwrap();
+        let expected = read_one_by_one(&t, &at.url);
+        let (listed, said, _) = ls_remote_outside(&t, &at.url);
+        assert_eq!(listed, expected, "{place:?}");
+        assert!(
+            said.contains(&format!(
+                "version {v}: it was rewritten after it was packed"
+            )),
+            "{place:?}: {said}"
+        );
+    }
+}
+
+/// `fdlUsePacks` off (`fdl.usePacks` outside any repository): the lake's packs are not read at
+/// all, not even `git-packs/list.json`.
+#[test]
+fn use_packs_off_reads_no_file_of_git_packs() {
+    let mut t = TestEnv::new();
+    let at = t.lake_at(Where::S3, "packed", &lake(20, 10));
+    pack(&t, &at.url);
+    t.ok(".", &["config", "--global", "fdl.usePacks", "false"]);
+    let (_, stderr) = t.traced(".", &["ls-remote", &at.url]);
+    assert!(!stderr.contains("git-packs/"), "{stderr}");
+    assert!(
+        stderr.contains("version.json"),
+        "every version is read: {stderr}"
+    );
+    // Nor over plain HTTP, where a clone otherwise reads the list with fdl.json.
+    let folder = t.local_lake("site", &lake(20, 10));
+    pack(&t, &folder);
+    let site = crate::support::http::serve(&t.path("site"));
+    let (_, stderr) = t.traced(".", &["clone", "-q", &format!("fdl::{}", site.url), "web"]);
+    assert!(!stderr.contains("git-packs/"), "{stderr}");
+    t.ok(".", &["config", "--global", "fdl.usePacks", "true"]);
+    let (_, stderr) = t.traced(".", &["clone", "-q", &format!("fdl::{}", site.url), "web2"]);
+    assert!(stderr.contains("git-packs/list.json"), "{stderr}");
+    t.ok(".", &["config", "--global", "fdl.usePacks", "maybe"]);
+    let err = t.fails(".", &["ls-remote", &at.url]);
+    assert!(
+        err.contains("bad boolean config value for 'fdl.usePacks'"),
+        "{err}"
+    );
+}
+
+/// Git's own command line (`git -c`, handed to the helper in `GIT_CONFIG_PARAMETERS`) is
+/// configuration as any other, outside a repository and inside, and it wins over the files:
+/// the helper read neither, and a `git -c fdl.usePacks=false clone` read the packs.
+#[test]
+fn git_dash_c_reaches_the_helper_as_gits_configuration() {
+    let mut t = TestEnv::new();
+    let first = t.lake_at(Where::S3, "packed", &lake(20, 10));
+    let at = t.lake_at(Where::S3, "packed-again", &lake(20, 10));
+    pack(&t, &first.url);
+    pack(&t, &at.url);
+    let traced = |args: &[&str]| t.traced(".", args).1;
+    // The command line wins over the user's file, as in Git (first: nothing is known yet).
+    t.ok(".", &["config", "--global", "fdl.usePacks", "false"]);
+    let said = traced(&["-c", "fdl.usePacks", "ls-remote", &first.url]);
+    assert!(
+        said.contains("git-packs/"),
+        "-c fdl.usePacks (true): {said}"
+    );
+    t.ok(".", &["config", "--global", "--unset", "fdl.usePacks"]);
+    for off in ["fdl.usePacks=false", "fdl.usepacks=0", "FDL.usePacks=off"] {
+        let said = traced(&["-c", off, "ls-remote", &at.url]);
+        assert!(!said.contains("git-packs/"), "{off}: {said}");
+    }
+    for (config, dir) in [
+        ("fdl.usePacks=false", "a.git"),
+        ("remote.origin.fdlUsePacks=false", "b.git"),
+    ] {
+        let said = traced(&["-c", config, "clone", "-q", "--bare", &at.url, dir]);
+        assert!(!said.contains("git-packs/"), "clone -c {config}: {said}");
+    }
+    let err = t.fails(".", &["-c", "fdl.usePacks=maybe", "ls-remote", &at.url]);
+    assert!(
+        err.contains("bad boolean config value for 'fdl.usePacks'"),
+        "{err}"
+    );
+}
+
+/// Plain HTTP cannot list, so nothing can show that a packed file is still the lake's: packs
+/// are not used, and the clone reads every version; unless the user trusts them for that
+/// remote (`fdlTrustPacks`), and then each commit is still made again from the pack's blobs.
+#[test]
+fn over_plain_http_packs_are_used_only_when_trusted() {
+    let t = TestEnv::new();
+    let url = t.local_lake("served", &lake(12, 6));
+    pack(&t, &url);
+    let server = crate::support::http::serve(&t.path("served"));
+    let http = format!("fdl::{}", server.url);
+    let expected = read_one_by_one(&t, &http);
+    let (refs, installed, stderr) = clone(&t, &http, "http.git");
+    same_refs(&expected, &refs);
+    assert!(!stderr.contains("warning"), "{stderr}");
+    assert_eq!(
+        installed.len(),
+        1,
+        "only the helper's own pack: {installed:?}"
+    );
+
+    let pack_name = listed_packs_in(&t.path("served")).remove(0);
+    let trusted = |dir: &str| {
+        let trust = "remote.origin.fdlTrustPacks=true";
+        let out = t.git(".", &["clone", "-q", "--bare", "-c", trust, &http, dir]);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{stderr}");
+        let has = t
+            .path(dir)
+            .join(format!("objects/pack/{pack_name}.pack"))
+            .exists();
+        assert_eq!(
+            t.ok(dir, &["rev-parse", "refs/heads/main"]),
+            t.ok("http.git", &["rev-parse", "refs/heads/main"])
+        );
+        (has, stderr)
+    };
+    let (used, stderr) = trusted("trusted.git");
+    assert!(used && !stderr.contains("warning"), "{stderr}");
+    // Trusted is not believed: a record that names another commit for a version is caught.
+    let record_path = t.path("served").join(format!("git-packs/{pack_name}.json"));
+    let record = std::fs::read_to_string(&record_path).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&record).unwrap();
+    let (c1, c2) = (
+        v["versions"][3]["commit"].as_str().unwrap(),
+        v["versions"][4]["commit"].as_str().unwrap(),
+    );
+    std::fs::write(&record_path, record.replace(c1, c2)).unwrap();
+    let (_, stderr) = trusted("lied-to.git");
+    assert!(stderr.contains("cannot be taken from it"), "{stderr}");
+}
+
+fn listed_packs_in(dir: &std::path::Path) -> Vec<String> {
+    pack_names(&std::fs::read_to_string(dir.join("git-packs/list.json")).unwrap())
+}
+
+/// `fdlAllowHttp` written without a value is true for `pack` as for a fetch; a bad value is
+/// said of the user's remote; and a lake over plain HTTP is said to be read-only, as a push
+/// says, before any request.
+#[test]
+fn pack_reads_the_remotes_booleans_as_git_does_and_refuses_a_read_only_lake() {
+    let mut t = TestEnv::new();
+    let at = t.lake_at(Where::S3, "bools", &lake(6, 3));
+    t.ok(".", &["init", "-q", "--bare", "maintainer.git"]);
+    t.ok("maintainer.git", &["remote", "add", "lake", &at.url]);
+    let config = t.path("maintainer.git/config");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("[remote \"lake\"]\n\tfdlAllowHttp\n");
+    std::fs::write(&config, &text).unwrap();
+    let out = helper(&t, "maintainer.git", &["pack", "lake"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("6 new were packed"), "{stderr}");
+
+    t.ok(
+        "maintainer.git",
+        &["config", "remote.lake.fdlAllowHttp", "maybe"],
+    );
+    let out = helper(&t, "maintainer.git", &["pack", "lake"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("'remote.lake.fdlAllowHttp'") && !stderr.contains("remote.origin"),
+        "{stderr}"
+    );
+
+    let url = t.local_lake("served", &lake(4, 2));
+    let server = crate::support::http::serve(&t.path("served"));
+    let http = format!("fdl::{}", server.url);
+    let out = helper(&t, ".", &["pack", &http]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(128), "{stderr}");
+    // The server's port may itself contain "501" (45015 did): look past the address.
+    let said = stderr.replace(server.url.trim_end_matches('/'), "<lake>");
+    assert!(
+        said.contains("read-only: nothing was packed") && !said.contains("501"),
+        "{stderr}"
+    );
+    assert!(!std::path::Path::new(&format!("{}/git-packs", &url[5..])).exists());
+}
