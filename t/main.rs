@@ -11,6 +11,7 @@ mod architecture;
 mod atomic_push;
 mod backends;
 mod bad_lakes;
+mod bad_lakes_links;
 mod cache;
 mod catalog;
 mod cli;
