@@ -45,6 +45,7 @@ mod packs_signed;
 mod protocol;
 mod push;
 mod read;
+mod read_repository;
 mod redaction;
 mod ref_conflicts;
 mod ref_names;
