@@ -24,6 +24,8 @@ mod errors;
 mod fsck;
 mod fuzz_seeds;
 mod golden;
+mod golden_edges;
+mod golden_refusals;
 mod hostile_downloads;
 mod integrity;
 mod killed;

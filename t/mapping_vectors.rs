@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use base64::Engine as _;
 use serde_json::{json, Map, Value};
 
-use crate::golden::{self, Readable, COMMIT_P, P};
+use crate::golden;
+use crate::golden_edges::{self, Readable, COMMIT_P, P};
+use crate::golden_refusals;
 use crate::support::{parse_ls_remote, TestEnv};
 
 fn vectors_file() -> PathBuf {
@@ -126,7 +128,7 @@ fn rendered() -> String {
             "refs/tags/v1": golden::COMMIT_A,
         },
     })];
-    cases.extend(golden::readable_vectors().iter().map(readable_case));
+    cases.extend(golden_edges::readable_vectors().iter().map(readable_case));
     // The size limits are inclusive: a record of 16 MiB and a dataset.json of 64 MiB.
     let id = "e0000000-0000-4000-8000-0000000000fe";
     let mut record = br#"{"message": "at the limits"}"#.to_vec();
@@ -140,7 +142,7 @@ fn rendered() -> String {
         "refs": {"HEAD": at, "refs/heads/main": at},
     }));
     let bad = "e0000000-0000-4000-8000-0000000000ff";
-    for (name, record, why) in golden::unreadable_vectors() {
+    for (name, record, why) in golden_refusals::unreadable_vectors() {
         // The words after "is not valid JSON:" are the JSON library's, not the mapping's.
         let why = match why.split_once("is not valid JSON:") {
             Some((before, _)) => format!("{before}is not valid JSON"),
