@@ -1,10 +1,10 @@
 //! The plan in `docs/ARCHITECTURE.md` checked against the tree, so that it stays true: no module
-//! uses one listed below it, no file imports in a circle (inside a folder included), no file
-//! holds more than 600 lines of code nor a function more than 80, no layer is reached through
-//! another's public field, every module says what it is for, and only the IO loop, progress
-//! and tracing talk to the terminal.
+//! uses one listed below it, no function outside tests is longer than 80 lines, no layer is
+//! reached through another's public field, every module says what it is for, and only the IO
+//! loop, progress and tracing talk to the terminal. Its files are checked in
+//! `architecture_files.rs`, its imports in `architecture_imports.rs`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Modules that are the binary's, not the library's: they sit on top of everything.
@@ -12,12 +12,12 @@ const BINARY: [&str; 2] = ["main.rs", "cli.rs"];
 /// The only library modules allowed to write to the terminal.
 const TERMINAL: [&str; 3] = ["helper.rs", "progress.rs", "trace.rs"];
 const MAX_FUNCTION_LINES: usize = 80;
-const MAX_FILE_CODE_LINES: usize = 600;
+
 /// The types that stand for a layer: held by another layer's struct, they stay private, so
 /// that the layer is reached through the holder's methods, not through its fields.
 const LAYER_HANDLES: [&str; 6] = ["Store", "Lake", "Cache", "Repo", "Remote", "Reading"];
 
-fn root() -> PathBuf {
+pub(crate) fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
@@ -31,7 +31,7 @@ fn layer_table() -> Vec<String> {
 }
 
 /// Every `.rs` file below `dir`, sorted.
-fn rust_files(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn rust_files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -85,7 +85,7 @@ fn crate_uses(text: &str) -> Vec<String> {
 }
 
 /// The lines of a file before its `#[cfg(test)]` module, without `//` comments.
-fn code_lines(text: &str) -> impl Iterator<Item = &str> {
+pub(crate) fn code_lines(text: &str) -> impl Iterator<Item = &str> {
     text.lines()
         .take_while(|l| l.trim() != "#[cfg(test)]")
         .map(|l| l.split("//").next().unwrap_or(""))
@@ -376,13 +376,8 @@ fn test_hooks_are_compiled_only_into_debug_builds() {
     assert_eq!(hooks.matches("pub fn ").count(), 2 * hook_fns.len());
 }
 
-/// Lines of code of a file: outside its tests, neither blank nor comments only.
-fn code_line_count(text: &str) -> usize {
-    code_lines(text).filter(|l| !l.trim().is_empty()).count()
-}
-
 /// Every `.rs` file of `src/` with its path relative to `src/`.
-fn checked_files() -> Vec<(String, String)> {
+pub(crate) fn checked_files() -> Vec<(String, String)> {
     let src = root().join("src");
     rust_files(&src)
         .into_iter()
@@ -477,357 +472,6 @@ fn no_error_of_src_is_a_string() {
     );
 }
 
-/// Issue 32, item 2: a file's name says which room it is, wherever it is opened from (an
-/// editor's tab, a stack trace): no two files of `src/` share one, `mod.rs` and `error.rs`
-/// aside.
-#[test]
-fn no_two_files_of_src_share_a_name() {
-    let mut seen: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for (rel, _) in checked_files() {
-        let name = Path::new(&rel)
-            .file_name()
-            .unwrap()
-            .to_string_lossy()
-            .to_string();
-        if name != "mod.rs" && name != "error.rs" {
-            seen.entry(name).or_default().push(rel);
-        }
-    }
-    let shared: Vec<String> = seen
-        .into_values()
-        .filter(|files| files.len() > 1)
-        .map(|files| files.join(", "))
-        .collect();
-    assert!(
-        shared.is_empty(),
-        "rename one of each:\n{}",
-        shared.join("\n")
-    );
-}
-
-#[test]
-fn no_file_of_src_has_more_than_600_lines_of_code() {
-    let long: Vec<String> = checked_files()
-        .into_iter()
-        .map(|(rel, text)| (rel, code_line_count(&text)))
-        .filter(|(_, n)| *n > MAX_FILE_CODE_LINES)
-        .map(|(rel, n)| format!("src/{rel}: {n} lines of code"))
-        .collect();
-    assert!(long.is_empty(), "split these files:\n{}", long.join("\n"));
-}
-
-/// The files of `t/` still over 600 lines of code, to be split by feature; none may join them.
-/// (`golden.rs` pins mapping v1 and stays as it is.)
-const LONG_FILES_OF_T: [&str; 5] = [
-    "architecture.rs",
-    "bad_lakes.rs",
-    "golden.rs",
-    "packs.rs",
-    "read.rs",
-];
-
-#[test]
-fn no_file_of_t_has_more_than_600_lines_of_code() {
-    let t = root().join("t");
-    let long: Vec<String> = rust_files(&t)
-        .into_iter()
-        .map(|f| f.strip_prefix(&t).unwrap().to_string_lossy().to_string())
-        .filter(|rel| !LONG_FILES_OF_T.contains(&rel.as_str()))
-        .map(|rel| {
-            let n = code_line_count(&std::fs::read_to_string(t.join(&rel)).unwrap());
-            (rel, n)
-        })
-        .filter(|(_, n)| *n > MAX_FILE_CODE_LINES)
-        .map(|(rel, n)| format!("t/{rel}: {n} lines of code"))
-        .collect();
-    assert!(long.is_empty(), "split these files:\n{}", long.join("\n"));
-}
-
-/// The module a file of `src/` is (`lake/refs.rs` → `lake::refs`, `lake/mod.rs` → `lake`).
-fn module_path(rel: &str) -> Vec<String> {
-    let rel = rel.trim_end_matches(".rs");
-    let rel = rel.trim_end_matches("/mod");
-    match rel {
-        "lib" => Vec::new(),
-        _ => rel.split('/').map(str::to_string).collect(),
-    }
-}
-
-/// The module paths a `use` tree or path names, from `text` on (`a::{b, c::D}` → `a::b`,
-/// `a::c::D`), each with the length of text read.
-fn path_tree(text: &str) -> (Vec<Vec<String>>, usize) {
-    let start = text.len() - text.trim_start().len();
-    let rest = &text[start..];
-    if let Some(inner) = rest.strip_prefix('{') {
-        let (mut out, mut at) = (Vec::new(), 0);
-        loop {
-            at += inner[at..].len() - inner[at..].trim_start().len();
-            if inner[at..].starts_with('}') {
-                return (out, start + at + 2);
-            }
-            let (paths, used) = path_tree(&inner[at..]);
-            out.extend(paths);
-            at += used;
-            // Past a rename (`as x`) to the next item or the group's end.
-            at += inner[at..].find([',', '}']).unwrap_or(inner.len() - at);
-            match inner[at..].chars().next() {
-                Some(',') => at += 1,
-                Some(_) => return (out, start + at + 2),
-                None => return (out, start + at + 1),
-            }
-        }
-    }
-    let name: String = rest
-        .chars()
-        .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '*')
-        .collect();
-    if name.is_empty() {
-        return (Vec::new(), start);
-    }
-    let after = &rest[name.len()..];
-    let segment = || match name.as_str() {
-        "self" | "*" => Vec::new(),
-        _ => vec![name.clone()],
-    };
-    match after.strip_prefix("::") {
-        Some(tail) => {
-            let (paths, used) = path_tree(tail);
-            let paths = paths
-                .into_iter()
-                .map(|p| segment().into_iter().chain(p).collect())
-                .collect();
-            (paths, start + name.len() + 2 + used)
-        }
-        None => (vec![segment()], start + name.len()),
-    }
-}
-
-/// Whether a file of `src/` is the module `module` (as `x.rs` or `x/mod.rs`).
-fn module_exists(module: &[String]) -> bool {
-    let src = root().join("src");
-    let joined = module.join("/");
-    !module.is_empty()
-        && (src.join(format!("{joined}.rs")).is_file()
-            || src.join(format!("{joined}/mod.rs")).is_file())
-}
-
-/// The statements of a folder's `mod.rs` that give names (`pub use child::Name;`, or
-/// `pub(crate) use`), which are
-/// not uses of the child: the text without them, and the paths they give, by name.
-fn re_exports(text: &str, module: &[String]) -> (String, BTreeMap<String, Vec<String>>) {
-    let mut kept = String::new();
-    let mut names = BTreeMap::new();
-    let mut rest = text;
-    // Whichever of the two comes first.
-    let next = |t: &str| {
-        let found = ["pub(crate) use ", "pub use "].map(|w| t.find(w).map(|at| (at, w.len())));
-        found.into_iter().flatten().min()
-    };
-    while let Some((at, len)) = next(rest) {
-        kept.push_str(&rest[..at]);
-        let statement = &rest[at + len..];
-        let end = statement.find(';').unwrap_or(statement.len());
-        for path in path_tree(&statement[..end]).0 {
-            let full = absolute(module, &path);
-            if let Some(name) = full.last() {
-                names.insert(name.clone(), full);
-            }
-        }
-        rest = &statement[end..];
-    }
-    kept.push_str(rest);
-    (kept, names)
-}
-
-/// A path named in `module` from the crate's root: `crate::`, `super::` and `self::` resolved,
-/// and a first segment naming a module below `module` taken as relative to it.
-fn absolute(module: &[String], path: &[String]) -> Vec<String> {
-    let mut out = match path.first().map(String::as_str) {
-        Some("crate") => Vec::new(),
-        _ => module.to_vec(),
-    };
-    let skip = usize::from(path.first().is_some_and(|p| p == "crate"));
-    for segment in &path[skip..] {
-        match segment.as_str() {
-            "super" => {
-                out.pop();
-            }
-            _ => out.push(segment.clone()),
-        }
-    }
-    out
-}
-
-/// The module a path leads to: the deepest module it names, or where a folder's `mod.rs`
-/// re-exports the item it names from.
-fn resolve(
-    path: &[String],
-    aliases: &BTreeMap<Vec<String>, BTreeMap<String, Vec<String>>>,
-) -> Vec<String> {
-    let mut module = Vec::new();
-    for segment in path {
-        module.push(segment.clone());
-        if !module_exists(&module) {
-            module.pop();
-            let target = aliases.get(&module).and_then(|a| a.get(segment));
-            return match target {
-                Some(t) if t.len() > module.len() + 1 && t.starts_with(&module) => {
-                    resolve(t, aliases)
-                }
-                _ => module,
-            };
-        }
-    }
-    module
-}
-
-/// The paths a file's code names through `crate::`, `super::`, `self::`, or (in a folder's
-/// `mod.rs`) a child module's name, each from the crate's root.
-fn paths_named(text: &str, module: &[String], is_folder: bool) -> Vec<Vec<String>> {
-    let mut out = Vec::new();
-    let chars: Vec<(usize, char)> = text.char_indices().collect();
-    for (i, &(at, c)) in chars.iter().enumerate() {
-        let before = i.checked_sub(1).map(|j| chars[j].1);
-        let starts_word = before.is_none_or(|b| !(b.is_alphanumeric() || b == '_' || b == ':'));
-        if !(starts_word && (c.is_alphabetic() || c == '_')) {
-            continue;
-        }
-        let word: String = text[at..]
-            .chars()
-            .take_while(|c| c.is_alphanumeric() || *c == '_')
-            .collect();
-        let relative = is_folder && {
-            let mut child = module.to_vec();
-            child.push(word.clone());
-            module_exists(&child)
-        };
-        let rooted = matches!(word.as_str(), "crate" | "super" | "self");
-        if !(rooted || relative) || !text[at + word.len()..].starts_with("::") {
-            continue;
-        }
-        let paths = path_tree(&text[at..]).0;
-        out.extend(paths.iter().map(|p| absolute(module, p)));
-    }
-    out
-}
-
-/// A circle in `edges`, if there is one: the modules on it, the first one again at the end.
-fn find_circle(edges: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
-    // Iterative depth-first search, colouring modules grey while on the stack.
-    let mut state: BTreeMap<&str, u8> = BTreeMap::new();
-    for start in edges.keys() {
-        if state.contains_key(start.as_str()) {
-            continue;
-        }
-        let mut stack: Vec<(&str, Vec<&str>)> = Vec::new();
-        let next = |m: &str| -> Vec<&str> {
-            edges
-                .get(m)
-                .map_or(Vec::new(), |s| s.iter().map(String::as_str).collect())
-        };
-        state.insert(start, 1);
-        stack.push((start, next(start)));
-        while let Some((m, todo)) = stack.last_mut() {
-            let m = *m;
-            let Some(n) = todo.pop() else {
-                state.insert(m, 2);
-                stack.pop();
-                continue;
-            };
-            match state.get(n) {
-                Some(1) => {
-                    let from = stack.iter().position(|(s, _)| *s == n).unwrap();
-                    let mut circle: Vec<String> =
-                        stack[from..].iter().map(|(s, _)| s.to_string()).collect();
-                    circle.push(n.to_string());
-                    return Some(circle);
-                }
-                Some(_) => {}
-                None => {
-                    state.insert(n, 1);
-                    stack.push((n, next(n)));
-                }
-            }
-        }
-    }
-    None
-}
-
-/// Which module of `src/` uses which, file by file (a folder's `mod.rs` is its folder's module).
-fn file_imports(files: &[(String, String)]) -> BTreeMap<String, BTreeSet<String>> {
-    let mut aliases = BTreeMap::new();
-    let mut texts = Vec::new();
-    for (rel, text) in files {
-        let module = module_path(rel);
-        let code = code_lines(text).collect::<Vec<_>>().join("\n");
-        let is_folder = rel.ends_with("mod.rs");
-        let code = match is_folder {
-            true => {
-                let (kept, names) = re_exports(&code, &module);
-                aliases.insert(module.clone(), names);
-                kept
-            }
-            false => code,
-        };
-        texts.push((module, code, is_folder));
-    }
-    let mut edges = BTreeMap::new();
-    for (module, code, is_folder) in texts.iter().filter(|(m, _, _)| !m.is_empty()) {
-        let used: &mut BTreeSet<String> = edges.entry(module.join("::")).or_default();
-        for path in paths_named(code, module, *is_folder) {
-            let target = resolve(&path, &aliases);
-            if !target.is_empty() && target != *module {
-                used.insert(target.join("::"));
-            }
-        }
-    }
-    edges
-}
-
-#[test]
-fn no_file_imports_in_a_circle() {
-    let edges = file_imports(&checked_files());
-    assert!(edges.len() > 40, "the files were not found: {edges:?}");
-    assert!(
-        edges["lake::refs"].contains("lake::handle"),
-        "a use through super:: was not seen: {:?}",
-        edges["lake::refs"]
-    );
-    let circle = find_circle(&edges);
-    assert!(
-        circle.is_none(),
-        "an import circle: {}",
-        circle.unwrap().join(" -> ")
-    );
-}
-
-#[test]
-fn the_circle_check_sees_paths_and_circles() {
-    let module = vec!["lake".to_string(), "refs".to_string()];
-    let names: Vec<String> = paths_named(
-        "use super::{open::Lake, files};\nlet x = crate::store::Store::x();",
-        &module,
-        false,
-    )
-    .iter()
-    .map(|p| p.join("::"))
-    .collect();
-    assert_eq!(
-        names,
-        ["lake::open::Lake", "lake::files", "store::Store::x"]
-    );
-    let edges = |pairs: &[(&str, &str)]| {
-        let mut e: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-        for (a, b) in pairs {
-            e.entry(a.to_string()).or_default().insert(b.to_string());
-        }
-        e
-    };
-    assert!(find_circle(&edges(&[("a", "b"), ("b", "c"), ("a", "c")])).is_none());
-    let circle = find_circle(&edges(&[("a", "b"), ("b", "c"), ("c", "a")])).unwrap();
-    assert_eq!(circle, ["a", "b", "c", "a"]);
-}
-
 #[test]
 fn no_layer_is_reached_through_a_public_field() {
     let mut wrong = Vec::new();
@@ -870,88 +514,5 @@ fn no_layer_is_reached_through_a_public_field() {
         wrong.is_empty(),
         "a layer reached through a public field (make it private, add a method):\n{}",
         wrong.join("\n")
-    );
-}
-
-/// A file of `t/` no `mod` line names is never compiled: its tests would silently not run.
-#[test]
-fn every_file_of_t_is_compiled_into_the_test_binary() {
-    let t = root().join("t");
-    let mut missing = Vec::new();
-    for file in rust_files(&t) {
-        let rel = file.strip_prefix(&t).unwrap();
-        let folder = rel.parent().unwrap_or(Path::new(""));
-        let name = rel.file_stem().unwrap().to_string_lossy().to_string();
-        let parent = match folder.as_os_str().is_empty() {
-            true if name == "main" => continue,
-            true => t.join("main.rs"),
-            false if name == "mod" => continue,
-            false => t.join(folder).join("mod.rs"),
-        };
-        let text = std::fs::read_to_string(&parent).unwrap_or_default();
-        let declared = code_lines(&text).any(|l| {
-            let l = l.trim();
-            let l = l.strip_prefix("pub ").unwrap_or(l);
-            l == format!("mod {name};")
-        });
-        if !declared {
-            missing.push(rel.display().to_string());
-        }
-    }
-    assert!(
-        missing.is_empty(),
-        "files of t/ no mod line names: {missing:?}"
-    );
-}
-
-/// The files of `t/support/` (each a module of the support) and the sibling files each names
-/// through `super::` or `crate::support::`: `mod.rs` is the parent, not a sibling.
-fn support_imports() -> BTreeMap<String, BTreeSet<String>> {
-    let dir = root().join("t/support");
-    let names: BTreeSet<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .flatten()
-        .filter_map(|e| {
-            e.file_name()
-                .to_str()?
-                .strip_suffix(".rs")
-                .map(str::to_string)
-        })
-        .filter(|n| n != "mod")
-        .collect();
-    let mut edges = BTreeMap::new();
-    for name in &names {
-        let text = std::fs::read_to_string(dir.join(format!("{name}.rs"))).unwrap();
-        let mut named = BTreeSet::new();
-        for prefix in ["super::", "crate::support::"] {
-            for (at, _) in text.match_indices(prefix) {
-                let word: String = text[at + prefix.len()..]
-                    .chars()
-                    .take_while(|c| c.is_alphanumeric() || *c == '_')
-                    .collect();
-                let more = text[at + prefix.len() + word.len()..].starts_with("::")
-                    || text[at + prefix.len() + word.len()..].starts_with(";");
-                if names.contains(&word) && word != *name && more {
-                    named.insert(word);
-                }
-            }
-        }
-        edges.insert(name.clone(), named);
-    }
-    edges
-}
-
-#[test]
-fn no_file_of_the_tests_support_imports_in_a_circle() {
-    let edges = support_imports();
-    assert!(
-        edges["seaweedfs"].contains("servers") && edges["clouds"].contains("moto"),
-        "the support's imports were not seen: {edges:?}"
-    );
-    let circle = find_circle(&edges);
-    assert!(
-        circle.is_none(),
-        "an import circle in t/support: {}",
-        circle.unwrap().join(" -> ")
     );
 }

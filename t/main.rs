@@ -8,6 +8,8 @@ mod support;
 
 mod addresses;
 mod architecture;
+mod architecture_files;
+mod architecture_imports;
 mod atomic_push;
 mod backends;
 mod bad_lakes;
