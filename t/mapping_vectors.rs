@@ -1,7 +1,7 @@
 //! Mapping v1's vectors as data (`docs/mapping-vectors.json`): every golden vector and refusal
-//! of `t/golden.rs` in a form another implementation runs without reading prose, and the helper
-//! run on every case of that file alone. `FDL_WRITE_MAPPING_VECTORS=1` writes the file anew
-//! from `t/golden.rs` instead of checking it.
+//! of `t/golden.rs`, `t/golden_edges.rs` and `t/golden_refusals.rs` in a form another
+//! implementation runs without reading prose, and the helper run on every case of that file
+//! alone. `FDL_WRITE_MAPPING_VECTORS=1` writes the file anew from them instead of checking it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -58,7 +58,7 @@ fn files_of(files: &BTreeMap<String, Vec<u8>>) -> Value {
     )
 }
 
-/// A lake as `t/golden.rs` writes it (`fdl.json`, `HEAD`), the parent every edge case holds,
+/// A lake as `t/golden_edges.rs` writes it (`fdl.json`, `HEAD`), the parent every edge case holds,
 /// and a version `id` with `record` that `main` names.
 fn edge_files(id: &str, record: &[u8], dataset: Option<&[u8]>) -> BTreeMap<String, Vec<u8>> {
     let mut files = crate::support::LakeBuilder::new().files;
@@ -111,7 +111,8 @@ fn files_below(root: &Path) -> BTreeMap<String, Vec<u8>> {
     out
 }
 
-/// The file's content, made from `t/golden.rs`'s vectors.
+/// The file's content, made from the vectors of `t/golden.rs`, `t/golden_edges.rs` and
+/// `t/golden_refusals.rs`.
 fn rendered() -> String {
     let mut cases = vec![json!({
         "name": "golden-lake",
