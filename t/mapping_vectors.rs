@@ -192,7 +192,7 @@ fn mapping_vectors_json_holds_every_golden_vector() {
     let have = std::fs::read_to_string(vectors_file()).unwrap_or_default();
     assert!(
         have == want,
-        "docs/mapping-vectors.json differs from t/golden.rs's vectors; \
+        "docs/mapping-vectors.json differs from the vectors of t/golden*.rs; \
          FDL_WRITE_MAPPING_VECTORS=1 writes it anew (never to change a commit)"
     );
 }
