@@ -177,6 +177,40 @@ fn every_lock_is_one_a_panic_cannot_poison() {
     );
 }
 
+/// Issue 49, item 1: a wrapper of a store's backend (counting, tracing, the gate) passes every
+/// method on. The `Backend` trait gives no method a default body, so that a wrapper that forgets
+/// one does not compile, rather than skipping the backend's own answer.
+#[test]
+fn no_method_of_a_store_backend_has_a_default_body() {
+    let text = std::fs::read_to_string(root().join("src/store/backend.rs")).unwrap();
+    let start = text
+        .find("pub(crate) trait Backend")
+        .expect("the Backend trait");
+    let open = start + text[start..].find('{').unwrap();
+    let mut depth = 0;
+    let mut end = open;
+    for (i, c) in text[open..].char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth -= 1,
+            _ => {}
+        }
+        if depth == 0 {
+            end = open + i;
+            break;
+        }
+    }
+    let block = &text[open + 1..end];
+    assert!(
+        block.matches("fn ").count() > 8,
+        "the trait's methods were not found"
+    );
+    assert!(
+        !block.contains('{'),
+        "a method of store::backend::Backend has a default body: give every backend its own"
+    );
+}
+
 #[test]
 fn every_library_module_is_in_the_layer_table() {
     let table = layer_table();

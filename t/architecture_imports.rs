@@ -165,7 +165,9 @@ fn paths_named(text: &str, module: &[String], is_folder: bool) -> Vec<Vec<String
             module_exists(&child)
         };
         let rooted = matches!(word.as_str(), "crate" | "super" | "self");
-        if !(rooted || relative) || !text[at + word.len()..].starts_with("::") {
+        // `pub(in crate::store)` says who may see an item; it uses nothing.
+        let visibility = text[..at].ends_with("pub(in ");
+        if !(rooted || relative) || visibility || !text[at + word.len()..].starts_with("::") {
             continue;
         }
         let paths = path_tree(&text[at..]).0;
@@ -268,7 +270,8 @@ fn no_file_imports_in_a_circle() {
 fn the_circle_check_sees_paths_and_circles() {
     let module = vec!["lake".to_string(), "refs".to_string()];
     let names: Vec<String> = paths_named(
-        "use super::{open::Lake, files};\nlet x = crate::store::Store::x();",
+        "use super::{open::Lake, files};\nlet x = crate::store::Store::x();\n\
+         pub(in crate::lake) fn f() {}",
         &module,
         false,
     )

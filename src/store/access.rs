@@ -77,17 +77,21 @@ fn describe_s3(u: &Url, options: &[(String, String)]) -> S3Access {
     let mut b = object_store::aws::AmazonS3Builder::from_env().with_url(u.as_str());
     let mut profile = None;
     for (k, v) in options {
-        if k.eq_ignore_ascii_case(super::aws::PROFILE_OPTION) {
+        if k.eq_ignore_ascii_case(crate::store::cloud::aws_credentials::PROFILE_OPTION) {
             profile = Some(v.trim().to_string()).filter(|p| !p.is_empty());
         } else if let Ok(key) = k.to_ascii_lowercase().parse::<K>() {
             b = b.with_config(key, v);
         }
     }
-    let chosen = super::aws::Profile::chosen(profile.as_deref());
+    let chosen = crate::store::cloud::aws_credentials::Profile::chosen(profile.as_deref());
     let region = b
         .get_config_value(&K::Region)
         .filter(|r| !r.is_empty())
-        .or_else(|| super::aws::profile_region(chosen.as_ref()).ok().flatten())
+        .or_else(|| {
+            crate::store::cloud::aws_credentials::profile_region(chosen.as_ref())
+                .ok()
+                .flatten()
+        })
         .unwrap_or_else(|| "us-east-1".to_string());
     let endpoint = b.get_config_value(&K::Endpoint).filter(|e| !e.is_empty());
     let use_ssl = !endpoint

@@ -7,7 +7,6 @@ use bytes::Bytes;
 use super::budget::Budget;
 use super::condition::{Token, Versioned, WriteError, WriteMode};
 use super::error::StoreError;
-use super::local::{Below, Listed};
 
 /// A file read within the memory budget: its content, its version, its share of the budget.
 pub(crate) struct Got {
@@ -42,8 +41,35 @@ pub(crate) struct Paged<T> {
 /// Where a streamed read's chunks go; it refuses a file once it is over its limit.
 pub(crate) type Sink<'a> = dyn FnMut(&[u8]) -> Result<(), StoreError> + Send + 'a;
 
+/// What lies directly below a folder: the names of its folders and of its files.
+#[derive(Debug, Default)]
+pub(crate) struct Below {
+    pub dirs: Vec<String>,
+    pub files: Vec<String>,
+}
+
+/// What a listing found and did not list.
+#[derive(Debug, Default)]
+pub struct Listed {
+    pub files: Vec<String>,
+    /// Entries passed over (printable path, why), for the caller to warn about.
+    pub skipped: Vec<(String, &'static str)>,
+    /// Each file's ETag, where the store's listing gives one (cloud stores).
+    pub e_tags: std::collections::HashMap<String, String>,
+    /// The listing stopped at the most files asked for: there may be more after the last.
+    pub more: bool,
+}
+
+impl Listed {
+    pub(crate) fn skip(&mut self, path: String, why: &'static str) {
+        self.skipped.push((path, why));
+    }
+}
+
 /// One store's operations, on paths relative to the lake's root, already checked not to leave
-/// it. Each method is one request (a listing: as many pages as it takes).
+/// it. Each method is one request (a listing: as many pages as it takes). No method has a
+/// default body, so that a wrapper that forgets to pass one on does not compile
+/// (`t/architecture_files.rs` holds it).
 #[async_trait::async_trait]
 pub(crate) trait Backend: std::fmt::Debug + Send + Sync {
     /// The version of `rel`, `None` when it is no file.
@@ -58,13 +84,7 @@ pub(crate) trait Backend: std::fmt::Debug + Send + Sync {
         rel: &str,
         limit: u64,
         budget: &Budget,
-    ) -> Result<Option<Versioned>, StoreError> {
-        let got = self.get(rel, limit, budget).await?;
-        Ok(got.map(|g| Versioned {
-            bytes: g.bytes,
-            token: g.token,
-        }))
-    }
+    ) -> Result<Option<Versioned>, StoreError>;
 
     /// Streams `rel` into `sink` a chunk at a time; `false` when there is no such file.
     async fn download(
@@ -98,12 +118,8 @@ pub(crate) trait Backend: std::fmt::Debug + Send + Sync {
 
     /// Whether [`Backend::delete`] checks the version itself, under a lock (a folder): else
     /// the caller asks for it first, which finds most conflicts for the price of a HEAD.
-    fn checks_before_delete(&self) -> bool {
-        false
-    }
+    fn checks_before_delete(&self) -> bool;
 
     /// Notes about what the store repaired on its own (a stale lock it removed).
-    fn take_notes(&self) -> Vec<String> {
-        Vec::new()
-    }
+    fn take_notes(&self) -> Vec<String>;
 }

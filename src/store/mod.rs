@@ -4,53 +4,37 @@
 //! behind the [`backend::Backend`] trait, wrapped in counting, tracing and the gate.
 
 pub(crate) mod access;
-mod aws;
-mod azure;
 mod backend;
 mod budget;
-mod build;
 mod cloud;
 mod condition;
-mod delete;
-mod diagnose;
 mod error;
 mod folder;
-mod gcs;
-mod hints;
-mod http;
-pub(crate) mod local;
-pub(crate) mod local_write;
-mod lock;
-mod multipart;
 mod options;
-mod pages;
-mod parts;
-mod preflight;
 mod ranges;
-mod s3;
-mod stats;
-pub(crate) mod throttle;
-mod traced;
 pub(crate) mod url;
+mod wrappers;
 pub(crate) mod write_check;
+
+pub(crate) use wrappers::throttle;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
 
+pub(crate) use backend::Listed;
 use backend::{Backend, Range};
 pub(crate) use budget::{Budget, Held, MEMORY_BUDGET};
 pub(crate) use cloud::LIST_PAGE;
 pub use condition::{Token, Versioned, WriteError, WriteMode};
 pub(crate) use error::stopped;
 pub use error::StoreError;
-pub(crate) use local::Listed;
 pub(crate) use options::{parse_switch, CONCURRENCY_OPTION, DEFAULT_CONCURRENCY, MAX_CONCURRENCY};
 pub use ranges::even_splits;
 pub(crate) use ranges::joined;
-pub(crate) use stats::Stats;
 pub use url::StoreUrl;
+pub(crate) use wrappers::stats::Stats;
 
 /// An opened store, rooted at the lake's root.
 #[derive(Debug, Clone)]
@@ -81,7 +65,8 @@ impl Store {
             .iter()
             .cloned()
             .partition(|(k, _)| k == CONCURRENCY_OPTION);
-        let concurrency = options::concurrency_of(url, &own)?.min(throttle::open_files_room());
+        let concurrency =
+            options::concurrency_of(url, &own)?.min(wrappers::throttle::open_files_room());
         let backend: Box<dyn Backend> = match url {
             // A folder uses no store option, but one no store knows is a typo all the same.
             StoreUrl::Local(path) => {
@@ -92,15 +77,15 @@ impl Store {
                 }
                 Box::new(folder::Folder::open(path)?)
             }
-            _ => Box::new(build::build_remote(url, &options)?),
+            _ => Box::new(cloud::open::build_remote(url, &options)?),
         };
-        let gate = Arc::new(throttle::Gate::new(concurrency));
-        let mut backend: Box<dyn Backend> = Box::new(throttle::Gated::new(backend, gate));
+        let gate = Arc::new(wrappers::throttle::Gate::new(concurrency));
+        let mut backend: Box<dyn Backend> = Box::new(wrappers::throttle::Gated::new(backend, gate));
         if crate::trace::enabled() {
-            backend = Box::new(traced::Traced::new(backend));
+            backend = Box::new(wrappers::traced::Traced::new(backend));
         }
         let stats = Arc::new(Stats::default());
-        let backend = Arc::new(stats::Counted::new(backend, stats.clone()));
+        let backend = Arc::new(wrappers::stats::Counted::new(backend, stats.clone()));
         Ok(Store {
             backend,
             url: url.clone(),

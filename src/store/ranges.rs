@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::backend::{Backend, Range};
 use super::error::{stopped, StoreError};
-use super::local::Listed;
+use crate::store::backend::Listed;
 
 /// Where to split a listing of `keys` (sorted): in as few ranges as hold `per_range` keys
 /// each, of even sizes, so that their answers are parsed side by side in the same time.

@@ -249,7 +249,7 @@ where
     F: std::future::Future<Output = Result<T, WriteError>>,
 {
     let throttled = |e: &WriteError| matches!(e, WriteError::Store(e) if e.is_throttled());
-    super::throttle::until_unthrottled(write, throttled).await
+    crate::store::wrappers::throttle::until_unthrottled(write, throttled).await
 }
 
 /// What a PUT did, settled.

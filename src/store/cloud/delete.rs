@@ -13,8 +13,8 @@ use object_store::path::Path as StorePath;
 use object_store::signer::Signer;
 use object_store::{ClientConfigKey, ClientOptions};
 
-use super::condition::Token;
 use crate::redact::redact;
+use crate::store::condition::Token;
 
 /// How many times a conditional DELETE is sent at most: object_store's retries do not cover
 /// it (it goes out on a bare client), so the few it needs are here.

@@ -1,10 +1,10 @@
 //! What to set when a store refuses: the credentials of each kind of store, and the
 //! permission plain HTTP needs. `remote.<remote>.` in a hint is filled in by the helper.
 
-use super::url::StoreUrl;
+use crate::store::url::StoreUrl;
 
 /// Which credentials to set for a store at `url`.
-pub(super) fn hint_credentials(url: &StoreUrl) -> String {
+pub(in crate::store) fn hint_credentials(url: &StoreUrl) -> String {
     match url {
         StoreUrl::S3(_) => "name a profile of ~/.aws/config with AWS_PROFILE or git config \
              remote.<remote>.fdlProfile <name>, or set AWS_ACCESS_KEY_ID and \
@@ -25,7 +25,7 @@ pub(super) fn hint_credentials(url: &StoreUrl) -> String {
 }
 
 /// How to allow plain HTTP to a store at `url`.
-pub(super) fn hint_allow_http(url: &StoreUrl) -> String {
+pub(in crate::store) fn hint_allow_http(url: &StoreUrl) -> String {
     let env = match url {
         StoreUrl::S3(_) => "AWS_ALLOW_HTTP=true, or ",
         StoreUrl::Azure(_) => "AZURE_ALLOW_HTTP=true, or ",

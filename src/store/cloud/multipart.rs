@@ -10,7 +10,7 @@ use object_store::path::Path as StorePath;
 use object_store::{ObjectStore, ObjectStoreExt, WriteMultipart};
 
 /// Files up to this size go in one request (with its condition); larger ones in parts.
-pub(super) const IN_PARTS_ABOVE: u64 = 16 << 20;
+pub(in crate::store) const IN_PARTS_ABOVE: u64 = 16 << 20;
 
 /// The size of a part (S3 takes no part under 5 MiB but the last).
 const PART: usize = 8 << 20;
@@ -20,7 +20,7 @@ const PARTS_IN_FLIGHT: usize = 3;
 
 /// Why an upload stopped: the store would not begin one in parts (some servers take no
 /// multipart upload: fake-gcs-server, small S3 servers), the store's error, or the local file's.
-pub(super) enum Stopped {
+pub(in crate::store) enum Stopped {
     NotBegun,
     Store(object_store::Error),
     File(std::io::Error),
@@ -31,7 +31,7 @@ pub(super) enum Stopped {
 /// Uploads `file` to `path` in parts; on any failure, and on a signal that ends the process
 /// (Ctrl-C, a CI's timeout), the upload is aborted, so that no part is left billed in the
 /// bucket (as far as the store still answers; a SIGKILL leaves it, for a lifecycle rule).
-pub(super) async fn upload(
+pub(in crate::store) async fn upload(
     store: &Arc<dyn ObjectStore>,
     path: &StorePath,
     file: &Path,

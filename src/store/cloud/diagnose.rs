@@ -5,18 +5,22 @@
 
 use object_store::client::{HttpError, HttpErrorKind};
 
-use super::error::{causes, StoreError};
-use super::hints::{hint_allow_http, hint_credentials};
-use super::url::StoreUrl;
 use crate::redact::excerpt;
+use crate::store::cloud::hints::{hint_allow_http, hint_credentials};
+use crate::store::error::{causes, StoreError};
+use crate::store::url::StoreUrl;
 
 /// How much of a server's answer a message quotes.
 const BODY_EXCERPT: usize = 80;
 
 /// The error of a request to `path` (relative to the lake) that failed with `e`.
-pub(super) fn request_error(url: &StoreUrl, path: &str, e: &object_store::Error) -> StoreError {
+pub(in crate::store) fn request_error(
+    url: &StoreUrl,
+    path: &str,
+    e: &object_store::Error,
+) -> StoreError {
     // No credentials is about the lake, not the file that happened to be asked for first.
-    if let Some(n) = super::aws::no_credentials(e) {
+    if let Some(n) = crate::store::cloud::aws_credentials::no_credentials(e) {
         return StoreError::Setup {
             message: n.message.clone(),
             hint: Some(n.hint.clone()),
@@ -31,7 +35,7 @@ pub(super) fn request_error(url: &StoreUrl, path: &str, e: &object_store::Error)
 }
 
 /// Whether a "not found" is about the bucket or container itself, not a file in it.
-pub(super) fn is_missing_bucket(e: &object_store::Error) -> bool {
+pub(in crate::store) fn is_missing_bucket(e: &object_store::Error) -> bool {
     let text = e.to_string();
     [
         "NoSuchBucket",

@@ -5,12 +5,12 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::backend::{Backend, Got, Paged, Range, Sink};
-use super::budget::Budget;
-use super::condition::{Token, Versioned, WriteError, WriteMode};
-use super::error::StoreError;
-use super::local::Below;
-use super::local::Listed;
+use crate::store::backend::Below;
+use crate::store::backend::Listed;
+use crate::store::backend::{Backend, Got, Paged, Range, Sink};
+use crate::store::budget::Budget;
+use crate::store::condition::{Token, Versioned, WriteError, WriteMode};
+use crate::store::error::StoreError;
 
 /// Request counts, for benchmarks and `GIT_REMOTE_FDL_DEBUG`.
 #[derive(Debug, Default)]
@@ -41,7 +41,7 @@ pub(crate) struct Counted {
 }
 
 impl Counted {
-    pub(super) fn new(inner: Box<dyn Backend>, stats: Arc<Stats>) -> Counted {
+    pub(in crate::store) fn new(inner: Box<dyn Backend>, stats: Arc<Stats>) -> Counted {
         Counted { inner, stats }
     }
 

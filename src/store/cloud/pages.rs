@@ -11,7 +11,7 @@ use object_store::ObjectMeta;
 
 /// A cloud store's listing in pages of a chosen size.
 #[derive(Clone)]
-pub(super) struct Pages {
+pub(in crate::store) struct Pages {
     store: Arc<dyn PaginatedListStore>,
 }
 
@@ -36,7 +36,7 @@ impl Pages {
     /// The objects whose keys start with `prefix` (a folder, ending in `/`), after `offset`,
     /// in key order, with their ETags and sizes, asked for `page` at a time; `requests` counts the pages
     /// asked for.
-    pub(super) fn list(
+    pub(in crate::store) fn list(
         &self,
         prefix: String,
         offset: Option<String>,

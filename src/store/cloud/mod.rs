@@ -2,6 +2,21 @@
 //! key prefix in a bucket. What differs per cloud (builders, credentials, the conditional
 //! DELETE object_store cannot send) is in files of their own.
 
+pub(in crate::store) mod aws_credentials;
+mod azure;
+mod delete;
+mod diagnose;
+mod endpoint;
+mod gcs;
+mod hints;
+mod http;
+mod multipart;
+pub(in crate::store) mod open;
+mod pages;
+mod parts;
+mod s3;
+mod settings;
+
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,16 +26,16 @@ use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path as StorePath;
 use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt};
 
-use super::backend::{Backend, Got, Paged, Range, Sink};
-use super::budget::Budget;
-use super::condition::{Token, WriteError, WriteMode};
-use super::delete::{self, Deleter};
-use super::error::{failed, StoreError};
-use super::local::{Below, Listed};
-use super::pages::Pages;
-use super::parts::Stopped;
-use super::url::StoreUrl;
 use crate::redact::redact;
+use crate::store::backend::{Backend, Got, Paged, Range, Sink};
+use crate::store::backend::{Below, Listed};
+use crate::store::budget::Budget;
+use crate::store::condition::{Token, Versioned, WriteError, WriteMode};
+use crate::store::error::{failed, StoreError};
+use crate::store::url::StoreUrl;
+use delete::Deleter;
+use pages::Pages;
+use parts::Stopped;
 
 /// The longest key S3, GCS and Azure all accept, in bytes: a longer write is refused before
 /// it is sent, so that its refusal is definite.
@@ -52,7 +67,12 @@ pub(crate) struct Cloud {
 }
 
 impl Cloud {
-    pub(super) fn new(parts: Parts, root: StorePath, url: &StoreUrl, timeout: Duration) -> Cloud {
+    pub(in crate::store) fn new(
+        parts: Parts,
+        root: StorePath,
+        url: &StoreUrl,
+        timeout: Duration,
+    ) -> Cloud {
         Cloud {
             store: parts.store,
             root,
@@ -81,8 +101,8 @@ impl Cloud {
 
     /// A failed request, in words (see `diagnose`), marked when the store throttled it.
     fn request_failed(&self, rel: &str, e: &object_store::Error) -> StoreError {
-        let error = super::diagnose::request_error(&self.url, rel, e);
-        if super::throttle::is_throttling(e) {
+        let error = diagnose::request_error(&self.url, rel, e);
+        if crate::store::wrappers::throttle::is_throttling(e) {
             error.throttled()
         } else {
             error
@@ -91,7 +111,7 @@ impl Cloud {
 
     /// A missing file is "nothing there"; a missing bucket is an error.
     fn is_absent(&self, e: &object_store::Error) -> bool {
-        matches!(e, object_store::Error::NotFound { .. }) && !super::diagnose::is_missing_bucket(e)
+        matches!(e, object_store::Error::NotFound { .. }) && !diagnose::is_missing_bucket(e)
     }
 
     /// The entries below `path` after `offset`, with their ETags and sizes: in pages of `page` where
@@ -165,6 +185,19 @@ impl Backend for Cloud {
         Ok(Some(Got { bytes, token, room }))
     }
 
+    async fn get_versioned(
+        &self,
+        rel: &str,
+        limit: u64,
+        budget: &Budget,
+    ) -> Result<Option<Versioned>, StoreError> {
+        let got = self.get(rel, limit, budget).await?;
+        Ok(got.map(|g| Versioned {
+            bytes: g.bytes,
+            token: g.token,
+        }))
+    }
+
     async fn download(
         &self,
         rel: &str,
@@ -177,7 +210,7 @@ impl Backend for Cloud {
         let path = self.path(rel)?;
         let (store, timeout, whole) = (&self.store, self.timeout, &self.whole_only);
         let bounds = (timeout, limit);
-        match super::parts::download(store, &path, bounds, whole, &absent, sink).await {
+        match parts::download(store, &path, bounds, whole, &absent, sink).await {
             Ok(found) => Ok(found),
             Err(Stopped::Sink(e)) => Err(e),
             Err(Stopped::Store(e)) => Err(self.request_failed(rel, &e)),
@@ -338,7 +371,7 @@ impl Backend for Cloud {
             put.map(|_| ())
         };
         let size = std::fs::metadata(file).map_err(local)?.len();
-        if size <= super::multipart::IN_PARTS_ABOVE {
+        if size <= multipart::IN_PARTS_ABOVE {
             return whole().await;
         }
         // An upload in parts carries no condition: a file already there is left as it is (its
@@ -346,17 +379,17 @@ impl Backend for Cloud {
         if self.head(rel).await.map_err(WriteError::Store)?.is_some() {
             return Err(WriteError::Conflict);
         }
-        match super::multipart::upload(&self.store, &path, file).await {
+        match multipart::upload(&self.store, &path, file).await {
             Ok(()) => Ok(()),
             // A store that takes no upload in parts (fake-gcs-server, small S3 servers): the
             // file goes whole instead, held in memory for that request.
-            Err(super::multipart::Stopped::NotBegun) => whole().await,
-            Err(super::multipart::Stopped::File(e)) => Err(local(e)),
-            Err(super::multipart::Stopped::Interrupted) => Err(local(std::io::Error::new(
+            Err(multipart::Stopped::NotBegun) => whole().await,
+            Err(multipart::Stopped::File(e)) => Err(local(e)),
+            Err(multipart::Stopped::Interrupted) => Err(local(std::io::Error::new(
                 std::io::ErrorKind::Interrupted,
                 "interrupted by a signal: the upload was aborted",
             ))),
-            Err(super::multipart::Stopped::Store(e)) => {
+            Err(multipart::Stopped::Store(e)) => {
                 Err(WriteError::Store(self.request_failed(rel, &e)))
             }
         }
@@ -382,6 +415,16 @@ impl Backend for Cloud {
             }
         }
         Ok(())
+    }
+
+    /// A conditional DELETE names the version itself (or, without one, the caller checks first).
+    fn checks_before_delete(&self) -> bool {
+        false
+    }
+
+    /// A cloud store repairs nothing on its own.
+    fn take_notes(&self) -> Vec<String> {
+        Vec::new()
     }
 
     async fn delete(&self, rel: &str, expected: &Token) -> Result<(), WriteError> {

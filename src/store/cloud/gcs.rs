@@ -5,14 +5,15 @@ use std::sync::Arc;
 
 use url::Url;
 
-use super::cloud::Parts;
-use super::delete::{Deleter, LazyClient};
-use super::error::StoreError;
-use super::options::{build_error, retry_config, unknown_option};
-use super::pages::Pages;
-use super::url::StoreUrl;
+use crate::store::cloud::delete::{Deleter, LazyClient};
+use crate::store::cloud::endpoint::check_endpoint;
+use crate::store::cloud::pages::Pages;
+use crate::store::cloud::settings::{build_error, retry_config, unknown_option};
+use crate::store::cloud::Parts;
+use crate::store::error::StoreError;
+use crate::store::url::StoreUrl;
 
-pub(super) fn build_gcs(
+pub(in crate::store) fn build_gcs(
     url: &StoreUrl,
     u: &Url,
     options: &[(String, String)],
@@ -85,4 +86,20 @@ fn gcs_base_url(b: &object_store::gcp::GoogleCloudStorageBuilder) -> String {
     key.and_then(|k| serde_json::from_str::<serde_json::Value>(&k).ok())
         .and_then(|v| v.get("gcs_base_url")?.as_str().map(str::to_string))
         .unwrap_or_else(|| "https://storage.googleapis.com".to_string())
+}
+
+/// Checks the endpoint's form before the client is built (an emulator may be given plain
+/// HTTP by the builder itself).
+pub(in crate::store) fn check(
+    url: &StoreUrl,
+    options: &[(String, String)],
+) -> Result<(), StoreError> {
+    let mut b = object_store::gcp::GoogleCloudStorageBuilder::from_env();
+    for (k, v) in options {
+        if let Ok(key) = k.to_ascii_lowercase().parse() {
+            b = b.with_config(key, v);
+        }
+    }
+    let endpoint = b.get_config_value(&object_store::gcp::GoogleConfigKey::BaseUrl);
+    check_endpoint(url, endpoint.as_deref(), "endpoint", true)
 }

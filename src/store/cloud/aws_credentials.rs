@@ -16,14 +16,14 @@ use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvid
 use aws_credential_types::Credentials;
 use object_store::aws::AwsCredential;
 
-use super::error::StoreError;
-use super::hints::hint_credentials;
-use super::url::StoreUrl;
 use crate::redact::{excerpt, redact};
+use crate::store::cloud::hints::hint_credentials;
+use crate::store::error::StoreError;
+use crate::store::url::StoreUrl;
 
 /// The object_store option that carries `remote.<name>.fdlProfile` (and may be given as
 /// `fdlOption aws_profile=<name>`).
-pub(super) const PROFILE_OPTION: &str = "aws_profile";
+pub(in crate::store) const PROFILE_OPTION: &str = "aws_profile";
 
 /// How long before credentials expire they are fetched again.
 const REFRESH_BEFORE_EXPIRY: Duration = Duration::from_secs(300);
@@ -34,7 +34,7 @@ const REMEMBER_FAILURE: Duration = Duration::from_secs(10);
 
 /// The profile the chain reads, and what named it (for messages).
 #[derive(Clone, Debug)]
-pub(super) struct Profile {
+pub(in crate::store) struct Profile {
     pub name: String,
     /// `fdlProfile` (Git's configuration) or `AWS_PROFILE`.
     pub named_by: &'static str,
@@ -43,7 +43,7 @@ pub(super) struct Profile {
 impl Profile {
     /// The profile `option` names (from Git's configuration), else `AWS_PROFILE`, else none
     /// (the `default` profile, as for the AWS CLI).
-    pub(super) fn chosen(option: Option<&str>) -> Option<Profile> {
+    pub(in crate::store) fn chosen(option: Option<&str>) -> Option<Profile> {
         let given = |v: &str| !v.trim().is_empty();
         if let Some(name) = option.filter(|v| given(v)) {
             return Some(Profile {
@@ -84,7 +84,9 @@ fn profile_files() -> String {
 /// What the profile files say before a client is built: the profile's region. A profile named
 /// by the user that is in neither file is an error, as in the AWS CLI (`aws-config` alone would
 /// go on to instance metadata).
-pub(super) fn profile_region(profile: Option<&Profile>) -> Result<Option<String>, StoreError> {
+pub(in crate::store) fn profile_region(
+    profile: Option<&Profile>,
+) -> Result<Option<String>, StoreError> {
     let fs = aws_types::os_shim_internal::Fs::real();
     let env = aws_types::os_shim_internal::Env::real();
     let selected = profile.map(|p| Cow::Owned(p.name.clone()));
@@ -131,7 +133,7 @@ pub(super) fn profile_region(profile: Option<&Profile>) -> Result<Option<String>
 /// Credentials that could not be found or fetched, in words, with what to do. Its text never
 /// holds a secret: the key ID, keys and tokens are never part of it.
 #[derive(Clone, Debug)]
-pub(super) struct NoCredentials {
+pub(in crate::store) struct NoCredentials {
     pub message: String,
     pub hint: String,
 }
@@ -146,12 +148,12 @@ impl std::error::Error for NoCredentials {}
 
 /// Whether instance metadata is turned off: `AWS_EC2_METADATA_DISABLED=true` (also `1`, `yes`,
 /// `on`: no request is sent then either).
-pub(super) fn metadata_disabled() -> bool {
-    super::options::truthy(std::env::var("AWS_EC2_METADATA_DISABLED").ok())
+pub(in crate::store) fn metadata_disabled() -> bool {
+    crate::store::options::truthy(std::env::var("AWS_EC2_METADATA_DISABLED").ok())
 }
 
 /// The chain's settings that object_store's options may give.
-pub(super) struct ChainSettings {
+pub(in crate::store) struct ChainSettings {
     pub url: StoreUrl,
     pub profile: Option<Profile>,
     /// The region STS is asked in (the lake's).
@@ -166,7 +168,7 @@ type Source = (&'static str, SharedCredentialsProvider);
 
 /// object_store's credential provider for S3, backed by the AWS CLI's chain.
 #[derive(Debug)]
-pub(super) struct AwsChain {
+pub(in crate::store) struct AwsChain {
     url: StoreUrl,
     profile: Option<Profile>,
     sources: Vec<Source>,
@@ -190,7 +192,7 @@ enum Cached {
 impl AwsChain {
     /// The providers, in the AWS CLI's order. Explicit keys (`AWS_ACCESS_KEY_ID`, options) never
     /// reach here: object_store uses them itself, first, as the CLI does.
-    pub(super) fn new(s: ChainSettings) -> Result<AwsChain, StoreError> {
+    pub(in crate::store) fn new(s: ChainSettings) -> Result<AwsChain, StoreError> {
         let conf =
             ProviderConfig::default().with_region(Some(aws_config::Region::new(s.region.clone())));
         let mut profile = aws_config::profile::ProfileFileCredentialsProvider::builder();
@@ -311,7 +313,7 @@ fn metadata_address() -> String {
 /// `credential_process` command's arguments; a failing process's stderr is quoted, as the AWS
 /// CLI does (it is where such a process says what is wrong).
 fn cause_of(e: &CredentialsError) -> String {
-    let text = super::error::causes(e)
+    let text = crate::store::error::causes(e)
         .last()
         .map(|s| s.to_string())
         .unwrap_or_default();
@@ -389,8 +391,8 @@ fn generic(e: &NoCredentials) -> object_store::Error {
 }
 
 /// The credentials error in `e`'s causes, if that is what failed.
-pub(super) fn no_credentials(e: &object_store::Error) -> Option<&NoCredentials> {
-    super::error::causes(e).find_map(|s| s.downcast_ref::<NoCredentials>())
+pub(in crate::store) fn no_credentials(e: &object_store::Error) -> Option<&NoCredentials> {
+    crate::store::error::causes(e).find_map(|s| s.downcast_ref::<NoCredentials>())
 }
 
 #[cfg(test)]

@@ -14,12 +14,12 @@ use std::time::Duration;
 use bytes::Bytes;
 use tokio::sync::{Semaphore, SemaphorePermit};
 
-use super::backend::{Backend, Got, Paged, Range, Sink};
-use super::budget::Budget;
-use super::condition::{Token, Versioned, WriteError, WriteMode};
-use super::error::StoreError;
-use super::local::Below;
-use super::local::Listed;
+use crate::store::backend::Below;
+use crate::store::backend::Listed;
+use crate::store::backend::{Backend, Got, Paged, Range, Sink};
+use crate::store::budget::Budget;
+use crate::store::condition::{Token, Versioned, WriteError, WriteMode};
+use crate::store::error::StoreError;
 
 /// How many times one request is tried again after the store throttled it (beyond the retries
 /// of the HTTP client itself); the pauses grow from 200 ms to 5 s, so at most about 30 s.
@@ -122,7 +122,7 @@ impl Drop for Pass<'_> {
 /// message, which holds the request's URL (a version ID, a port) and how long it took.
 pub(crate) fn is_throttling(e: &object_store::Error) -> bool {
     // The first cause that holds the store's answer decides.
-    let verdict = super::error::causes(e).find_map(|s| {
+    let verdict = crate::store::error::causes(e).find_map(|s| {
         let text = s.to_string();
         let answer = answer_of(&text)?;
         Some(
@@ -168,11 +168,11 @@ const FILES_KEPT: u64 = 64;
 pub(crate) fn open_files_room() -> usize {
     static ROOM: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *ROOM.get_or_init(|| match crate::process::raise_open_files_limit() {
-        None => super::options::MAX_CONCURRENCY,
+        None => crate::store::options::MAX_CONCURRENCY,
         Some(limit) => {
             let room = limit.saturating_sub(FILES_KEPT.min(limit / 2));
             usize::try_from(room)
-                .unwrap_or(super::options::MAX_CONCURRENCY)
+                .unwrap_or(crate::store::options::MAX_CONCURRENCY)
                 .max(1)
         }
     })

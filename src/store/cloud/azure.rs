@@ -9,20 +9,21 @@ use std::sync::Arc;
 use object_store::azure::{AzureConfigKey as K, MicrosoftAzureBuilder};
 use url::Url;
 
-use super::cloud::Parts;
-use super::delete::{Deleter, LazyClient};
-use super::error::StoreError;
-use super::options::{build_error, config_key, retry_config};
-use super::pages::Pages;
-use super::url::StoreUrl;
+use crate::store::cloud::delete::{Deleter, LazyClient};
+use crate::store::cloud::endpoint::check_endpoint;
+use crate::store::cloud::pages::Pages;
+use crate::store::cloud::settings::{build_error, config_key, retry_config};
+use crate::store::cloud::Parts;
+use crate::store::error::StoreError;
+use crate::store::url::StoreUrl;
 
 /// The variable the Azure CLI and SDKs read a connection string from.
-pub(super) const CONNECTION_STRING: &str = "AZURE_STORAGE_CONNECTION_STRING";
+pub(in crate::store) const CONNECTION_STRING: &str = "AZURE_STORAGE_CONNECTION_STRING";
 
 /// object_store's builder from the environment. With a connection string, the account, key,
 /// SAS, token, endpoint and emulator variables are left out, as the connection string stands
 /// for them (as for the Azure CLI): a stray `AZURE_STORAGE_ACCOUNT_KEY` cannot win over its SAS.
-pub(super) fn builder_from_env() -> Result<MicrosoftAzureBuilder, StoreError> {
+pub(in crate::store) fn builder_from_env() -> Result<MicrosoftAzureBuilder, StoreError> {
     let text = std::env::var(CONNECTION_STRING)
         .ok()
         .filter(|v| !v.trim().is_empty());
@@ -150,7 +151,7 @@ fn bad(why: &str) -> StoreError {
     }
 }
 
-pub(super) fn build_azure(
+pub(in crate::store) fn build_azure(
     url: &StoreUrl,
     u: &Url,
     options: &[(String, String)],
@@ -197,7 +198,7 @@ fn azure_container_url(
             (c.to_string(), Some(account.to_string()))
         }
     };
-    let truthy = |k: K| super::options::truthy(b.get_config_value(&k));
+    let truthy = |k: K| crate::store::options::truthy(b.get_config_value(&k));
     if truthy(K::UseFabricEndpoint) {
         return None;
     }
@@ -221,6 +222,22 @@ fn azure_container_url(
         .pop_if_empty()
         .push(&container);
     Some((url, account))
+}
+
+/// Checks the endpoint's form before the client is built (an emulator may be given plain
+/// HTTP by the builder itself).
+pub(in crate::store) fn check(
+    url: &StoreUrl,
+    options: &[(String, String)],
+) -> Result<(), StoreError> {
+    let mut b = builder_from_env()?;
+    for (k, v) in options {
+        if let Ok(key) = k.to_ascii_lowercase().parse() {
+            b = b.with_config(key, v);
+        }
+    }
+    let endpoint = b.get_config_value(&object_store::azure::AzureConfigKey::Endpoint);
+    check_endpoint(url, endpoint.as_deref(), "endpoint", true)
 }
 
 #[cfg(test)]

@@ -1,14 +1,18 @@
 //! The folder backend: a lake in a local folder, confined to its root (`local.rs`), written on
 //! condition under lock files (`local_write.rs`, `lock.rs`).
 
+pub(crate) mod confined;
+mod lock;
+pub(crate) mod swap;
+
 use bytes::Bytes;
 
-use super::backend::{Backend, Got, Paged, Range, Sink};
-use super::budget::Budget;
-use super::condition::{Token, Versioned, WriteError, WriteMode};
-use super::error::{failed, StoreError};
-use super::local::{Below, Listed, LocalDir};
-use super::local_write::{Expect, LocalWriteError};
+use crate::store::backend::{Backend, Below, Got, Listed, Paged, Range, Sink};
+use crate::store::budget::Budget;
+use crate::store::condition::{Token, Versioned, WriteError, WriteMode};
+use crate::store::error::{failed, StoreError};
+use confined::LocalDir;
+use swap::{Expect, LocalWriteError};
 
 /// A local folder as a store.
 #[derive(Debug, Clone)]
@@ -17,7 +21,7 @@ pub(crate) struct Folder {
 }
 
 impl Folder {
-    pub(super) fn open(path: &std::path::Path) -> Result<Folder, StoreError> {
+    pub(in crate::store) fn open(path: &std::path::Path) -> Result<Folder, StoreError> {
         Ok(Folder {
             dir: LocalDir::open(path)?,
         })

@@ -4,12 +4,14 @@ use std::sync::Arc;
 
 use url::Url;
 
-use super::cloud::Parts;
-use super::error::StoreError;
-use super::options::{build_error, config_key, retry_config, NO_SYSTEM_CERTIFICATES};
-use super::url::StoreUrl;
+use crate::store::cloud::settings::{
+    build_error, config_key, retry_config, NO_SYSTEM_CERTIFICATES,
+};
+use crate::store::cloud::Parts;
+use crate::store::error::StoreError;
+use crate::store::url::StoreUrl;
 
-pub(super) fn build_http(
+pub(in crate::store) fn build_http(
     url: &StoreUrl,
     u: &Url,
     options: &[(String, String)],

@@ -10,8 +10,8 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::error::StoreError;
 use crate::backoff::Backoff;
+use crate::store::error::StoreError;
 
 /// How long a writer waits for another's lock before giving up (locks are held for
 /// milliseconds).
@@ -25,7 +25,7 @@ const HOLDER_READ: u64 = 256;
 const HOLDER_SHOWN: usize = 120;
 
 /// A lock this process holds; the file is removed when it is dropped.
-pub(super) struct LockGuard(PathBuf);
+pub(in crate::store) struct LockGuard(PathBuf);
 
 impl Drop for LockGuard {
     fn drop(&mut self) {
@@ -34,7 +34,7 @@ impl Drop for LockGuard {
 }
 
 /// The outcome of taking a lock.
-pub(super) enum Acquired {
+pub(in crate::store) enum Acquired {
     /// Held; with a note when a stale lock was removed first.
     Held(LockGuard, Option<String>),
     /// The lock's folder is gone (a racing delete removed it): prepare it again.
@@ -44,7 +44,7 @@ pub(super) enum Acquired {
 /// Takes `lock` (an absolute path), waiting a little for a live writer that holds it. A lock
 /// whose writer provably died (same host, no such process) is removed first, under a second
 /// lock so that two writers cannot both remove locks.
-pub(super) fn acquire(lock: &Path) -> Result<Acquired, StoreError> {
+pub(in crate::store) fn acquire(lock: &Path) -> Result<Acquired, StoreError> {
     let start = Instant::now();
     let mut backoff = Backoff::new(Duration::from_millis(1), Duration::from_millis(50))
         .with_jitter(Duration::from_millis(1));
@@ -161,7 +161,7 @@ fn create(path: &Path) -> std::io::Result<LockGuard> {
 /// The prefix of the names locks are staged under: hidden, so never read as a ref, and short
 /// whatever the ref's name (a name of the lock's own length plus more could exceed what the
 /// file system allows, where the lock itself fits).
-pub(super) const STAGED_PREFIX: &str = ".lock-staged-";
+pub(in crate::store) const STAGED_PREFIX: &str = ".lock-staged-";
 
 /// A name no other attempt uses, on any host sharing the folder: this process's id, the time
 /// and a count (tasks of one process may race for the same lock).
@@ -178,7 +178,7 @@ fn staged_name(lock: &Path) -> PathBuf {
 /// Whether the staged lock at `path` is left over: a staged lock lives for the time of one
 /// link, so one older than [`OLD_LOCK_SECS`] is (even empty, as a writer killed before it
 /// wrote leaves it), and so is one that names a process of this host that no longer exists.
-pub(super) fn is_left_over(path: &Path) -> bool {
+pub(in crate::store) fn is_left_over(path: &Path) -> bool {
     let old = std::fs::symlink_metadata(path)
         .and_then(|m| m.modified())
         .ok()

@@ -1,5 +1,5 @@
 //! A lake in a local folder: reads and listings confined to the folder, symlinks included.
-//! Conditional writes are in `local_write.rs`, their locks in `lock.rs`.
+//! Conditional writes are in `swap.rs`, their locks in `lock.rs`.
 
 use std::collections::HashSet;
 use std::io::Read;
@@ -9,18 +9,19 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::error::StoreError;
+use crate::store::backend::{Below, Listed};
+use crate::store::error::StoreError;
 
 /// A folder that holds a lake. Every path is checked to stay below `root` after symlinks.
 #[derive(Debug, Clone)]
 pub(crate) struct LocalDir {
-    pub(super) root: PathBuf,
+    pub(in crate::store) root: PathBuf,
     /// Folders already seen to be real folders (not symlinks) below the root.
     checked: Arc<Mutex<HashSet<PathBuf>>>,
     /// The root, open, for reads the kernel confines to it (Linux); `None` elsewhere.
     beneath: Option<Arc<beneath::Root>>,
     /// What writes repaired on their own (a stale lock removed), for the caller to show.
-    pub(super) notes: Arc<Mutex<Vec<String>>>,
+    pub(in crate::store) notes: Arc<Mutex<Vec<String>>>,
 }
 
 impl LocalDir {
@@ -58,7 +59,7 @@ impl LocalDir {
     /// The path of `rel`, or `None` if nothing is there; an error if it leads outside. Folders
     /// are checked with `lstat` once each; the file itself is opened without following a
     /// symlink. Only a symlink costs a full `canonicalize`.
-    pub(super) fn resolve(&self, rel: &str) -> Result<Option<PathBuf>, StoreError> {
+    pub(in crate::store) fn resolve(&self, rel: &str) -> Result<Option<PathBuf>, StoreError> {
         let parts: Vec<&str> = rel.split('/').filter(|p| !p.is_empty()).collect();
         let mut path = self.root.clone();
         for (i, part) in parts.iter().enumerate() {
@@ -368,10 +369,10 @@ mod beneath {
     static UNSUPPORTED: AtomicBool = AtomicBool::new(false);
 
     #[derive(Debug)]
-    pub(super) struct Root(std::os::fd::OwnedFd);
+    pub(in crate::store) struct Root(std::os::fd::OwnedFd);
 
     impl Root {
-        pub(super) fn open(root: &std::path::Path) -> Option<Root> {
+        pub(in crate::store) fn open(root: &std::path::Path) -> Option<Root> {
             let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
             rustix::fs::open(root, flags, Mode::empty()).ok().map(Root)
         }
@@ -379,7 +380,7 @@ mod beneath {
         /// The regular file or other node at `rel`, opened for reading without blocking (a
         /// FIFO's open does not wait for a writer; the caller checks what it is). `None` when
         /// the kernel would not resolve it here: the caller looks at it step by step.
-        pub(super) fn file(&self, rel: &str) -> Option<std::io::Result<std::fs::File>> {
+        pub(in crate::store) fn file(&self, rel: &str) -> Option<std::io::Result<std::fs::File>> {
             if UNSUPPORTED.load(Relaxed) {
                 return None;
             }
@@ -416,34 +417,9 @@ mod beneath {
     }
 }
 
-/// What lies directly below a folder: the names of its folders and of its files.
-#[derive(Debug, Default)]
-pub(crate) struct Below {
-    pub dirs: Vec<String>,
-    pub files: Vec<String>,
-}
-
-/// What a listing found and did not list.
-#[derive(Debug, Default)]
-pub struct Listed {
-    pub files: Vec<String>,
-    /// Entries passed over (printable path, why), for the caller to warn about.
-    pub skipped: Vec<(String, &'static str)>,
-    /// Each file's ETag, where the store's listing gives one (cloud stores).
-    pub e_tags: std::collections::HashMap<String, String>,
-    /// The listing stopped at the most files asked for: there may be more after the last.
-    pub more: bool,
-}
-
-impl Listed {
-    fn skip(&mut self, path: String, why: &'static str) {
-        self.skipped.push((path, why));
-    }
-}
-
 const NOT_A_FILE: &str = "not a regular file (a FIFO, socket or device)";
 
-pub(super) fn not_a_file(rel: &str, meta: &std::fs::Metadata) -> StoreError {
+pub(in crate::store) fn not_a_file(rel: &str, meta: &std::fs::Metadata) -> StoreError {
     let what = if meta.is_dir() {
         "a folder"
     } else {
@@ -456,7 +432,7 @@ pub(super) fn not_a_file(rel: &str, meta: &std::fs::Metadata) -> StoreError {
 }
 
 /// Not there: missing, a parent is a file (ENOTDIR), or a path too long to exist.
-pub(super) fn is_absent(e: &std::io::Error) -> bool {
+pub(in crate::store) fn is_absent(e: &std::io::Error) -> bool {
     e.kind() == std::io::ErrorKind::NotFound
         || matches!(e.raw_os_error(), Some(libc::ENOTDIR | libc::ENAMETOOLONG))
 }
@@ -481,7 +457,7 @@ pub(crate) fn token_of_digest(meta: &std::fs::Metadata, d: [u8; 20]) -> String {
     )
 }
 
-pub(super) fn io_error(rel: &str, e: std::io::Error) -> StoreError {
+pub(in crate::store) fn io_error(rel: &str, e: std::io::Error) -> StoreError {
     StoreError::Failed {
         path: rel.to_string(),
         message: e.to_string(),

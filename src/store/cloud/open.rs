@@ -2,24 +2,33 @@
 
 use object_store::path::Path as StorePath;
 
-use super::cloud::Cloud;
-use super::error::StoreError;
-use super::options::with_defaults;
-use super::url::StoreUrl;
+use crate::store::cloud::settings::with_defaults;
+use crate::store::cloud::Cloud;
+use crate::store::error::StoreError;
+use crate::store::url::StoreUrl;
 
 /// Builds a cloud or HTTP store, the path of the lake's root inside it, and how it deletes on
 /// condition (not over plain HTTP).
-pub(super) fn build_remote(
+pub(in crate::store) fn build_remote(
     url: &StoreUrl,
     options: &[(String, String)],
 ) -> Result<Cloud, StoreError> {
-    super::preflight::check_setup(url, options)?;
+    crate::redact::register_env_secrets();
+    match url {
+        StoreUrl::S3(_) => crate::store::cloud::s3::check(url, options)?,
+        StoreUrl::Gcs(_) => crate::store::cloud::gcs::check(url, options)?,
+        StoreUrl::Azure(_) => crate::store::cloud::azure::check(url, options)?,
+        StoreUrl::Http(_) | StoreUrl::Local(_) => {}
+    }
     let options = with_defaults(url, options);
     let (parts, u) = match url {
-        StoreUrl::S3(u) => (super::s3::build_s3(url, u, &options)?, u),
-        StoreUrl::Gcs(u) => (super::gcs::build_gcs(url, u, &options)?, u),
-        StoreUrl::Azure(u) => (super::azure::build_azure(url, u, &options)?, u),
-        StoreUrl::Http(u) => (super::http::build_http(url, u, &options)?, u),
+        StoreUrl::S3(u) => (crate::store::cloud::s3::build_s3(url, u, &options)?, u),
+        StoreUrl::Gcs(u) => (crate::store::cloud::gcs::build_gcs(url, u, &options)?, u),
+        StoreUrl::Azure(u) => (
+            crate::store::cloud::azure::build_azure(url, u, &options)?,
+            u,
+        ),
+        StoreUrl::Http(u) => (crate::store::cloud::http::build_http(url, u, &options)?, u),
         StoreUrl::Local(_) => unreachable!("local folders are not built here"),
     };
     // Azure's abfs form names the container before '@'; az:// names it as the host: either

@@ -3,12 +3,12 @@
 
 use bytes::Bytes;
 
-use super::backend::{Backend, Got, Paged, Range, Sink};
-use super::budget::Budget;
-use super::condition::{Token, Versioned, WriteError, WriteMode};
-use super::error::StoreError;
-use super::local::Below;
-use super::local::Listed;
+use crate::store::backend::Below;
+use crate::store::backend::Listed;
+use crate::store::backend::{Backend, Got, Paged, Range, Sink};
+use crate::store::budget::Budget;
+use crate::store::condition::{Token, Versioned, WriteError, WriteMode};
+use crate::store::error::StoreError;
 
 /// A backend whose requests are traced.
 #[derive(Debug)]
@@ -17,7 +17,7 @@ pub(crate) struct Traced {
 }
 
 impl Traced {
-    pub(super) fn new(inner: Box<dyn Backend>) -> Traced {
+    pub(in crate::store) fn new(inner: Box<dyn Backend>) -> Traced {
         Traced { inner }
     }
 }

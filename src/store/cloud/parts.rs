@@ -11,7 +11,7 @@ use futures::TryStreamExt;
 use object_store::path::Path as StorePath;
 use object_store::{GetOptions, GetRange, GetResult, ObjectStore};
 
-use super::error::StoreError;
+use crate::store::error::StoreError;
 
 /// The size of a part: at the default 60 s timeout, a link of 140 KB/s still brings each in
 /// time (a part that breaks off is asked for again from where it stopped, by object_store).
@@ -35,7 +35,7 @@ fn part_size(previous: u64, seen: Option<(u64, Duration)>, timeout: Duration) ->
 
 /// Why a download stopped: the store's error, the sink's (a full disk), or an answer no honest
 /// server gives (a file larger than its limit by its own word, parts that disagree).
-pub(super) enum Stopped {
+pub(in crate::store) enum Stopped {
     Store(object_store::Error),
     Sink(StoreError),
     /// The server says the file holds more bytes than the limit for its kind.
@@ -49,7 +49,7 @@ pub(super) enum Stopped {
 /// plain web server without ranges): from then on each file is asked for whole. `timeout`:
 /// the client's, for each request (a part's size is chosen to fit it). A file the server says
 /// is over `limit` bytes is refused before its first byte is kept.
-pub(super) async fn download(
+pub(in crate::store) async fn download(
     store: &Arc<dyn ObjectStore>,
     path: &StorePath,
     (timeout, limit): (Duration, u64),
@@ -98,7 +98,7 @@ pub(super) async fn download(
 /// no answer in time), or an answer about the file or the caller rather than the range.
 fn decisive(e: &object_store::Error) -> bool {
     use object_store::Error as E;
-    let no_answer = super::error::causes(e).any(|s| {
+    let no_answer = crate::store::error::causes(e).any(|s| {
         s.downcast_ref::<object_store::client::HttpError>()
             .is_some()
     });

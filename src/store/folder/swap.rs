@@ -4,11 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
-use super::error::StoreError;
+use crate::store::error::StoreError;
 
-use super::local::token_of_digest;
-use super::local::{io_error, is_absent, not_a_file, LocalDir};
-use super::lock::{self, Acquired, LockGuard};
+use crate::store::folder::confined::token_of_digest;
+use crate::store::folder::confined::{io_error, is_absent, not_a_file, LocalDir};
+use crate::store::folder::lock::{self, Acquired, LockGuard};
 use crate::testhook;
 
 /// What a conditional write in a folder expects to find.
@@ -17,7 +17,7 @@ pub(crate) enum Expect {
     Absent,
     /// Whatever the file holds, or nothing (a delete of a file only this helper writes).
     Any,
-    /// The token ([`super::local::file_token`]) of the file last read.
+    /// The token ([`crate::store::folder::confined::file_token`]) of the file last read.
     Token(String),
 }
 
@@ -241,7 +241,7 @@ impl LocalDir {
         let prefix = format!(".{name}.tmp-");
         // Staged locks (of any lock in this folder) are made by writers that do not hold the
         // lock yet: only old ones, or those of dead processes, are left over.
-        let staged = super::lock::STAGED_PREFIX;
+        let staged = crate::store::folder::lock::STAGED_PREFIX;
         let Ok(entries) = std::fs::read_dir(dir) else {
             return;
         };
@@ -250,7 +250,8 @@ impl LocalDir {
             .filter(|e| {
                 e.file_name().to_str().is_some_and(|n| {
                     n.starts_with(&prefix)
-                        || (n.starts_with(staged) && super::lock::is_left_over(&e.path()))
+                        || (n.starts_with(staged)
+                            && crate::store::folder::lock::is_left_over(&e.path()))
                 })
             })
             .filter(|e| std::fs::remove_file(e.path()).is_ok())
