@@ -1,87 +1,20 @@
-//! The helper's IO loop: reads Git's requests from stdin, answers on stdout (through one
-//! writer), reports on stderr in Git's words. One function per command; everything they
-//! decide, they ask of `remote` and `push`, and translate the answers into protocol replies.
+//! One protocol session: Git's requests in, one function per command, the answers out. What a
+//! command decides, it asks of `remote` and `push`, and translates the answers into replies.
 
 use std::io::{BufRead, Write};
 
-use crate::cache::{Cache, Preload};
 use crate::config;
 use crate::fatal::Fatal;
-use crate::lake::Lake;
 use crate::progress::{self, Progress};
-use crate::protocol::{self, ListLine, Options, Parser, PushItem, PushStatus, Request};
-use crate::push::{self, PushOptions, RefUpdate, Rejection};
+use crate::protocol::{self, Options, Parser, PushItem, Request};
+use crate::push::{self, PushOptions, RefUpdate};
 use crate::remote::{Listing, Remote, ShallowAsk, Want};
-use crate::repo::Repo;
-use crate::store::{Store, StoreUrl};
+use crate::store::StoreUrl;
 use crate::trace;
 
-/// A line on stderr for the user (warnings): a full or closed stderr is passed over, as Git
-/// does, never a panic (`eprintln!` panics when the write fails).
-macro_rules! warn {
-    ($($arg:tt)*) => {{
-        let _ = writeln!(std::io::stderr(), $($arg)*);
-    }};
-}
-
-/// Git runs the helper with the remote's name as its URL when `remote.<name>.vcs=fdl` is set
-/// and the remote has no URL: the name is then no lake to open as a folder.
-fn refuse_a_remote_without_url(remote_name: &str) -> Result<(), Fatal> {
-    let Ok(Some(repo)) = Repo::from_env() else {
-        return Ok(());
-    };
-    let vcs = repo.config(&format!("remote.{remote_name}.vcs"));
-    let url = repo.config(&format!("remote.{remote_name}.url"));
-    match (vcs, url) {
-        (Some(_), None) => Err(Fatal::with_hint(
-            format!("remote '{remote_name}' has no URL"),
-            format!(
-                "give it the lake's address: git config remote.{remote_name}.url fdl::<address>"
-            ),
-        )),
-        _ => Ok(()),
-    }
-}
-
-/// Runs a protocol session for `git-remote-fdl <remote> [<url>]` on stdin and stdout.
-pub fn run(remote_name: &str, url: Option<&str>) -> Result<(), Fatal> {
-    if url.is_none_or(|u| u == remote_name) {
-        refuse_a_remote_without_url(remote_name)?;
-    }
-    let mut session = Session::new(remote_name, url.unwrap_or(remote_name), std::io::stdout());
-    // The repository and where the last listing split the refs are read while the runtime
-    // starts: the first request waits for all three.
-    let early = session
-        .store_url()
-        .ok()
-        .and_then(|url| Early::start(remote_name, url));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(4)
-        .enable_all()
-        .build()
-        .map_err(|e| Fatal::new(format!("cannot start: {e}")))?;
-    let stdin = std::io::stdin();
-    let served = runtime.block_on(session.serve(stdin.lock(), early));
-    // A listing no fetch followed (an `ls-remote` in a repository) is remembered now.
-    session.remember_listing();
-    // Git waits for the helper to exit. What is left on a cloud store's runtime once the
-    // session is over only reads (a cache file being preloaded, idle connections): it is not
-    // waited for. A folder's writes run on blocking threads, and those are.
-    let cloud = session
-        .store_url()
-        .is_ok_and(|u| !matches!(u, StoreUrl::Local(_)));
-    if cloud {
-        // Nor is its memory given back piece by piece (half a millisecond at 1,000 refs):
-        // the process ends now. What dropping the remote does is done first.
-        if let Some(remote) = session.remote.as_mut() {
-            remote.end();
-        }
-
-        std::mem::forget(session);
-        runtime.shutdown_background();
-    }
-    served.map_err(|f| name_the_remote(f, remote_name))
-}
+use super::invocation::Invocation;
+use super::opening::{open_remote, Early, Opening};
+use super::reply::{list_lines, push_status, Out};
 
 /// Git sends `capabilities` first, always: a session that ends before any line is a person
 /// (or a script) who ran the helper as Git does, or mistyped a command with no terminal on
@@ -95,19 +28,9 @@ fn nothing_from_git() -> Fatal {
     )
 }
 
-/// Hints name configuration keys as `remote.<remote>.<key>`: with a configured remote, its name.
-fn name_the_remote(mut f: Fatal, remote_name: &str) -> Fatal {
-    if config::is_remote_name(remote_name) {
-        f.hint = f
-            .hint
-            .map(|h| h.replace("remote.<remote>.", &format!("remote.{remote_name}.")));
-    }
-    f
-}
-
 /// The longest line the helper takes from Git. Git's lines hold a command and one or two ref
 /// names; a longer line is not Git, and reading it whole would let it take any memory.
-pub const MAX_LINE: usize = 64 << 10;
+const MAX_LINE: usize = 64 << 10;
 
 /// Reads one line without its `\n`, bounded by [`MAX_LINE`]; `None` at the end of input.
 fn read_line(input: &mut impl BufRead, buf: &mut Vec<u8>) -> Result<Option<String>, Fatal> {
@@ -184,33 +107,12 @@ fn approxidate(text: &str) -> Result<i64, Fatal> {
         })
 }
 
-/// The one writer of the protocol's output, tracing what it sends.
-struct Out<W: Write> {
-    writer: W,
-    trace: bool,
-}
-
-impl<W: Write> Out<W> {
-    fn send(&mut self, text: &str) -> Result<(), Fatal> {
-        if self.trace {
-            for line in text.split_inclusive('\n') {
-                trace::line(&format!("-> {}", line.trim_end_matches('\n')));
-            }
-        }
-        self.writer
-            .write_all(text.as_bytes())
-            .and_then(|_| self.writer.flush())
-            .map_err(|e| Fatal::new(format!("cannot write to Git: {e}")))
-    }
-}
-
 /// One session's state: what Git set, the lake once opened, and the last listing.
-struct Session<W: Write> {
+pub(super) struct Session<W: Write> {
     out: Out<W>,
-    remote_name: String,
-    url: String,
+    invocation: Invocation,
     options: Options,
-    remote: Option<Remote>,
+    pub(super) remote: Option<Remote>,
     /// The lake being opened since the session began (see [`Opening`]).
     opening: Option<Opening>,
     listing: Option<Listing>,
@@ -220,14 +122,13 @@ struct Session<W: Write> {
 }
 
 impl<W: Write> Session<W> {
-    fn new(remote_name: &str, url: &str, writer: W) -> Session<W> {
+    pub(super) fn new(invocation: Invocation, writer: W) -> Session<W> {
         Session {
             out: Out {
                 writer,
                 trace: trace::enabled(),
             },
-            remote_name: remote_name.to_string(),
-            url: url.to_string(),
+            invocation,
             options: Options::default(),
             remote: None,
             opening: None,
@@ -238,12 +139,15 @@ impl<W: Write> Session<W> {
     }
 
     /// Reads requests until Git ends the session.
-    async fn serve(&mut self, mut input: impl BufRead, early: Option<Early>) -> Result<(), Fatal> {
-        self.opening = self
-            .store_url()
-            .ok()
-            .zip(early)
-            .map(|(url, early)| Opening::start(url, early));
+    pub(super) async fn serve(
+        &mut self,
+        mut input: impl BufRead,
+        early: Option<Early>,
+    ) -> Result<(), Fatal> {
+        if let (Ok(url), Some(early)) = (self.invocation.url().cloned(), early) {
+            let configured = self.invocation.configured();
+            self.opening = Some(Opening::start(url, configured, early));
+        }
         let mut parser = Parser::default();
         let mut buf = Vec::new();
         let mut heard = false;
@@ -312,7 +216,7 @@ impl<W: Write> Session<W> {
     async fn list(&mut self, for_push: bool) -> Result<(), Fatal> {
         let progress = self.progress();
         // Read-only is a property of the address: say so before any request can fail.
-        let url = self.store_url()?;
+        let url = self.invocation.url()?.clone();
         if for_push && url.is_read_only() {
             return Err(Fatal::read_only(&url, "pushed", "push to"));
         }
@@ -321,7 +225,7 @@ impl<W: Write> Session<W> {
             // A push needs history only for a commit no ref holds: it reads the commits file
             // then, not beside every listing.
             let opening = self.opening.take();
-            self.remote = Some(open_remote(&self.remote_name, &url, !for_push, opening).await?);
+            self.remote = Some(open_remote(&mut self.invocation, !for_push, opening).await?);
         }
         let earlier = self.listing.take();
         let deepen = &self.options.deepen;
@@ -406,7 +310,7 @@ impl<W: Write> Session<W> {
     }
 
     /// Puts what the session's listing built into the cache, if it is not there yet.
-    fn remember_listing(&mut self) {
+    pub(super) fn remember_listing(&mut self) {
         if let (Some(remote), Some(listing)) = (self.remote.as_mut(), self.listing.as_mut()) {
             remote.remember_listing(listing);
         }
@@ -443,7 +347,7 @@ impl<W: Write> Session<W> {
             .collect();
         self.remote().await?;
         if !opts.dry_run {
-            let remote_name = Some(self.remote_name.as_str());
+            let remote_name = Some(self.invocation.remote_name());
             let remote = self.remote.as_ref().expect("just opened");
             let warnings =
                 crate::safety::before_first_write(remote.lake(), remote.repo(), remote_name)
@@ -468,30 +372,23 @@ impl<W: Write> Session<W> {
         self.out.send(&reply)
     }
 
-    /// The lake's address, as Git gave it (relative folders taken from the current folder).
-    fn store_url(&self) -> Result<StoreUrl, Fatal> {
-        let addr = self.url.strip_prefix("fdl::").unwrap_or(&self.url);
-        let cwd =
-            std::env::current_dir().map_err(|e| Fatal::new(format!("no current folder: {e}")))?;
-        StoreUrl::parse(addr, &cwd).map_err(|e| Fatal::new(e.to_string()))
-    }
-
     /// Makes a clone's relative folder address absolute in its configuration (see
     /// [`config::record_absolute_url`]); a failure only costs the later commands that fix.
-    fn record_absolute_url(&self, url: &StoreUrl) {
-        let addr = self.url.strip_prefix("fdl::").unwrap_or(&self.url);
+    fn record_absolute_url(&mut self, url: &StoreUrl) {
+        let addr = self.invocation.address().to_string();
         let StoreUrl::Local(path) = url else { return };
-        if std::path::Path::new(addr).is_absolute() || addr.contains("://") {
+        if std::path::Path::new(&addr).is_absolute() || addr.contains("://") {
             return;
         }
-        let Ok(Some(repo)) = Repo::from_env() else {
+        let remote_name = self.invocation.remote_name().to_string();
+        let Ok(Some(repo)) = self.invocation.configured().repo() else {
             return;
         };
         // The folder as the system finds it now (`..` resolved, as `cd` would), else as given.
         let absolute = std::fs::canonicalize(path)
             .or_else(|_| std::path::absolute(path))
             .unwrap_or_else(|_| path.clone());
-        let done = config::record_absolute_url(&repo, &self.remote_name, addr, &absolute);
+        let done = config::record_absolute_url(repo, &remote_name, &addr, &absolute);
         if self.out.trace {
             trace::line(&format!(
                 "relative address '{addr}' recorded absolute: {done:?}"
@@ -500,7 +397,7 @@ impl<W: Write> Session<W> {
         if let Err(e) = done {
             warn!(
                 "warning: cannot record the lake's absolute address in remote.{}.url: {}",
-                self.remote_name,
+                remote_name,
                 crate::redact::for_terminal(&e.to_string())
             );
         }
@@ -509,9 +406,8 @@ impl<W: Write> Session<W> {
     /// Opens the lake on first use.
     async fn remote(&mut self) -> Result<&mut Remote, Fatal> {
         if self.remote.is_none() {
-            let url = self.store_url()?;
             let opening = self.opening.take();
-            self.remote = Some(open_remote(&self.remote_name, &url, true, opening).await?);
+            self.remote = Some(open_remote(&mut self.invocation, true, opening).await?);
         }
         Ok(self.remote.as_mut().expect("just opened"))
     }
@@ -537,179 +433,4 @@ impl<W: Write> Session<W> {
             trace::line(&format!("requests so far: {}", r.lake().requests_summary()));
         }
     }
-}
-
-/// The lake being opened since the session began. Git lists the refs first whatever it does
-/// (`list`, `list for-push`), so on a cloud store the first round trip (`fdl.json`, HEAD,
-/// `refs.json` and the ref listing) is under way while Git and the helper exchange
-/// capabilities and options. Errors wait for the listing that needs the lake.
-struct Opening(tokio::task::JoinHandle<Result<Lake, Fatal>>);
-
-impl Opening {
-    /// Starts opening the lake at `url` (a cloud store, see [`Early::start`]). The store is
-    /// made here, on the thread that then reads Git (no request), and the first round trip on
-    /// a worker.
-    fn start(url: StoreUrl, early: Early) -> Opening {
-        let read = early
-            .options
-            .join()
-            .unwrap_or_else(|_| Ok((Vec::new(), false)));
-        let use_packs = matches!(read, Ok((_, true)));
-        let prepared = read.and_then(|(opts, _)| {
-            Store::open(&url, &opts).map_err(|e| Fatal::cannot_open(&url, &e))
-        });
-        let hints = early.hints.join().unwrap_or_default();
-        // No names remembered: most likely a clone, which reads the packs' list first thing.
-        let pack_list = use_packs && hints.is_empty();
-        Opening(tokio::spawn(async move {
-            Ok(Lake::open_listing(prepared?, &hints, pack_list).await?)
-        }))
-    }
-
-    async fn lake(self) -> Result<Lake, Fatal> {
-        self.0
-            .await
-            .map_err(|e| Fatal::new(format!("cannot open the lake: {e}")))?
-    }
-}
-
-/// The store's options, from the configuration of the repository, and whether the lake's
-/// packs may be read (`fdlUsePacks`; an error in it is said when the remote is opened).
-type EarlyConfig = (Vec<(String, String)>, bool);
-
-/// What a cloud session's first request needs, read on threads of their own while the
-/// runtime starts: the repository Git names (`GIT_DIR`, for the remote's configuration), and
-/// where the ref listing splits (the names the last listing found, in that repository's cache,
-/// else the user's). None for a folder: it lists its refs in one walk, and is not opened early
-/// (a relative one is first recorded absolute).
-struct Early {
-    options: std::thread::JoinHandle<Result<EarlyConfig, Fatal>>,
-    hints: std::thread::JoinHandle<Vec<String>>,
-}
-
-impl Early {
-    fn start(remote_name: &str, url: StoreUrl) -> Option<Early> {
-        if matches!(url, StoreUrl::Local(_)) {
-            return None;
-        }
-        let remote_name = remote_name.to_string();
-        Some(Early {
-            options: std::thread::spawn(move || {
-                let repo = Repo::from_env().map_err(crate::remote::RemoteError::from)?;
-                let options = config::store_options(repo.as_ref(), &remote_name)?;
-                let use_packs = config::use_packs(repo.as_ref(), &remote_name).unwrap_or(false);
-                Ok((options, use_packs))
-            }),
-            hints: std::thread::spawn(move || Early::hints(&url)),
-        })
-    }
-
-    fn hints(url: &StoreUrl) -> Vec<String> {
-        if matches!(url, StoreUrl::Local(_)) {
-            return Vec::new();
-        }
-        let git_dir = std::env::var_os("GIT_DIR").map(std::path::PathBuf::from);
-        crate::cache::root_for(git_dir.as_deref())
-            .map(|root| crate::cache::remembered_names(&root, &url.to_string()))
-            .unwrap_or_default()
-    }
-}
-
-/// The store a remote names, with its configuration.
-fn store_of(remote_name: &str, url: &StoreUrl, repo: Option<&Repo>) -> Result<Store, Fatal> {
-    let opts = config::store_options(repo, remote_name)?;
-    Store::open(url, &opts).map_err(|e| Fatal::cannot_open(url, &e))
-}
-
-/// Opens the lake a remote names, with the remote's configuration (`opening`, if started);
-/// with `preload`, the cache's commits file is read meanwhile (where a round trip takes time).
-async fn open_remote(
-    remote_name: &str,
-    url: &StoreUrl,
-    preload: bool,
-    opening: Option<Opening>,
-) -> Result<Remote, Fatal> {
-    let repo = Repo::from_env().map_err(crate::remote::RemoteError::from)?;
-    // Git lists the refs first whatever it does: they are listed beside fdl.json, in ranges
-    // split where the last listing's names say.
-    let opening = match opening {
-        Some(o) => o,
-        None => {
-            let store = store_of(remote_name, url, repo.as_ref())?;
-            let hints = Early::hints(url);
-            Opening(tokio::spawn(async move {
-                Ok(Lake::open_listing(store, &hints, false).await?)
-            }))
-        }
-    };
-    // Meanwhile, the cache of the lake last seen at this URL is opened from the file of refs
-    // (kept if fdl.json names the same lake).
-    let url_text = url.to_string();
-    let root = crate::cache::root_for(repo.as_ref().map(|r| r.git_dir()));
-    let remembered = root
-        .as_ref()
-        .map(|root| crate::cache::remembered(root, &url_text))
-        .unwrap_or_default();
-    let cache = root.zip(remembered.lake_id.clone()).map(|(root, id)| {
-        let id = Some(id.as_str()).filter(|i| !i.is_empty());
-        Cache::open(&root, &url_text, id, remembered).inside(repo.as_ref().map(|r| r.git_dir()))
-    });
-    // Where a round trip takes time, the commits file is read meanwhile (and left unread if
-    // every ref turns out known); a folder answers at once, so it is read only if needed.
-    let is_local = matches!(url, StoreUrl::Local(_));
-    let preload = cache
-        .as_ref()
-        .filter(|_| preload && !is_local)
-        .map(Preload::start);
-    let lake = opening.lake().await?;
-    let policy = config::signature_policy(repo.as_ref(), remote_name)?;
-    let trust_packs = match repo
-        .as_ref()
-        .filter(|_| config::is_remote_name(remote_name))
-    {
-        Some(repo) => config::remote_bool(repo, remote_name, "fdlTrustPacks")? == Some(true),
-        None => false,
-    };
-    let packs_allowed = config::use_packs(repo.as_ref(), remote_name)?;
-    let cache = cache.filter(|c| c.is_of(lake.config().id.as_deref()));
-    let preload = preload.filter(|_| cache.is_some());
-    let mut remote = Remote::with_cache(lake, repo, cache, preload);
-    remote.require_signatures(policy);
-    remote.trust_packs(trust_packs);
-    remote.allow_packs(packs_allowed);
-    Ok(remote)
-}
-
-/// The `list` reply: HEAD as a symref first (Git resolves its value), as Git's own servers
-/// list it, then every ref in name order. No HEAD for a push, as Git's own receive-pack: or
-/// `--mirror` would try to delete it.
-fn list_lines(listing: &Listing, for_push: bool) -> Vec<ListLine> {
-    let head = listing.listed_head().filter(|_| !for_push);
-    let head = head.map(|target| ListLine::Symref {
-        target: target.to_string(),
-        name: "HEAD".into(),
-    });
-    let refs = listing.refs.iter().map(|(name, v)| ListLine::Ref {
-        oid: listing.commits[v].to_hex(),
-        name: name.clone(),
-    });
-    head.into_iter().chain(refs).collect()
-}
-
-/// One `ok`/`error` line, in the status words Git turns into its own messages and advice.
-fn push_status(dst: &str, result: &push::RefResult) -> String {
-    let reason = match result {
-        Ok(false) => return protocol::push_status(dst, &PushStatus::Ok),
-        Ok(true) => {
-            let forced = PushStatus::OkWith(protocol::FORCED_UPDATE);
-            return protocol::push_status(dst, &forced);
-        }
-        Err(Rejection::NonFastForward) => protocol::NON_FAST_FORWARD.to_string(),
-        Err(Rejection::FetchFirst) => protocol::FETCH_FIRST.to_string(),
-        Err(Rejection::AlreadyExists) => protocol::ALREADY_EXISTS.to_string(),
-        Err(Rejection::StaleInfo) => protocol::STALE_INFO.to_string(),
-        // Git shows the reason as it is: escape what a lake's files could put in it.
-        Err(other) => crate::redact::for_terminal(&other.to_string()),
-    };
-    protocol::push_status(dst, &PushStatus::Error(reason))
 }
