@@ -177,6 +177,42 @@ fn every_lock_is_one_a_panic_cannot_poison() {
     );
 }
 
+/// Issue 49, item 3: no decision is taken on an error's text. What a client words in its
+/// errors (object_store's answers and requests, the system's error numbers, a builder's
+/// refusals) is read in one file, `store/cloud/answer.rs`, into fields that every decision
+/// is taken on; `fatal.rs` only trims Rust's ` (os error N)` from what it shows.
+#[test]
+fn only_the_answer_reader_reads_an_error_s_words() {
+    let words = [
+        "status code",
+        "Error performing",
+        "Server returned",
+        "os error",
+        "builder error",
+        "failed to parse",
+        "<Code>",
+        "NoSuchBucket",
+        "SlowDown",
+    ];
+    let mut wrong = Vec::new();
+    for (rel, text) in checked_files() {
+        if rel == "store/cloud/answer.rs" {
+            continue;
+        }
+        for (n, line) in code_lines(&text).enumerate() {
+            let display_only = rel == "fatal.rs" && line.contains("\" (os error \"");
+            for w in words.iter().filter(|w| line.contains(**w) && !display_only) {
+                wrong.push(format!("src/{rel}:{}: reads '{w}'", n + 1));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "decide on store/cloud/answer.rs's fields instead:\n{}",
+        wrong.join("\n")
+    );
+}
+
 /// Issue 49, item 1: a wrapper of a store's backend (counting, tracing, the gate) passes every
 /// method on. The `Backend` trait gives no method a default body, so that a wrapper that forgets
 /// one does not compile, rather than skipping the backend's own answer.

@@ -6,6 +6,7 @@
 use object_store::client::{HttpError, HttpErrorKind};
 
 use crate::redact::excerpt;
+use crate::store::cloud::answer::Answer;
 use crate::store::cloud::hints::{hint_allow_http, hint_credentials};
 use crate::store::error::{causes, StoreError};
 use crate::store::url::StoreUrl;
@@ -34,24 +35,14 @@ pub(in crate::store) fn request_error(
     }
 }
 
-/// Whether a "not found" is about the bucket or container itself, not a file in it.
-pub(in crate::store) fn is_missing_bucket(e: &object_store::Error) -> bool {
-    let text = e.to_string();
-    [
-        "NoSuchBucket",
-        "ContainerNotFound",
-        "The specified bucket does not exist",
-    ]
-    .iter()
-    .any(|m| text.contains(m))
-}
-
 fn describe(url: &StoreUrl, e: &object_store::Error) -> (String, Option<String>) {
-    let text = e.to_string();
-    let origin = requested_origin(&text);
-    let at = origin.as_deref().unwrap_or("the store");
-    let status = status_of(&text);
-    if is_metadata_request(&text) {
+    let answer = Answer::of(e);
+    let at = answer.origin.as_deref().unwrap_or("the store");
+    let status = answer
+        .status
+        .clone()
+        .map(|s| (s, answer.body.clone().unwrap_or_default()));
+    if answer.metadata_service {
         let what = match &status {
             Some((s, _)) => format!("answered {s}"),
             None => "cannot be reached".to_string(),
@@ -69,7 +60,7 @@ fn describe(url: &StoreUrl, e: &object_store::Error) -> (String, Option<String>)
             Some(hint_credentials(url)),
         );
     }
-    if is_missing_bucket(e) {
+    if answer.is_missing_bucket() {
         return (
             format!(
                 "{} does not exist{}",
@@ -82,7 +73,7 @@ fn describe(url: &StoreUrl, e: &object_store::Error) -> (String, Option<String>)
             )),
         );
     }
-    if out_of_open_files(e) {
+    if answer.out_of_files {
         return (
             format!("the request to {at} failed: too many open files"),
             Some(
@@ -93,7 +84,7 @@ fn describe(url: &StoreUrl, e: &object_store::Error) -> (String, Option<String>)
         );
     }
     if let Some(kind) = http_error_kind(e) {
-        return describe_connection(url, kind, at, e);
+        return describe_connection(url, kind, at, &answer, e);
     }
     match (e, &status) {
         (
@@ -111,7 +102,7 @@ fn describe(url: &StoreUrl, e: &object_store::Error) -> (String, Option<String>)
             format!("the store answered {s}{}", answer_excerpt(&status)),
             None,
         ),
-        _ => (one_line(&text, 200), None),
+        _ => (one_line(&e.to_string(), 200), None),
     }
 }
 
@@ -120,6 +111,7 @@ fn describe_connection(
     url: &StoreUrl,
     kind: HttpErrorKind,
     at: &str,
+    answer: &Answer,
     e: &object_store::Error,
 ) -> (String, Option<String>) {
     let cause = one_line(&deepest_source(e), 120);
@@ -141,27 +133,12 @@ fn describe_connection(
                     .to_string(),
             ),
         ),
-        _ if cause.contains("builder error") || cause.contains("URL scheme is not allowed") => (
+        _ if answer.plain_http_refused => (
             format!("{at} is plain HTTP, which is not allowed unless you say so"),
             Some(hint_allow_http(url)),
         ),
         _ => (format!("the request to {at} failed: {cause}"), None),
     }
-}
-
-/// Whether the request failed for want of a file descriptor (`EMFILE`, `ENFILE`).
-fn out_of_open_files(e: &object_store::Error) -> bool {
-    let too_many = causes(e).any(|s| {
-        let errno = s
-            .downcast_ref::<std::io::Error>()
-            .and_then(std::io::Error::raw_os_error);
-        matches!(errno, Some(libc::EMFILE | libc::ENFILE))
-    });
-    if too_many {
-        return true;
-    }
-    let text = deepest_source(e);
-    text.contains("(os error 24)") || text.contains("(os error 23)")
 }
 
 fn http_error_kind(e: &object_store::Error) -> Option<HttpErrorKind> {
@@ -171,35 +148,6 @@ fn http_error_kind(e: &object_store::Error) -> Option<HttpErrorKind> {
 /// The innermost cause (`Connection refused (os error 111)`), where the real reason is.
 fn deepest_source(e: &object_store::Error) -> String {
     causes(e).last().map(|s| s.to_string()).unwrap_or_default()
-}
-
-/// `http://host:port` of the request a client error names (`Error performing GET <url> ...`).
-fn requested_origin(text: &str) -> Option<String> {
-    let rest = &text[text.find("Error performing ")? + "Error performing ".len()..];
-    let uri = rest.split_whitespace().nth(1)?;
-    let u = url::Url::parse(uri).ok()?;
-    Some(u.origin().ascii_serialization()).filter(|o| o != "null")
-}
-
-fn is_metadata_request(text: &str) -> bool {
-    [
-        "/latest/api/token",
-        "/latest/meta-data/",
-        "169.254.169.254",
-        "169.254.170.2",
-    ]
-    .iter()
-    .any(|m| text.contains(m))
-}
-
-/// The HTTP status (`500 Internal Server Error`) and the body that came with it.
-fn status_of(text: &str) -> Option<(String, String)> {
-    let rest = &text[text.find("status code: ")? + "status code: ".len()..];
-    let (status, body) = match rest.split_once(": ") {
-        Some((s, b)) => (s, b),
-        None => (rest, ""),
-    };
-    Some((status.trim().to_string(), body.to_string()))
 }
 
 /// `: <excerpt of the answer>` when the answer says something, else nothing.
@@ -306,10 +254,6 @@ mod tests {
             summarize_body("<?xml version=\"1.0\"?><Error><Code>NoSuchBucket</Code><Message>The specified bucket does not exist</Message></Error>"),
             "NoSuchBucket: The specified bucket does not exist"
         );
-        assert_eq!(
-            status_of("Server returned non-2xx status code: 500 Internal Server Error: oops"),
-            Some(("500 Internal Server Error".into(), "oops".into()))
-        );
         let no_files = object_store::Error::Generic {
             store: "S3",
             source: Box::new(std::io::Error::from_raw_os_error(libc::EMFILE)),
@@ -318,9 +262,5 @@ mod tests {
         let (message, hint) = describe(&url, &no_files);
         assert!(message.ends_with("too many open files"), "{message}");
         assert!(hint.unwrap().contains("fdlConcurrency"));
-        assert_eq!(
-            requested_origin("Error performing GET http://127.0.0.1:1/b/l/fdl.json in 1s"),
-            Some("http://127.0.0.1:1".into())
-        );
     }
 }

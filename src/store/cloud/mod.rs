@@ -2,6 +2,7 @@
 //! key prefix in a bucket. What differs per cloud (builders, credentials, the conditional
 //! DELETE object_store cannot send) is in files of their own.
 
+mod answer;
 pub(in crate::store) mod aws_credentials;
 mod azure;
 mod delete;
@@ -33,6 +34,7 @@ use crate::store::budget::Budget;
 use crate::store::condition::{Token, Versioned, WriteError, WriteMode};
 use crate::store::error::{failed, StoreError};
 use crate::store::url::StoreUrl;
+use answer::Answer;
 use delete::Deleter;
 use pages::Pages;
 use parts::Stopped;
@@ -102,7 +104,7 @@ impl Cloud {
     /// A failed request, in words (see `diagnose`), marked when the store throttled it.
     fn request_failed(&self, rel: &str, e: &object_store::Error) -> StoreError {
         let error = diagnose::request_error(&self.url, rel, e);
-        if crate::store::wrappers::throttle::is_throttling(e) {
+        if Answer::of(e).is_throttling() {
             error.throttled()
         } else {
             error
@@ -111,7 +113,7 @@ impl Cloud {
 
     /// A missing file is "nothing there"; a missing bucket is an error.
     fn is_absent(&self, e: &object_store::Error) -> bool {
-        matches!(e, object_store::Error::NotFound { .. }) && !diagnose::is_missing_bucket(e)
+        matches!(e, object_store::Error::NotFound { .. }) && !Answer::of(e).is_missing_bucket()
     }
 
     /// The entries below `path` after `offset`, with their ETags and sizes: in pages of `page` where

@@ -72,24 +72,16 @@ pub(in crate::store) fn build_error(
     options: &[(String, String)],
     e: &object_store::Error,
 ) -> StoreError {
-    let raw = e.to_string();
-    let culprit = options
-        .iter()
-        .rev()
-        .find(|(_, v)| raw.contains(&format!("\"{v}\"")));
-    match (raw.split_once("failed to parse"), culprit) {
-        (Some((_, rest)), Some((k, _))) => {
-            let kind = rest.rsplit(" as ").next().unwrap_or("value").trim();
-            StoreError::Setup {
-                message: format!(
-                    "the value of store option '{k}' is not a valid {kind} (not shown: it may hold a secret)"
-                ),
-                hint: Some(format!(
-                    "check remote.<remote>.fdlOption {k}=... and the matching environment variable"
-                )),
-            }
-        }
-        _ => StoreError::Config(redact(&raw)),
+    match crate::store::cloud::answer::unparsable_option(options, e) {
+        Some((k, kind)) => StoreError::Setup {
+            message: format!(
+                "the value of store option '{k}' is not a valid {kind} (not shown: it may hold a secret)"
+            ),
+            hint: Some(format!(
+                "check remote.<remote>.fdlOption {k}=... and the matching environment variable"
+            )),
+        },
+        None => StoreError::Config(redact(&e.to_string())),
     }
 }
 

@@ -117,48 +117,6 @@ impl Drop for Pass<'_> {
     }
 }
 
-/// Whether an error from the store means "slow down": an answer with status 503 or 429, or an
-/// S3 error whose code is `SlowDown`. Only the answer itself is looked at, never the whole
-/// message, which holds the request's URL (a version ID, a port) and how long it took.
-pub(crate) fn is_throttling(e: &object_store::Error) -> bool {
-    // The first cause that holds the store's answer decides.
-    let verdict = crate::store::error::causes(e).find_map(|s| {
-        let text = s.to_string();
-        let answer = answer_of(&text)?;
-        Some(
-            answer.status == Some(503)
-                || answer.status == Some(429)
-                || error_code(answer.body) == Some("SlowDown"),
-        )
-    });
-    verdict.unwrap_or(false)
-}
-
-/// A store's answer as object_store words it (its `RequestError`, which is not public: its
-/// text is all there is): `Server returned non-2xx status code: <status> <reason>: <body>`, or
-/// `Server returned error response: <body>` for an error in a 200's body.
-struct Answer<'a> {
-    status: Option<u16>,
-    body: &'a str,
-}
-
-fn answer_of(text: &str) -> Option<Answer<'_>> {
-    if let Some(rest) = text.strip_prefix("Server returned non-2xx status code: ") {
-        let status = rest.get(..3).and_then(|s| s.parse().ok());
-        let body = rest.split_once(": ").map_or("", |(_, b)| b);
-        return Some(Answer { status, body });
-    }
-    let body = text.strip_prefix("Server returned error response: ")?;
-    Some(Answer { status: None, body })
-}
-
-/// An S3 error answer's `<Code>`.
-fn error_code(body: &str) -> Option<&str> {
-    let start = body.find("<Code>")? + "<Code>".len();
-    let end = body[start..].find("</Code>")? + start;
-    Some(body[start..end].trim())
-}
-
 /// Files the helper keeps open beside its requests in flight (Git's pipes, the pack being
 /// written and its index, the cache, the spill file, the runtime's own), at most half the limit.
 const FILES_KEPT: u64 = 64;
@@ -355,73 +313,6 @@ pub(crate) fn backoff() -> crate::backoff::Backoff {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn only_the_answer_tells_throttling_never_digits_in_the_url() {
-        assert_eq!(
-            answer_of("Server returned non-2xx status code: 503 Service Unavailable: x")
-                .and_then(|a| a.status),
-            Some(503)
-        );
-        let slow = "Server returned error response: <Error><Code>SlowDown</Code></Error>";
-        assert_eq!(
-            answer_of(slow).and_then(|a| error_code(a.body)),
-            Some("SlowDown")
-        );
-        let denied = "Server returned non-2xx status code: 403 Forbidden: <Error><Code>\
-                      AccessDenied</Code><Key>versions/50300000-x</Key></Error>";
-        let a = answer_of(denied).unwrap();
-        assert_eq!(
-            (a.status, error_code(a.body)),
-            (Some(403), Some("AccessDenied"))
-        );
-        assert!(answer_of("Error performing GET http://127.0.0.1:15030/b/x in 1s").is_none());
-    }
-
-    /// An error as object_store 0.14 chains one: the request (method, URL, time taken), then
-    /// the answer.
-    #[derive(Debug)]
-    struct Chained(String, Option<Box<Chained>>);
-
-    impl std::fmt::Display for Chained {
-        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str(&self.0)
-        }
-    }
-
-    impl std::error::Error for Chained {
-        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-            self.1.as_deref().map(|c| c as _)
-        }
-    }
-
-    fn request_error(request: &str, answer: &str) -> object_store::Error {
-        let answer = Chained(answer.to_string(), None);
-        object_store::Error::Generic {
-            store: "S3",
-            source: Box::new(Chained(
-                format!("{request} - {answer}"),
-                Some(Box::new(answer)),
-            )),
-        }
-    }
-
-    #[test]
-    fn a_key_url_or_time_holding_503_or_429_is_no_throttling() {
-        let request = "Error performing GET http://127.0.0.1:15030/b/versions/50300000-0429-7000-8503-000000000429/version.json in 503.429ms";
-        let not_found = "Server returned non-2xx status code: 404 Not Found: <Error><Code>NoSuchKey</Code><Key>429/503</Key></Error>";
-        assert!(!is_throttling(&request_error(request, not_found)));
-        let denied = "Server returned non-2xx status code: 403 Forbidden: took 503 ms, retry 429";
-        assert!(!is_throttling(&request_error(request, denied)));
-        for answer in [
-            "Server returned non-2xx status code: 503 Service Unavailable: ",
-            "Server returned non-2xx status code: 429 Too Many Requests: ",
-            "Server returned error response: <Error><Code>SlowDown</Code></Error>",
-        ] {
-            let plain = "Error performing GET http://h/b/k in 1s";
-            assert!(is_throttling(&request_error(plain, answer)), "{answer}");
-        }
-    }
 
     #[tokio::test]
     async fn throttling_halves_the_limit_and_successes_raise_it() {
