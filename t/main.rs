@@ -59,6 +59,7 @@ mod remote_names;
 mod shallow;
 mod shallow_packed;
 mod signatures;
+mod snapshots;
 mod store_check;
 mod stores;
 mod submodules;
