@@ -51,6 +51,7 @@ export FDL_BENCH_WRITERS ?= 100x32,5000x32,50000x8
 
 bench: $(MOTO) $(GIT_REMOTE_S3) $(SEAWEEDFS) ssh-keygen
 	cargo bench --locked --bench clone
+	cargo bench --locked --bench hand_written
 	cargo bench --locked --bench latency
 	cargo bench --locked --bench roads
 	cargo bench --locked --bench writers

@@ -73,3 +73,17 @@ pub fn deflate_round_trip(data: &[u8]) {
         assert_eq!(back, piece, "a stream inflates to its input");
     }
 }
+
+/// The zlib streams of `objects`, one each, as the session's pack writes objects up to 32 KiB:
+/// their total size. For `benches/hand_written.rs`, which sets it beside zlib-rs.
+pub fn deflate_small(objects: &[Vec<u8>]) -> usize {
+    let mut encoder = crate::session_pack::SmallDeflate::default();
+    let mut out = Vec::new();
+    let mut total = 0;
+    for object in objects {
+        out.clear();
+        encoder.compress(object, &mut out);
+        total += out.len();
+    }
+    total
+}
