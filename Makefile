@@ -60,9 +60,11 @@ bench: $(MOTO) $(GIT_REMOTE_S3) $(SEAWEEDFS) ssh-keygen
 bench-writers: $(MOTO) $(SEAWEEDFS)
 	cargo bench --locked --bench writers
 
-# The folder figures at 1,000,000 versions (by hand, not in CI: 4,000,000 files on disk).
+# The folder figures at 1,000,000 versions (by hand, not in CI: 4,000,000 files on disk), and
+# the S3 rows of the same lake on s3lite at 30 ms (clone, cold ls-remote, depth-1 clone, fetch
+# and pack of 1,000 new versions).
 bench-million:
-	FDL_BENCH_FOLDER=1000000 cargo bench --locked --bench clone
+	FDL_BENCH_FOLDER=1000000 FDL_BENCH_MILLION_S3=1000000x30 cargo bench --locked --bench clone
 
 # Installs the helper, clones the example lake shipped in examples/lake and gets one version's
 # catalog, with the DuckDB statements that open it (offline: no Python package is needed).

@@ -6,7 +6,9 @@
 //! - the same on the S3-compatible server (moto on 127.0.0.1) for a smaller lake, since moto
 //!   answers a few hundred requests a second at most;
 //! - store requests for a cold clone, a warm `ls-remote` and a fetch of 10 new versions, beside
-//!   the minimum the layout allows.
+//!   the minimum the layout allows;
+//! - with `FDL_BENCH_MILLION_S3=<versions>x<ms>` (`make bench-million`), the S3 rows of a packed
+//!   lake that grew for years (`clone/million.rs`).
 
 // The shared test support is one crate's private modules, `pub` to one another.
 #![allow(unreachable_pub)]
@@ -19,6 +21,9 @@ mod support;
 use std::time::Instant;
 
 use support::{median, LakeBuilder, TestEnv};
+
+#[path = "clone/million.rs"]
+mod million;
 
 fn time<T>(f: impl FnOnce() -> T) -> (T, f64) {
     let start = Instant::now();
@@ -270,6 +275,7 @@ fn main() {
     for n in sizes.split(',').filter_map(|n| n.trim().parse().ok()) {
         folder_figures(n);
     }
+    million::s3_rows();
     let versions: u64 = std::env::var("FDL_BENCH_VERSIONS")
         .ok()
         .and_then(|v| v.parse().ok())
