@@ -30,7 +30,7 @@ macro_rules! out {
 /// write fails instead); anything else (a full disk) is Git's `fatal: write failure`.
 fn stdout_failed(e: std::io::Error) -> Fatal {
     if e.kind() == std::io::ErrorKind::BrokenPipe {
-        std::process::exit(141);
+        return Fatal::closed_pipe();
     }
     Fatal::new(format!(
         "write failure on standard output: {}",

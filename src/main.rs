@@ -37,11 +37,12 @@ fn main() {
     std::process::exit(code);
 }
 
-/// Prints a fatal error as Git does; its exit code is Git's for `die()`. A full or closed
-/// stderr is passed over (Git too ignores it), not a panic.
+/// Prints a fatal error as Git does (nothing for a closed standard output); the exit code is
+/// its kind's, 128 as Git's `die()`. A full or closed stderr is passed over (Git too ignores
+/// it), not a panic.
 pub fn report_fatal(f: &Fatal) -> i32 {
     let _ = write!(std::io::stderr(), "{f}");
-    128
+    f.exit_code()
 }
 
 /// The last line of defence: a panic (a bug, whatever the input) is one `fatal:` line, secrets

@@ -57,7 +57,7 @@ pub(crate) async fn before_first_write(
     if unsafe_ok && checks.failure().is_none() {
         warnings.push(format!(
             "{}; writing anyway, as remote.{}.{UNSAFE_KEY} says: two pushes at once can lose one's update",
-            refusal.message.trim_end_matches("; nothing was written"),
+            refusal.message().trim_end_matches("; nothing was written"),
             remote.unwrap_or_default()
         ));
         return Ok(warnings);

@@ -50,8 +50,8 @@ pub fn run(remote_name: &str, url: Option<&str>) -> Result<(), Fatal> {
     if url.is_none_or(|u| u == remote_name) {
         refuse_a_remote_without_url(&mut invocation)?;
     }
-    // The repository's configuration and where the last listing split the refs are read
-    // while the runtime starts: the first request waits for both.
+    // Where the last listing split the refs is read while the runtime starts (the first
+    // request waits for it).
     let early = invocation.url().ok().and_then(Early::start);
     let cloud = invocation
         .url()
@@ -83,11 +83,9 @@ pub fn run(remote_name: &str, url: Option<&str>) -> Result<(), Fatal> {
 }
 
 /// Hints name configuration keys as `remote.<remote>.<key>`: with a configured remote, its name.
-fn name_the_remote(mut f: Fatal, remote_name: &str) -> Fatal {
-    if config::is_remote_name(remote_name) {
-        f.hint = f
-            .hint
-            .map(|h| h.replace("remote.<remote>.", &format!("remote.{remote_name}.")));
+fn name_the_remote(f: Fatal, remote_name: &str) -> Fatal {
+    match config::is_remote_name(remote_name) {
+        true => f.map_hints(|h| h.replace("remote.<remote>.", &format!("remote.{remote_name}."))),
+        false => f,
     }
-    f
 }

@@ -104,11 +104,11 @@ impl Output {
 
     /// The output failed: it is named, not the lake; a stream says what it already received.
     pub(super) fn write_error(&self, e: &std::io::Error) -> Fatal {
-        let mut f = cannot_write(&self.path, e);
-        if matches!(self.sink, Sink::Stream(_)) && self.sent > 0 {
-            f.hint = Some(self.what_was_written());
+        let f = cannot_write(&self.path, e);
+        match matches!(self.sink, Sink::Stream(_)) && self.sent > 0 {
+            true => f.instead_hint(self.what_was_written()),
+            false => f,
         }
-        f
     }
 
     /// For a hint once the digest is found wrong: what the output holds.
