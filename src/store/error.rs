@@ -36,6 +36,9 @@ pub enum StoreError {
         message: String,
         /// What to do about it.
         hint: Option<String>,
+        /// The client's error the words were written from.
+        #[source]
+        cause: Option<Cause>,
     },
     /// A request the store refused because it is busy (503, 429, S3's `SlowDown`): said as
     /// [`StoreError::Request`] is; the gate slows down on it and tries a read again.
@@ -47,6 +50,9 @@ pub enum StoreError {
         message: String,
         /// What to do about it.
         hint: Option<String>,
+        /// The client's error the words were written from.
+        #[source]
+        cause: Option<Cause>,
     },
     /// A local folder's lock file another writer holds.
     #[error("{path} exists: another writer holds this lock ({holder})")]
@@ -113,15 +119,42 @@ impl StoreError {
                 path,
                 message,
                 hint,
+                cause,
             } => StoreError::Throttled {
                 path,
                 message,
                 hint,
+                cause,
             },
             other => other,
         }
     }
 }
+
+/// The client's error a [`StoreError`] was written from, kept for code that looks at it
+/// ([`Cause::client`]). Shown only redacted, and its own causes are not chained on: their
+/// words hold the request's URL, which may carry a presigned query or a SAS token.
+#[derive(Debug, Clone)]
+pub struct Cause(std::sync::Arc<object_store::Error>);
+
+impl Cause {
+    pub(crate) fn new(e: object_store::Error) -> Cause {
+        Cause(std::sync::Arc::new(e))
+    }
+
+    /// The client's error itself.
+    pub fn client(&self) -> &object_store::Error {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for Cause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&redact(&self.0.to_string()))
+    }
+}
+
+impl std::error::Error for Cause {}
 
 /// `path: message`, or the message alone when the path is the root.
 fn at_path(path: &str, message: &str) -> String {

@@ -8,7 +8,7 @@ use object_store::client::{HttpError, HttpErrorKind};
 use crate::redact::excerpt;
 use crate::store::cloud::answer::Answer;
 use crate::store::cloud::hints::{hint_allow_http, hint_credentials};
-use crate::store::error::{causes, StoreError};
+use crate::store::error::{causes, Cause, StoreError};
 use crate::store::url::StoreUrl;
 
 /// How much of a server's answer a message quotes.
@@ -18,20 +18,21 @@ const BODY_EXCERPT: usize = 80;
 pub(in crate::store) fn request_error(
     url: &StoreUrl,
     path: &str,
-    e: &object_store::Error,
+    e: object_store::Error,
 ) -> StoreError {
     // No credentials is about the lake, not the file that happened to be asked for first.
-    if let Some(n) = crate::store::cloud::aws_credentials::no_credentials(e) {
+    if let Some(n) = crate::store::cloud::aws_credentials::no_credentials(&e) {
         return StoreError::Setup {
             message: n.message.clone(),
             hint: Some(n.hint.clone()),
         };
     }
-    let (message, hint) = describe(url, e);
+    let (message, hint) = describe(url, &e);
     StoreError::Request {
         path: path.to_string(),
         message,
         hint,
+        cause: Some(Cause::new(e)),
     }
 }
 
@@ -262,5 +263,23 @@ mod tests {
         let (message, hint) = describe(&url, &no_files);
         assert!(message.ends_with("too many open files"), "{message}");
         assert!(hint.unwrap().contains("fdlConcurrency"));
+    }
+
+    /// A request's error keeps the client's error it was written from, shown redacted.
+    #[test]
+    fn a_request_error_keeps_its_cause_redacted() {
+        let url = StoreUrl::parse("s3://b/l", std::path::Path::new("/")).unwrap();
+        let e = object_store::Error::Generic {
+            store: "S3",
+            source: "Error performing GET https://user:hunter2@h/b/l/fdl.json in 1s".into(),
+        };
+        let error = request_error(&url, "fdl.json", e);
+        let cause = std::error::Error::source(&error).expect("the client's error is kept");
+        assert!(!cause.to_string().contains("hunter2"), "{cause}");
+        let cause = cause.downcast_ref::<Cause>().expect("a Cause");
+        assert!(matches!(
+            cause.client(),
+            object_store::Error::Generic { .. }
+        ));
     }
 }

@@ -102,9 +102,10 @@ impl Cloud {
     }
 
     /// A failed request, in words (see `diagnose`), marked when the store throttled it.
-    fn request_failed(&self, rel: &str, e: &object_store::Error) -> StoreError {
+    fn request_failed(&self, rel: &str, e: object_store::Error) -> StoreError {
+        let throttled = Answer::of(&e).is_throttling();
         let error = diagnose::request_error(&self.url, rel, e);
-        if Answer::of(e).is_throttling() {
+        if throttled {
             error.throttled()
         } else {
             error
@@ -156,14 +157,14 @@ impl Backend for Cloud {
                 version: meta.version,
             })),
             Err(e) if self.is_absent(&e) => Ok(None),
-            Err(e) => Err(self.request_failed(rel, &e)),
+            Err(e) => Err(self.request_failed(rel, e)),
         }
     }
 
     async fn get(&self, rel: &str, limit: u64, budget: &Budget) -> Result<Option<Got>, StoreError> {
         let res = match self.store.get(&self.path(rel)?).await {
             Err(e) if self.is_absent(&e) => return Ok(None),
-            Err(e) => return Err(self.request_failed(rel, &e)),
+            Err(e) => return Err(self.request_failed(rel, e)),
             Ok(res) => res,
         };
         let size = res.meta.size;
@@ -182,7 +183,7 @@ impl Backend for Cloud {
             .await
             .map_err(|e| match e {
                 Ok(too_large) => too_large,
-                Err(e) => self.request_failed(rel, &e),
+                Err(e) => self.request_failed(rel, e),
             })?;
         Ok(Some(Got { bytes, token, room }))
     }
@@ -215,7 +216,7 @@ impl Backend for Cloud {
         match parts::download(store, &path, bounds, whole, &absent, sink).await {
             Ok(found) => Ok(found),
             Err(Stopped::Sink(e)) => Err(e),
-            Err(Stopped::Store(e)) => Err(self.request_failed(rel, &e)),
+            Err(Stopped::Store(e)) => Err(self.request_failed(rel, e)),
             Err(Stopped::TooLarge) => Err(StoreError::TooLarge {
                 path: rel.to_string(),
                 limit,
@@ -261,7 +262,7 @@ impl Backend for Cloud {
                         message: redact(&e.to_string()),
                     })
                 }
-                Err(e) => return Err(self.request_failed(prefix, &e)),
+                Err(e) => return Err(self.request_failed(prefix, e)),
             };
             seen += 1;
             // A zero-byte key ending in `/` is a console's "folder", which object_store lists
@@ -306,7 +307,7 @@ impl Backend for Cloud {
             .store
             .list_with_delimiter(Some(&self.path(prefix)?))
             .await
-            .map_err(|e| self.request_failed(prefix, &e))?;
+            .map_err(|e| self.request_failed(prefix, e))?;
         let n = (res.common_prefixes.len() + res.objects.len()) as u64;
         let names = |paths: &mut dyn Iterator<Item = &StorePath>| -> Vec<String> {
             paths
@@ -354,7 +355,7 @@ impl Backend for Cloud {
                 path: rel.to_string(),
                 message: redact(&e.to_string()),
             })),
-            Err(e) => Err(WriteError::Store(self.request_failed(rel, &e))),
+            Err(e) => Err(WriteError::Store(self.request_failed(rel, e))),
         }
     }
 
@@ -392,7 +393,7 @@ impl Backend for Cloud {
                 "interrupted by a signal: the upload was aborted",
             ))),
             Err(multipart::Stopped::Store(e)) => {
-                Err(WriteError::Store(self.request_failed(rel, &e)))
+                Err(WriteError::Store(self.request_failed(rel, e)))
             }
         }
     }
@@ -413,7 +414,7 @@ impl Backend for Cloud {
             match result {
                 Ok(_) => {}
                 Err(e) if self.is_absent(&e) => {}
-                Err(e) => return Err(self.request_failed("(files to delete)", &e)),
+                Err(e) => return Err(self.request_failed("(files to delete)", e)),
             }
         }
         Ok(())
