@@ -17,9 +17,15 @@ use aws_credential_types::Credentials;
 use object_store::aws::AwsCredential;
 
 use crate::redact::{excerpt, redact};
-use crate::store::cloud::hints::hint_credentials;
 use crate::store::error::StoreError;
-use crate::store::url::StoreUrl;
+
+/// Which credentials to set for S3 (the AWS CLI's, and the helper's own keys).
+pub(in crate::store) const CREDENTIALS_HINT: &str =
+    "name a profile of ~/.aws/config with AWS_PROFILE or git config \
+             remote.<remote>.fdlProfile <name>, or set AWS_ACCESS_KEY_ID and \
+             AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for temporary keys); for a public \
+             bucket, AWS_SKIP_SIGNATURE=true (or git config --add remote.<remote>.fdlOption \
+             aws_skip_signature=true)";
 
 /// The object_store option that carries `remote.<name>.fdlProfile` (and may be given as
 /// `fdlOption aws_profile=<name>`).
@@ -154,7 +160,6 @@ pub(in crate::store) fn metadata_disabled() -> bool {
 
 /// The chain's settings that object_store's options may give.
 pub(in crate::store) struct ChainSettings {
-    pub url: StoreUrl,
     pub profile: Option<Profile>,
     /// The region STS is asked in (the lake's).
     pub region: String,
@@ -169,7 +174,6 @@ type Source = (&'static str, SharedCredentialsProvider);
 /// object_store's credential provider for S3, backed by the AWS CLI's chain.
 #[derive(Debug)]
 pub(in crate::store) struct AwsChain {
-    url: StoreUrl,
     profile: Option<Profile>,
     sources: Vec<Source>,
     /// Instance metadata: `None` when turned off, else the address asked.
@@ -235,7 +239,6 @@ impl AwsChain {
             Some(s.metadata_endpoint.clone().unwrap_or_else(metadata_address))
         };
         Ok(AwsChain {
-            url: s.url,
             profile: s.profile,
             sources,
             metadata,
@@ -271,7 +274,7 @@ impl AwsChain {
                 Profile::describe(self.profile.as_ref()),
                 profile_files(),
             ),
-            hint: hint_credentials(&self.url),
+            hint: CREDENTIALS_HINT.to_string(),
         }
     }
 
@@ -291,7 +294,7 @@ impl AwsChain {
         };
         NoCredentials {
             message,
-            hint: hint_credentials(&self.url),
+            hint: CREDENTIALS_HINT.to_string(),
         }
     }
 }

@@ -9,12 +9,19 @@ use std::sync::Arc;
 use object_store::azure::{AzureConfigKey as K, MicrosoftAzureBuilder};
 use url::Url;
 
+use crate::store::cloud::built::Parts;
 use crate::store::cloud::delete::{Deleter, LazyClient};
-use crate::store::cloud::endpoint::check_endpoint;
+use crate::store::cloud::endpoint::{check_endpoint, PlainHttp};
 use crate::store::cloud::pages::Pages;
 use crate::store::cloud::settings::{build_error, config_key, retry_config};
-use crate::store::cloud::Parts;
 use crate::store::error::StoreError;
+
+/// Which credentials to set for Azure.
+pub(in crate::store) const CREDENTIALS_HINT: &str =
+    "set AZURE_STORAGE_ACCOUNT_NAME with AZURE_STORAGE_ACCOUNT_KEY or AZURE_STORAGE_SAS_KEY";
+
+/// The variable that allows plain HTTP to Azure.
+pub(in crate::store) const ALLOW_HTTP_VARIABLE: &str = "AZURE_ALLOW_HTTP";
 use crate::store::url::StoreUrl;
 
 /// The variable the Azure CLI and SDKs read a connection string from.
@@ -237,7 +244,7 @@ pub(in crate::store) fn check(
         }
     }
     let endpoint = b.get_config_value(&object_store::azure::AzureConfigKey::Endpoint);
-    check_endpoint(url, endpoint.as_deref(), "endpoint", true)
+    check_endpoint(url, endpoint.as_deref(), "endpoint", PlainHttp::Allowed)
 }
 
 #[cfg(test)]

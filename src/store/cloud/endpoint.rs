@@ -4,9 +4,16 @@
 use url::Url;
 
 use crate::redact::redact;
-use crate::store::cloud::hints::hint_allow_http;
 use crate::store::error::StoreError;
 use crate::store::url::StoreUrl;
+
+/// Whether an endpoint may be plain HTTP: allowed (the user said so, or the kind leaves it to
+/// its builder), or refused, with the variable that allows it, if the kind has one.
+#[derive(Clone, Copy)]
+pub(in crate::store) enum PlainHttp<'a> {
+    Allowed,
+    Refused { variable: Option<&'a str> },
+}
 
 /// An endpoint must be an `http(s)://host[:port]` URL a client can use (a client library
 /// panics on some that are not), and plain HTTP needs the user's permission.
@@ -14,7 +21,7 @@ pub(in crate::store) fn check_endpoint(
     url: &StoreUrl,
     value: Option<&str>,
     what: &str,
-    allow_http: bool,
+    plain_http: PlainHttp,
 ) -> Result<(), StoreError> {
     let Some(value) = value else { return Ok(()) };
     let hint = format!(
@@ -43,14 +50,22 @@ pub(in crate::store) fn check_endpoint(
     if parsed.host_str().is_none_or(str::is_empty) {
         return Err(bad("it names no host"));
     }
-    if parsed.scheme() == "http" && !allow_http {
+    if let (PlainHttp::Refused { variable }, "http") = (plain_http, parsed.scheme()) {
         return Err(StoreError::Setup {
             message: format!(
                 "the {what} '{}' is plain HTTP, which is not allowed unless you say so",
                 redact(value)
             ),
-            hint: Some(hint_allow_http(url)),
+            hint: Some(allow_http_hint(variable)),
         });
     }
     Ok(())
+}
+
+/// How to allow plain HTTP, with the kind's own `variable` where it has one.
+pub(in crate::store) fn allow_http_hint(variable: Option<&str>) -> String {
+    let env = variable
+        .map(|v| format!("{v}=true, or "))
+        .unwrap_or_default();
+    format!("to use it, set {env}git config remote.<remote>.fdlAllowHttp true")
 }

@@ -5,12 +5,16 @@ use std::sync::Arc;
 
 use url::Url;
 
+use crate::store::cloud::built::Parts;
 use crate::store::cloud::delete::{Deleter, LazyClient};
-use crate::store::cloud::endpoint::check_endpoint;
+use crate::store::cloud::endpoint::{check_endpoint, PlainHttp};
 use crate::store::cloud::pages::Pages;
 use crate::store::cloud::settings::{build_error, retry_config, unknown_option};
-use crate::store::cloud::Parts;
 use crate::store::error::StoreError;
+
+/// Which credentials to set for GCS.
+pub(in crate::store) const CREDENTIALS_HINT: &str =
+    "set GOOGLE_APPLICATION_CREDENTIALS (or GOOGLE_SERVICE_ACCOUNT) to a key file";
 use crate::store::url::StoreUrl;
 
 pub(in crate::store) fn build_gcs(
@@ -101,5 +105,5 @@ pub(in crate::store) fn check(
         }
     }
     let endpoint = b.get_config_value(&object_store::gcp::GoogleConfigKey::BaseUrl);
-    check_endpoint(url, endpoint.as_deref(), "endpoint", true)
+    check_endpoint(url, endpoint.as_deref(), "endpoint", PlainHttp::Allowed)
 }

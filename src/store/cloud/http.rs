@@ -4,10 +4,10 @@ use std::sync::Arc;
 
 use url::Url;
 
+use crate::store::cloud::built::Parts;
 use crate::store::cloud::settings::{
     build_error, config_key, retry_config, NO_SYSTEM_CERTIFICATES,
 };
-use crate::store::cloud::Parts;
 use crate::store::error::StoreError;
 use crate::store::url::StoreUrl;
 

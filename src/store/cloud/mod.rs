@@ -5,6 +5,7 @@
 mod answer;
 pub(in crate::store) mod aws_credentials;
 mod azure;
+mod built;
 mod delete;
 mod diagnose;
 mod endpoint;
@@ -35,6 +36,7 @@ use crate::store::condition::{Token, Versioned, WriteError, WriteMode};
 use crate::store::error::{failed, StoreError};
 use crate::store::url::StoreUrl;
 use answer::Answer;
+use built::Parts;
 use delete::Deleter;
 use pages::Pages;
 use parts::Stopped;
@@ -45,14 +47,6 @@ const MAX_KEY: usize = 1024;
 
 /// How many objects a listing page holds on the cloud stores (S3, GCS and Azure alike).
 pub(crate) const LIST_PAGE: usize = 1000;
-
-/// What a cloud's builder makes: the client, how it deletes on condition, and how it lists
-/// in pages of a chosen size (none over plain HTTP, which cannot list).
-pub(crate) struct Parts {
-    pub store: Arc<dyn ObjectStore>,
-    pub deleter: Option<Deleter>,
-    pub pages: Option<Pages>,
-}
 
 /// A cloud store, rooted at the lake's root inside it.
 #[derive(Debug, Clone)]

@@ -5,16 +5,19 @@ use std::sync::Arc;
 
 use url::Url;
 
+use crate::store::cloud::aws_credentials::CREDENTIALS_HINT;
+use crate::store::cloud::built::Parts;
 use crate::store::cloud::delete::{Deleter, LazyClient};
-use crate::store::cloud::endpoint::check_endpoint;
-use crate::store::cloud::hints::hint_credentials;
+use crate::store::cloud::endpoint::{check_endpoint, PlainHttp};
 use crate::store::cloud::pages::Pages;
 use crate::store::cloud::settings::{
     build_error, config_key, is_plain_http, retry_config, with_plain_http, NO_SYSTEM_CERTIFICATES,
 };
-use crate::store::cloud::Parts;
 use crate::store::error::StoreError;
 use crate::store::options::truthy;
+
+/// The variable that allows plain HTTP to S3.
+pub(in crate::store) const ALLOW_HTTP_VARIABLE: &str = "AWS_ALLOW_HTTP";
 use crate::store::url::StoreUrl;
 
 pub(in crate::store) fn build_s3(
@@ -51,7 +54,7 @@ pub(in crate::store) fn build_s3(
             },
         )));
     } else if !has_explicit_credentials(&b) {
-        b = with_aws_chain(b, url, profile, region.clone())?;
+        b = with_aws_chain(b, profile, region.clone())?;
     }
     let plain = is_plain_http(b.get_config_value(&object_store::aws::AmazonS3ConfigKey::Endpoint));
     if plain {
@@ -108,14 +111,12 @@ fn with_profile_region(
 /// container or instance credentials.
 fn with_aws_chain(
     b: object_store::aws::AmazonS3Builder,
-    url: &StoreUrl,
     profile: Option<crate::store::cloud::aws_credentials::Profile>,
     region: String,
 ) -> Result<object_store::aws::AmazonS3Builder, StoreError> {
     use object_store::aws::AmazonS3ConfigKey as K;
     let chain = crate::store::cloud::aws_credentials::AwsChain::new(
         crate::store::cloud::aws_credentials::ChainSettings {
-            url: url.clone(),
             profile,
             region,
             metadata_endpoint: b.get_config_value(&K::MetadataEndpoint),
@@ -138,31 +139,42 @@ pub(in crate::store) fn check(
         }
     }
     let allow = truthy(b.get_config_value(&K::Client(object_store::ClientConfigKey::AllowHttp)));
+    let plain_http = match allow {
+        true => PlainHttp::Allowed,
+        false => PlainHttp::Refused {
+            variable: Some(ALLOW_HTTP_VARIABLE),
+        },
+    };
     check_endpoint(
         url,
         b.get_config_value(&K::Endpoint).as_deref(),
         "endpoint",
-        allow,
+        plain_http,
     )?;
     check_endpoint(
         url,
         b.get_config_value(&K::S3Endpoint).as_deref(),
         "S3 endpoint",
-        allow,
+        plain_http,
     )?;
     for (key, what) in [
         (K::MetadataEndpoint, "metadata endpoint"),
         (K::ContainerCredentialsFullUri, "container credentials URI"),
         (K::StsEndpoint, "STS endpoint"),
     ] {
-        check_endpoint(url, b.get_config_value(&key).as_deref(), what, true)?;
+        check_endpoint(
+            url,
+            b.get_config_value(&key).as_deref(),
+            what,
+            PlainHttp::Allowed,
+        )?;
     }
-    check_header_values(url, &b)?;
+    check_header_values(&b)?;
     let key_id = b.get_config_value(&K::AccessKeyId);
     let secret = b.get_config_value(&K::SecretAccessKey);
     let setup = |message: String| StoreError::Setup {
         message,
-        hint: Some(hint_credentials(url)),
+        hint: Some(CREDENTIALS_HINT.to_string()),
     };
     match (key_id.is_some(), secret.is_some()) {
         (true, false) => Err(setup(
@@ -178,10 +190,7 @@ pub(in crate::store) fn check(
 /// The key ID, session token and region go into HTTP headers, where the client library panics
 /// on a control character or non-ASCII text (a stray newline from a copy-paste): refuse them,
 /// without showing the value.
-fn check_header_values(
-    url: &StoreUrl,
-    b: &object_store::aws::AmazonS3Builder,
-) -> Result<(), StoreError> {
+fn check_header_values(b: &object_store::aws::AmazonS3Builder) -> Result<(), StoreError> {
     use object_store::aws::AmazonS3ConfigKey as K;
     for (key, name) in [
         (K::AccessKeyId, "AWS_ACCESS_KEY_ID"),
@@ -201,7 +210,7 @@ fn check_header_values(
                 ),
                 hint: Some(match key {
                     K::Region => "a region is a name such as us-east-1".to_string(),
-                    _ => hint_credentials(url),
+                    _ => CREDENTIALS_HINT.to_string(),
                 }),
             });
         }
