@@ -31,6 +31,19 @@ const BODY_ANSWER: &str = "Server returned error response: ";
 const REQUEST: &str = "Error performing ";
 
 impl Answer {
+    /// Only the store's answer (status and body), from the first cause that is one: what a
+    /// "not found" is asked, which a listing or a read may meet thousands of times.
+    pub(in crate::store) fn store_answer(e: &object_store::Error) -> Answer {
+        let mut answer = Answer::default();
+        for cause in causes(e) {
+            answer.read_answer(&cause.to_string());
+            if answer.body.is_some() {
+                break;
+            }
+        }
+        answer
+    }
+
     /// Reads what `e` and its causes say.
     pub(in crate::store) fn of(e: &object_store::Error) -> Answer {
         let mut answer = Answer::default();
@@ -228,6 +241,12 @@ mod tests {
             let plain = "Error performing GET http://h/b/k in 1s";
             assert!(
                 Answer::of(&request_error(plain, answer)).is_throttling(),
+                "{answer}"
+            );
+            let e = request_error(plain, answer);
+            assert_eq!(
+                Answer::store_answer(&e).body,
+                Answer::of(&e).body,
                 "{answer}"
             );
         }

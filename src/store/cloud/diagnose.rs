@@ -19,6 +19,7 @@ pub(in crate::store) fn request_error(
     url: &StoreUrl,
     path: &str,
     e: object_store::Error,
+    answer: &Answer,
 ) -> StoreError {
     // No credentials is about the lake, not the file that happened to be asked for first.
     if let Some(n) = crate::store::cloud::aws_credentials::no_credentials(&e) {
@@ -27,7 +28,7 @@ pub(in crate::store) fn request_error(
             hint: Some(n.hint.clone()),
         };
     }
-    let (message, hint) = describe(url, &e);
+    let (message, hint) = describe(url, &e, answer);
     StoreError::Request {
         path: path.to_string(),
         message,
@@ -36,8 +37,7 @@ pub(in crate::store) fn request_error(
     }
 }
 
-fn describe(url: &StoreUrl, e: &object_store::Error) -> (String, Option<String>) {
-    let answer = Answer::of(e);
+fn describe(url: &StoreUrl, e: &object_store::Error, answer: &Answer) -> (String, Option<String>) {
     let at = answer.origin.as_deref().unwrap_or("the store");
     let status = answer
         .status
@@ -85,7 +85,7 @@ fn describe(url: &StoreUrl, e: &object_store::Error) -> (String, Option<String>)
         );
     }
     if let Some(kind) = http_error_kind(e) {
-        return describe_connection(url, kind, at, &answer, e);
+        return describe_connection(url, kind, at, answer, e);
     }
     match (e, &status) {
         (
@@ -260,7 +260,7 @@ mod tests {
             source: Box::new(std::io::Error::from_raw_os_error(libc::EMFILE)),
         };
         let url = StoreUrl::parse("s3://b/l", std::path::Path::new("/")).unwrap();
-        let (message, hint) = describe(&url, &no_files);
+        let (message, hint) = describe(&url, &no_files, &Answer::of(&no_files));
         assert!(message.ends_with("too many open files"), "{message}");
         assert!(hint.unwrap().contains("fdlConcurrency"));
     }
@@ -273,7 +273,8 @@ mod tests {
             store: "S3",
             source: "Error performing GET https://user:hunter2@h/b/l/fdl.json in 1s".into(),
         };
-        let error = request_error(&url, "fdl.json", e);
+        let answer = Answer::of(&e);
+        let error = request_error(&url, "fdl.json", e, &answer);
         let cause = std::error::Error::source(&error).expect("the client's error is kept");
         assert!(!cause.to_string().contains("hunter2"), "{cause}");
         let cause = cause.downcast_ref::<Cause>().expect("a Cause");

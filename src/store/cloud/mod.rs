@@ -97,8 +97,9 @@ impl Cloud {
 
     /// A failed request, in words (see `diagnose`), marked when the store throttled it.
     fn request_failed(&self, rel: &str, e: object_store::Error) -> StoreError {
-        let throttled = Answer::of(&e).is_throttling();
-        let error = diagnose::request_error(&self.url, rel, e);
+        let answer = Answer::of(&e);
+        let throttled = answer.is_throttling();
+        let error = diagnose::request_error(&self.url, rel, e, &answer);
         if throttled {
             error.throttled()
         } else {
@@ -108,7 +109,8 @@ impl Cloud {
 
     /// A missing file is "nothing there"; a missing bucket is an error.
     fn is_absent(&self, e: &object_store::Error) -> bool {
-        matches!(e, object_store::Error::NotFound { .. }) && !Answer::of(e).is_missing_bucket()
+        matches!(e, object_store::Error::NotFound { .. })
+            && !Answer::store_answer(e).is_missing_bucket()
     }
 
     /// The entries below `path` after `offset`, with their ETags and sizes: in pages of `page` where
