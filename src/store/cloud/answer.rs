@@ -138,7 +138,7 @@ impl Answer {
 }
 
 /// The text of the first `<name>` element of an XML answer.
-fn tag<'a>(body: &'a str, name: &str) -> Option<&'a str> {
+pub(in crate::store) fn tag<'a>(body: &'a str, name: &str) -> Option<&'a str> {
     let open = format!("<{name}>");
     let start = body.find(&open)? + open.len();
     let end = body[start..].find("</")? + start;

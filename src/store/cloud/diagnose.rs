@@ -175,12 +175,7 @@ fn answer_detail(status: &Option<(String, String)>) -> String {
 /// A short excerpt of a server's answer: an XML error's `Code` and `Message` when there are,
 /// else the text without markup, blanks collapsed.
 fn summarize_body(body: &str) -> String {
-    let tag = |name: &str| {
-        let open = format!("<{name}>");
-        let start = body.find(&open)? + open.len();
-        let end = body[start..].find("</")? + start;
-        Some(body[start..end].trim().to_string())
-    };
+    let tag = |name: &str| crate::store::cloud::answer::tag(body, name).map(str::to_string);
     let text = match (tag("Code"), tag("Message")) {
         (Some(c), Some(m)) => format!("{c}: {m}"),
         (Some(c), None) => c,
