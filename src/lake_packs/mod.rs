@@ -482,4 +482,23 @@ mod tests {
             Err(FormatError::UnknownFormat { .. })
         ));
     }
+
+    /// An object of `git-packs/` whose first key is serde_json's number token is read as a
+    /// `serde_json::Value` reads it (a number, refused when its text is none), as every JSON
+    /// file of the lake is; `refs.json` alone keeps reading it as any object.
+    #[test]
+    fn a_number_token_first_is_read_as_a_value_reads_it() {
+        let name = "pack-0123456789abcdef0123456789abcdef01234567";
+        for raw in [
+            r#"{"$serde_json::private::Number": "x", "format": 1}"#,
+            r#"{"$serde_json::private::Number": "1", "format": 1}"#,
+        ] {
+            let tree = serde_json::from_str::<serde_json::Value>(raw).is_err();
+            let ours = matches!(
+                parse_record(name, raw.as_bytes()),
+                Err(FormatError::NotJson { .. })
+            );
+            assert!(tree && ours, "{raw}");
+        }
+    }
 }

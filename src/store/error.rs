@@ -134,8 +134,15 @@ impl StoreError {
 /// The client's error a [`StoreError`] was written from, kept for code that looks at it
 /// ([`Cause::client`]). Shown only redacted, and its own causes are not chained on: their
 /// words hold the request's URL, which may carry a presigned query or a SAS token.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Cause(std::sync::Arc<object_store::Error>);
+
+/// As shown: redacted (a trace prints errors with `{:?}`).
+impl std::fmt::Debug for Cause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Cause").field(&self.to_string()).finish()
+    }
+}
 
 impl Cause {
     pub(crate) fn new(e: object_store::Error) -> Cause {
