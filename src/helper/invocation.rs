@@ -63,7 +63,8 @@ pub(super) struct Configured {
     store_options: Result<Vec<(String, String)>, Fatal>,
     use_packs: Result<bool, Fatal>,
     trust_packs: Result<bool, Fatal>,
-    policy: Result<Option<Policy>, Fatal>,
+    /// The remote's name, for what is read only when needed (the signature policy).
+    name: String,
 }
 
 impl Configured {
@@ -81,7 +82,7 @@ impl Configured {
             store_options: config::store_options(r, name).map_err(Fatal::from),
             use_packs: config::use_packs(r, name).map_err(Fatal::from),
             trust_packs: trust_packs.map_err(Fatal::from),
-            policy: config::signature_policy(r, name).map_err(Fatal::from),
+            name: name.to_string(),
             repo: Ok(repo),
         }
     }
@@ -92,8 +93,8 @@ impl Configured {
             repo: Err(e.clone()),
             store_options: Err(e.clone()),
             use_packs: Err(e.clone()),
-            trust_packs: Err(e.clone()),
-            policy: Err(e),
+            trust_packs: Err(e),
+            name: String::new(),
         }
     }
 
@@ -122,8 +123,9 @@ impl Configured {
         self.trust_packs.clone()
     }
 
-    /// The signature policy (`fdlRequireSignatures`), handed to the remote once it is opened.
-    pub(super) fn take_policy(&mut self) -> Result<Option<Policy>, Fatal> {
-        std::mem::replace(&mut self.policy, Ok(None))
+    /// The signature policy (`fdlRequireSignatures`), read only for a session that opens the
+    /// lake (it reads the allowed-signers file), and before the repository is handed on.
+    pub(super) fn policy(&self) -> Result<Option<Policy>, Fatal> {
+        config::signature_policy(self.repo()?, &self.name).map_err(Fatal::from)
     }
 }

@@ -79,6 +79,7 @@ pub(super) async fn open_remote(
 ) -> Result<Remote, Fatal> {
     let url = invocation.url()?.clone();
     let configured = invocation.configured();
+    let policy = configured.policy();
     let repo = configured.take_repo()?;
     // Git lists the refs first whatever it does: they are listed beside fdl.json, in ranges
     // split where the last listing's names say.
@@ -113,7 +114,7 @@ pub(super) async fn open_remote(
         .filter(|_| preload && !is_local)
         .map(Preload::start);
     let lake = opening.lake().await?;
-    let policy = configured.take_policy()?;
+    let policy = policy?;
     let trust_packs = configured.trust_packs()?;
     let packs_allowed = configured.use_packs()?;
     let cache = cache.filter(|c| c.is_of(lake.config().id.as_deref()));
