@@ -43,22 +43,25 @@ pub(crate) struct VersionFileEtags {
     pub signature: Option<String>,
 }
 
-/// Each version's mapped files and their ETags, from the parts of a listing of `versions/`.
+/// Each version's mapped files and their ETags, from the parts of a listing of `versions/`
+/// (the ETags taken out of them, not copied: a large lake's listing is large).
 pub(crate) fn listed_files(
-    parts: &[Listed],
+    parts: &mut [Listed],
 ) -> std::collections::HashMap<VersionId, VersionFileEtags> {
     let mut out: std::collections::HashMap<VersionId, VersionFileEtags> = Default::default();
     for part in parts {
-        for key in &part.files {
+        for i in 0..part.files.len() {
+            let key = &part.files[i];
             let Some(id) = version_of_key(key) else {
                 continue;
             };
             if key.matches('/').count() != 2 {
                 continue;
             }
-            let tag = part.e_tags.get(key).cloned().unwrap_or_default();
+            let file = key.rsplit('/').next().map(str::to_string);
+            let tag = part.take_e_tag(i).unwrap_or_default();
             let entry = out.entry(id).or_default();
-            match key.rsplit('/').next() {
+            match file.as_deref() {
                 Some("version.json") => entry.version_json = Some(tag),
                 Some("dataset.json") => entry.dataset_json = Some(tag),
                 Some("version.json.sig") => entry.signature = Some(tag),
@@ -194,8 +197,8 @@ impl Lake {
         from: Option<&VersionId>,
         newest: Option<&VersionId>,
     ) -> Result<std::collections::HashMap<VersionId, VersionFileEtags>, super::LakeError> {
-        let parts = self.list_version_files(from, newest).await?;
-        Ok(listed_files(&parts))
+        let mut parts = self.list_version_files(from, newest).await?;
+        Ok(listed_files(&mut parts))
     }
 }
 

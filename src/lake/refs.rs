@@ -313,6 +313,7 @@ impl Lake {
                 ));
             }
         }
+        let e_tags = listed.e_tags_by_path();
         let mut names = Vec::new();
         for f in listed.files {
             if !is_ref(&f) || is_writer_file(&f) {
@@ -327,7 +328,7 @@ impl Lake {
                 )),
             }
         }
-        Ok((names, listed.e_tags))
+        Ok((names, e_tags))
     }
 
     async fn refs_from_json(&self) -> Result<Vec<(String, VersionId)>, LakeError> {

@@ -324,6 +324,10 @@ pub(crate) enum Unusable {
     Interrupted(#[from] tokio::task::JoinError),
 }
 
+/// How many versions a checking thread reads through one repository handle (about 1.5 KiB of
+/// pack each). Small in debug builds, so that the tests' packs go through reopening.
+const REOPEN_EVERY: usize = if cfg!(debug_assertions) { 16 } else { 8192 };
+
 /// Each recorded version checked on its own (`verify`), its parents' commits taken from the
 /// records (or known): side by side on every core, each thread with a repository handle of its
 /// own, opened now, so that it sees the packs just installed. Results by record, in order.
@@ -350,10 +354,18 @@ fn check_all(
             .map(|k| {
                 let (all, done) = (&all, &done);
                 scope.spawn(move || {
-                    let repo =
-                        Repo::open(git_dir).map_err(|e| Unverified::Repository(e.to_string()));
+                    let open =
+                        || Repo::open(git_dir).map_err(|e| Unverified::Repository(e.to_string()));
+                    let mut repo = open();
                     let mut out = Vec::new();
-                    for i in (k..all.len()).step_by(threads) {
+                    for (n, i) in (k..all.len()).step_by(threads).enumerate() {
+                        // The packs are mapped, and every page read stays resident while they
+                        // are: a handle opened afresh now and then unmaps what was read, so
+                        // the helper holds a window of a large pack, never all of it.
+                        if n > 0 && n % REOPEN_EVERY == 0 {
+                            drop(repo);
+                            repo = open();
+                        }
                         let checked = match &repo {
                             Ok(repo) => verify(all[i], repo, against, claimed),
                             Err(e) => Err(e.clone()),

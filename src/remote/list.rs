@@ -376,9 +376,9 @@ impl Remote {
         let newest = self.lake.newest_in_refs_json()?;
         let lake = self.lake.clone();
         Some(history::ListingUnderWay(tokio::spawn(async move {
-            let parts = lake.list_version_files(None, Some(&newest)).await?;
+            let mut parts = lake.list_version_files(None, Some(&newest)).await?;
             if let Some(tags) = tags {
-                tags.keep(&parts);
+                tags.keep(&mut parts);
             }
             Ok(lake::listed_versions(&parts, None))
         })))

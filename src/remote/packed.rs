@@ -65,7 +65,7 @@ pub(super) struct EarlyTags {
 }
 
 impl EarlyTags {
-    pub(super) fn keep(&self, parts: &[Listed]) {
+    pub(super) fn keep(&self, parts: &mut [Listed]) {
         if self.wanted.load(Ordering::Acquire) {
             *self.found.lock() = Some(listed_files(parts));
         }

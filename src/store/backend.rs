@@ -54,8 +54,10 @@ pub struct Listed {
     pub files: Vec<String>,
     /// Entries passed over (printable path, why), for the caller to warn about.
     pub skipped: Vec<(String, &'static str)>,
-    /// Each file's ETag, where the store's listing gives one (cloud stores).
-    pub e_tags: std::collections::HashMap<String, String>,
+    /// Each file's ETag, beside `files` (the same index), where the store's listing gives one
+    /// (cloud stores; a folder's listing has none). Not keyed by path: a listing of a large
+    /// lake's `versions/` is most of what a clone holds, and a map would hold each path twice.
+    e_tags: Vec<Option<String>>,
     /// The listing stopped at the most files asked for: there may be more after the last.
     pub more: bool,
 }
@@ -63,6 +65,65 @@ pub struct Listed {
 impl Listed {
     pub(crate) fn skip(&mut self, path: String, why: &'static str) {
         self.skipped.push((path, why));
+    }
+
+    /// Adds `file`, listed with `e_tag`.
+    pub(crate) fn push(&mut self, file: String, e_tag: Option<String>) {
+        self.e_tags.resize(self.files.len(), None);
+        self.files.push(file);
+        self.e_tags.push(e_tag);
+    }
+
+    /// The ETag of the `i`th file, if the listing gave one.
+    pub(crate) fn e_tag(&self, i: usize) -> Option<&str> {
+        self.e_tags.get(i).and_then(Option::as_deref)
+    }
+
+    /// The ETag of the `i`th file, taken out (it is `None` afterwards).
+    pub(crate) fn take_e_tag(&mut self, i: usize) -> Option<String> {
+        self.e_tags.get_mut(i).and_then(Option::take)
+    }
+
+    /// The ETag `file` was listed with.
+    pub fn e_tag_of(&self, file: &str) -> Option<&str> {
+        let i = self.files.iter().position(|f| f == file)?;
+        self.e_tag(i)
+    }
+
+    /// Each file with the ETag it was listed with, by path.
+    pub fn e_tags_by_path(&self) -> std::collections::HashMap<String, String> {
+        let tagged = self.files.iter().enumerate();
+        tagged
+            .filter_map(|(i, f)| Some((f.clone(), self.e_tag(i)?.to_string())))
+            .collect()
+    }
+
+    /// Adds the files of `other`, which come after these, with their ETags.
+    pub(crate) fn append(&mut self, other: Listed) {
+        if !other.e_tags.is_empty() || !self.e_tags.is_empty() {
+            self.e_tags.resize(self.files.len(), None);
+            let tags = other.e_tags.into_iter().chain(std::iter::repeat(None));
+            self.e_tags.extend(tags.take(other.files.len()));
+        }
+        self.files.extend(other.files);
+        self.skipped.extend(other.skipped);
+    }
+
+    /// Drops a file listed twice in a row (ranges that meet), and its second ETag.
+    pub(crate) fn dedup(&mut self) {
+        if self.e_tags.is_empty() {
+            self.files.dedup();
+            return;
+        }
+        self.e_tags.resize(self.files.len(), None);
+        let mut files = std::mem::take(&mut self.files).into_iter();
+        let mut tags = std::mem::take(&mut self.e_tags).into_iter();
+        for (file, tag) in (&mut files).zip(&mut tags) {
+            if self.files.last() != Some(&file) {
+                self.files.push(file);
+                self.e_tags.push(tag);
+            }
+        }
     }
 }
 

@@ -3,7 +3,6 @@
 //! costs one round trip rather than one a page, and the pages are parsed on several workers.
 //! What the keys are (which to split at) is the caller's to know.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::backend::{Backend, Range};
@@ -49,22 +48,15 @@ pub(super) async fn list_split(
             }
         });
     let mut all = joined(futures::future::try_join_all(ranges).await?);
-    all.files.dedup();
+    all.dedup();
     Ok(all)
 }
 
-/// Listings of consecutive ranges as one, in order. The largest map of ETags is kept and
-/// the others added to it: most keys are in one folder.
-pub(crate) fn joined(mut parts: Vec<Listed>) -> Listed {
-    let largest = (0..parts.len()).max_by_key(|&i| parts[i].e_tags.len());
-    let mut all = Listed {
-        e_tags: largest.map_or_else(HashMap::new, |i| std::mem::take(&mut parts[i].e_tags)),
-        ..Listed::default()
-    };
+/// Listings of consecutive ranges as one, in order.
+pub(crate) fn joined(parts: Vec<Listed>) -> Listed {
+    let mut all = Listed::default();
     for part in parts {
-        all.files.extend(part.files);
-        all.skipped.extend(part.skipped);
-        all.e_tags.extend(part.e_tags);
+        all.append(part);
     }
     all
 }
@@ -75,23 +67,36 @@ mod tests {
 
     #[test]
     fn ranges_joined_keep_their_order_and_every_etag() {
-        let part = |names: &[&str]| Listed {
-            files: names.iter().map(|n| n.to_string()).collect(),
-            e_tags: names
-                .iter()
-                .map(|n| (n.to_string(), format!("\"{n}\"")))
-                .collect(),
-            ..Listed::default()
+        let part = |names: &[&str]| {
+            let mut part = Listed::default();
+            for n in names {
+                part.push(n.to_string(), Some(format!("\"{n}\"")));
+            }
+            part
         };
-        let all = joined(vec![
+        let mut all = joined(vec![
             part(&["a"]),
             part(&["b", "c", "d"]),
-            part(&["e", "f"]),
+            part(&["d", "e", "f"]),
         ]);
+        all.dedup();
         assert_eq!(all.files, ["a", "b", "c", "d", "e", "f"]);
-        assert_eq!(all.e_tags.len(), 6);
-        assert_eq!(all.e_tags["a"], "\"a\"");
-        assert_eq!(all.e_tags["f"], "\"f\"");
+        assert_eq!(all.e_tags_by_path().len(), 6);
+        assert_eq!(all.e_tag_of("a"), Some("\"a\""));
+        assert_eq!(all.e_tag(3), Some("\"d\""));
+        assert_eq!(all.e_tag_of("f"), Some("\"f\""));
+    }
+
+    #[test]
+    fn a_listing_without_etags_joined_to_one_with_them_keeps_each_in_its_place() {
+        let mut tagged = Listed::default();
+        tagged.push("b".into(), Some("\"b\"".into()));
+        let mut plain = Listed::default();
+        plain.files.push("a".into());
+        let all = joined(vec![plain, tagged]);
+        assert_eq!(all.files, ["a", "b"]);
+        assert_eq!(all.e_tag(0), None);
+        assert_eq!(all.e_tag(1), Some("\"b\""));
     }
 
     #[test]

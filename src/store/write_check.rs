@@ -411,7 +411,7 @@ impl Store {
             .await
             .err()
             .map(|e| format!("{key}: {e}"));
-        let listed = listed?.e_tags.get(&key).cloned();
+        let listed = listed?.e_tag_of(&key).map(str::to_string);
         let md5: String = Md5::digest(bytes)
             .iter()
             .map(|b| format!("{b:02x}"))

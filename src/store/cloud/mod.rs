@@ -279,10 +279,7 @@ impl Backend for Cloud {
             if after.is_some_and(|a| rel.as_str() <= a) {
                 continue;
             }
-            if let Some(tag) = e_tag {
-                out.e_tags.insert(rel.clone(), tag);
-            }
-            out.files.push(rel);
+            out.push(rel, e_tag);
             if max.is_some_and(|m| out.files.len() >= m) {
                 out.more = true;
                 break;
