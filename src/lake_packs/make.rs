@@ -9,6 +9,10 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
+use super::ahead::{self, Claimed};
+use super::run::{
+    all_commits, exclusions, present_commits, run_above, run_whole, GitStepError, Run,
+};
 use super::{parse_list, parse_record, render_list, render_record};
 use super::{FormatError, MERGE_AT};
 use super::{PackedSignature, PackedVersion, Record};
@@ -39,17 +43,6 @@ pub(crate) enum PackError {
         path: String,
         why: String,
     },
-}
-
-/// Why a step of Git in the clone gave nothing to pack.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum GitStepError {
-    #[error(transparent)]
-    Git(#[from] GitError),
-    #[error("'{0}' is not a commit ID")]
-    NotACommit(String),
-    #[error("commit {0} names no version")]
-    NoVersion(String),
 }
 
 /// What a run did (or, with `--dry-run`, would do).
@@ -83,47 +76,86 @@ pub(crate) struct PackJob<'a> {
     pub progress: Option<&'a (dyn Fn(&str) + Sync)>,
 }
 
-/// Runs a `pack`.
-pub(crate) async fn pack(job: &PackJob<'_>) -> Result<PackSummary, PackError> {
-    let lake = job.lake;
-    let name = lake.name();
+/// What a run found before reading any version: the pack list, the listing of `versions/`,
+/// the packs with a readable record, how many claims it added, and how it reads the history
+/// (`ahead`: above the packs it keeps; none: all of it).
+struct Survey {
+    list: Option<crate::store::Versioned>,
+    tags: std::collections::HashMap<VersionId, VersionFileEtags>,
+    packed: Packed,
+    claims_added: usize,
+    merge_all: bool,
+    ahead: Option<ahead::Ahead>,
+}
+
+async fn survey(lake: &Lake) -> Result<Survey, PackError> {
     let read_err = |why: String| PackError::Read {
-        lake: name.clone(),
+        lake: lake.name(),
         why,
     };
     let list = lake
         .pack_list()
         .await
         .map_err(|e| read_err(e.to_string()))?;
-    let Packed { kept, records } = read_packed(lake, list.as_ref().map(|l| &l.bytes[..])).await?;
-    let claims_added = add_missing_claims(lake, &records, job.dry_run).await?;
-    let merge_all = kept.len() + 1 > MERGE_AT;
     // Listed before any version is read: a file rewritten after this has another ETag.
     let newest = lake.newest_in_refs_json();
     let tags = lake
         .version_file_tags(None, newest.as_ref())
         .await
         .map_err(|e| read_err(e.to_string()))?;
+    let list_bytes = list.as_ref().map(|l| &l.bytes[..]);
+    let (packed, unchanged) = read_packed(lake, list_bytes, &tags).await?;
+    let merge_all = packed.kept.len() + 1 > MERGE_AT;
+    // A cloud lake whose packs are as the listing shows is read only above the packs kept.
+    let ahead = match merge_all || lake.is_local() || !unchanged {
+        true => None,
+        false => {
+            let refs = lake.refs().await.map_err(|e| read_err(e.to_string()))?;
+            Some(ahead::plan(&packed.records, &tags, &refs))
+        }
+    };
+    Ok(Survey {
+        list,
+        tags,
+        packed,
+        claims_added: 0,
+        merge_all,
+        ahead,
+    })
+}
+
+/// Runs a `pack`.
+pub(crate) async fn pack(job: &PackJob<'_>) -> Result<PackSummary, PackError> {
+    let lake = job.lake;
+    let name = lake.name();
+    let mut survey = survey(lake).await?;
+    survey.claims_added = add_missing_claims(lake, &survey.packed.records, job.dry_run).await?;
+    let Survey { list, tags, .. } = &survey;
+    let Packed { kept, records } = &survey.packed;
+    if survey.ahead.as_ref().is_some_and(|a| a.refs.is_empty()) {
+        return Ok(PackSummary {
+            packed_before: records.iter().map(|(_, r)| r.len()).sum(),
+            packs_now: kept.len(),
+            dry_run: job.dry_run,
+            claims_added: survey.claims_added,
+            ..Default::default()
+        });
+    }
+    let read_err = |why: String| PackError::Read {
+        lake: name.clone(),
+        why,
+    };
     let dir = tempfile::tempdir().map_err(|e| read_err(format!("no temporary folder: {e}")))?;
     // Removed by its drop, or by a signal (Ctrl-C, a CI's timeout) that ends the run.
     let _on_signal = RemovedOnSignal::new(dir.path());
     let repo = dir.path().join("lake.git");
-    clone(&repo, job).map_err(|why| PackError::Clone {
-        lake: name.clone(),
-        why,
-    })?;
-    crate::testhook::stop_at(crate::testhook::Point::PackCloned);
-    let git_err = |step: &'static str| {
-        let lake = name.clone();
-        move |why: GitStepError| PackError::Git { lake, step, why }
-    };
-    let (packed, usable, warnings) =
-        usable_records(&repo, &name, &records).map_err(git_err("cat-file"))?;
     let Run {
         excluded,
         new,
         merged,
-    } = run_plan(&repo, &usable, &kept, merge_all).map_err(git_err("log"))?;
+        packed,
+        warnings,
+    } = read_history(&repo, job, &survey)?;
     let mut summary = PackSummary {
         warnings,
         packed_before: packed.len(),
@@ -131,17 +163,21 @@ pub(crate) async fn pack(job: &PackJob<'_>) -> Result<PackSummary, PackError> {
         merged: merged.len(),
         packs_now: kept.len(),
         dry_run: job.dry_run,
-        claims_added,
+        claims_added: survey.claims_added,
         ..Default::default()
     };
     if new.is_empty() || job.dry_run {
         return Ok(summary);
     }
-    let versions = packed_versions(lake, new, &tags)
+    let versions = packed_versions(lake, new, tags)
         .await
         .map_err(|e| read_err(e.to_string()))?;
-    let (pack_name, pack_path) = pack_objects(&repo, dir.path(), &excluded)
-        .map_err(|e| git_err("pack-objects")(e.into()))?;
+    let (pack_name, pack_path) =
+        pack_objects(&repo, dir.path(), &excluded).map_err(|why| PackError::Git {
+            lake: name.clone(),
+            step: "pack-objects",
+            why: why.into(),
+        })?;
     let record = Record {
         lake: lake.config().id.clone(),
         pack: pack_name.clone(),
@@ -157,12 +193,49 @@ pub(crate) async fn pack(job: &PackJob<'_>) -> Result<PackSummary, PackError> {
         .await
         .map_err(|e| write_err(format!("{pack_name}.pack"), e))?;
     write_claims(lake, &record).await?;
-    let now = publish(lake, list.map(|l| l.token), &pack_name, &merged)
+    let token = list.as_ref().map(|l| l.token.clone());
+    let now = publish(lake, token, &pack_name, &merged)
         .await
         .map_err(|e| write_err("list.json".into(), e))?;
     summary.pack = Some(pack_name);
     summary.packs_now = now;
     Ok(summary)
+}
+
+/// The history the run reads, cloned at `repo` (above the packs kept where the survey planned
+/// it), and what it packs.
+fn read_history(repo: &Path, job: &PackJob, survey: &Survey) -> Result<Run, PackError> {
+    let name = job.lake.name();
+    let records = &survey.packed.records;
+    let cloned = match &survey.ahead {
+        Some(a) => clone_above(repo, job, a, records),
+        None => clone(repo, job, &[]).map(|()| None),
+    };
+    let ahead = cloned.map_err(|why| PackError::Clone {
+        lake: name.clone(),
+        why,
+    })?;
+    crate::testhook::stop_at(crate::testhook::Point::PackCloned);
+    let git_err = |step: &'static str| {
+        let lake = name.clone();
+        move |why: GitStepError| PackError::Git { lake, step, why }
+    };
+    let present = match ahead {
+        Some(_) => all_commits(repo).map_err(|e| git_err("rev-list")(e.into()))?,
+        None => {
+            let claimed: Vec<ObjectId> = records
+                .iter()
+                .flat_map(|(_, r)| r.iter().map(|v| v.1))
+                .collect();
+            present_commits(repo, &claimed).map_err(|e| git_err("cat-file")(e.into()))?
+        }
+    };
+    let whole = (&survey.packed.kept[..], survey.merge_all);
+    match ahead {
+        Some(ahead) => run_above(repo, &name, records, &present, ahead),
+        None => run_whole(repo, &name, records, &present, whole),
+    }
+    .map_err(git_err("log"))
 }
 
 /// Writes the claims of `record`'s pack cut in pieces ([`super::claims`]), for readers that
@@ -264,7 +337,13 @@ struct Packed {
     records: Vec<(String, Vec<(VersionId, ObjectId)>)>,
 }
 
-async fn read_packed(lake: &Lake, list: Option<&[u8]>) -> Result<Packed, PackError> {
+/// The packs `list` names with a readable record, the records read side by side; and whether
+/// every version they hold is listed in `listed` with the ETags it was packed with.
+async fn read_packed(
+    lake: &Lake,
+    list: Option<&[u8]>,
+    listed: &std::collections::HashMap<VersionId, VersionFileEtags>,
+) -> Result<(Packed, bool), PackError> {
     let name = lake.name();
     let names = match list {
         Some(l) => parse_list(l).map_err(|source| PackError::Format {
@@ -277,19 +356,23 @@ async fn read_packed(lake: &Lake, list: Option<&[u8]>) -> Result<Packed, PackErr
         kept: Vec::new(),
         records: Vec::new(),
     };
-    for pack in &names {
-        let raw = lake.pack_record(pack).await.map_err(|e| PackError::Read {
+    let read = names.iter().map(|pack| lake.pack_record(pack));
+    let read = futures::future::join_all(read).await;
+    let mut unchanged = true;
+    for (pack, raw) in names.iter().zip(read) {
+        let raw = raw.map_err(|e| PackError::Read {
             lake: name.clone(),
             why: e.to_string(),
         })?;
         let Some(record) = raw.and_then(|raw| parse_record(pack, &raw).ok()) else {
             continue;
         };
+        unchanged &= ahead::unchanged_since_packed(&record, listed);
         let versions = record.versions.iter().map(|v| (v.id.clone(), v.commit));
         packed.records.push((pack.clone(), versions.collect()));
         packed.kept.push(pack.clone());
     }
-    Ok(packed)
+    Ok((packed, unchanged))
 }
 
 /// Writes `list.json` with `pack` added (and the `merged` packs gone) on condition, reading it
@@ -350,8 +433,10 @@ async fn publish(
 /// configuration. The remote is given in the environment (`GIT_CONFIG_COUNT`, after any the
 /// caller set), never in a file: its options may hold secrets, and the environment does not
 /// show in `ps` as `git -c` would.
-fn clone(repo: &Path, job: &PackJob) -> Result<(), GitError> {
-    Git::elsewhere(["init", "--bare", "-q"]).arg(repo).run()?;
+fn clone(repo: &Path, job: &PackJob, extra: &[String]) -> Result<(), GitError> {
+    if !repo.exists() {
+        Git::elsewhere(["init", "--bare", "-q"]).arg(repo).run()?;
+    }
     let mut config = vec![
         ("remote.origin.url".to_string(), job.address.clone()),
         (
@@ -374,8 +459,18 @@ fn clone(repo: &Path, job: &PackJob) -> Result<(), GitError> {
     } else {
         "--no-progress"
     };
-    let mut fetch =
-        Git::in_repo(repo, ["fetch", "-q", progress, "--no-tags", "origin"]).with_this_helper();
+    let mut fetch = Git::in_repo(repo, ["fetch", "-q", progress, "--no-tags"]);
+    // Options before the remote, refspecs after it.
+    let (options, refspecs): (Vec<&String>, Vec<&String>) =
+        extra.iter().partition(|a| a.starts_with("--"));
+    for a in options {
+        fetch = fetch.arg(a);
+    }
+    fetch = fetch.arg("origin");
+    for a in refspecs {
+        fetch = fetch.arg(a);
+    }
+    fetch = fetch.with_this_helper();
     let given = std::env::var("GIT_CONFIG_COUNT")
         .ok()
         .and_then(|n| n.trim().parse::<usize>().ok())
@@ -389,6 +484,32 @@ fn clone(repo: &Path, job: &PackJob) -> Result<(), GitError> {
     match job.progress {
         Some(relay) => fetch.run_relaying(relay).map(drop),
         None => fetch.run().map(drop),
+    }
+}
+
+/// A clone at `repo` of the refs `ahead` names, as deep as it says: `Some` of it when the
+/// clone's shallow boundary lies in the packs kept (their versions' commits, as `records`
+/// claim them), else the whole history fetched (`--unshallow`, a version written since the
+/// listing having made it deeper) and `None`.
+fn clone_above<'a>(
+    repo: &Path,
+    job: &PackJob,
+    ahead: &'a ahead::Ahead,
+    records: &[Claimed],
+) -> Result<Option<&'a ahead::Ahead>, GitError> {
+    let mut extra = vec![format!("--depth={}", ahead.depth)];
+    extra.extend(ahead.refs.iter().map(|r| format!("+{r}:{r}")));
+    clone(repo, job, &extra)?;
+    let shallow = std::fs::read_to_string(repo.join("shallow")).unwrap_or_default();
+    let kept: HashSet<ObjectId> = records
+        .iter()
+        .filter(|(p, _)| !ahead.merged.contains(p))
+        .flat_map(|(_, r)| r.iter().map(|v| v.1))
+        .collect();
+    let boundary = shallow.lines().filter_map(ObjectId::from_hex);
+    match boundary.into_iter().all(|c| kept.contains(&c)) {
+        true => Ok(Some(ahead)),
+        false => clone(repo, job, &["--unshallow".to_string()]).map(|()| None),
     }
 }
 
@@ -406,172 +527,6 @@ impl Drop for RemovedOnSignal {
     fn drop(&mut self) {
         crate::cleanup::forget(&self.0);
     }
-}
-
-/// The commits the refs reach that `excluded` do not, parents first, with their versions.
-fn new_versions(
-    repo: &Path,
-    excluded: &[ObjectId],
-) -> Result<Vec<(ObjectId, VersionId)>, GitStepError> {
-    let log = Git::in_repo(
-        repo,
-        [
-            "log",
-            "--all",
-            "--topo-order",
-            "--reverse",
-            "--stdin",
-            "--format=%H %(trailers:key=FDL-Version,valueonly,separator=%x20)",
-        ],
-    );
-    let out = log.stdin(exclusions(excluded)).run()?;
-    let mut found = Vec::new();
-    for line in out.lines() {
-        let (commit, version) = line.split_once(' ').unwrap_or((line, ""));
-        let commit = ObjectId::from_hex(commit)
-            .ok_or_else(|| GitStepError::NotACommit(crate::redact::for_terminal(line)))?;
-        let version = VersionId::parse(version.trim())
-            .map_err(|_| GitStepError::NoVersion(crate::redact::for_terminal(line)))?;
-        found.push((commit, version));
-    }
-    Ok(found)
-}
-
-/// What a run packs: the commits its pack leaves out (those of the packs it keeps), its new
-/// versions (parents first), and the packs it merges.
-struct Run {
-    excluded: Vec<ObjectId>,
-    new: Vec<(ObjectId, VersionId)>,
-    merged: HashSet<String>,
-}
-
-/// The run over `usable` packs (every one of `kept` merged when `merge_all`): the newest packs
-/// merged while they break a factor-2 progression ([`geometric_merge`]).
-fn run_plan(
-    repo: &Path,
-    usable: &[(String, Vec<ObjectId>)],
-    kept: &[String],
-    merge_all: bool,
-) -> Result<Run, GitStepError> {
-    let commits_of = |merged: &HashSet<String>| -> Vec<ObjectId> {
-        let unmerged = usable.iter().filter(|(p, _)| !merged.contains(p));
-        unmerged.flat_map(|(_, c)| c.iter().copied()).collect()
-    };
-    if merge_all {
-        let merged = kept.iter().cloned().collect();
-        let new = new_versions(repo, &[])?;
-        return Ok(Run {
-            excluded: Vec::new(),
-            new,
-            merged,
-        });
-    }
-    let excluded = commits_of(&HashSet::new());
-    let new = new_versions(repo, &excluded)?;
-    let merged = geometric_merge(usable, new.len());
-    if merged.is_empty() {
-        return Ok(Run {
-            excluded,
-            new,
-            merged,
-        });
-    }
-    let excluded = commits_of(&merged);
-    let new = new_versions(repo, &excluded)?;
-    Ok(Run {
-        excluded,
-        new,
-        merged,
-    })
-}
-
-/// The packs merged into a run's new pack of `new` versions: the newest of `usable` (in the
-/// order they were made) while each holds fewer than twice the versions of the new pack and
-/// of the packs newer than it, as Git's geometric repacking (factor 2) does. Runs of a few
-/// versions each thus leave about log2(runs) packs, each version rewritten about log2(runs)
-/// times, and a base pack far larger than what came since is never rewritten. Only the
-/// newest are merged: every pack's versions' parents stay in it or in an older pack.
-fn geometric_merge(usable: &[(String, Vec<ObjectId>)], new: usize) -> HashSet<String> {
-    let mut total = new;
-    let mut merged = HashSet::new();
-    for (pack, commits) in usable.iter().rev() {
-        if new == 0 || commits.len() >= 2 * total {
-            break;
-        }
-        total += commits.len();
-        merged.insert(pack.clone());
-    }
-    merged
-}
-
-/// What the usable records hold: each version packed, and each usable pack with its commits.
-type Usable = (
-    HashSet<VersionId>,
-    Vec<(String, Vec<ObjectId>)>,
-    Vec<String>,
-);
-
-/// The versions and commits of the records whose every commit the clone at `repo` holds (in
-/// the order of `records`), and a warning for each other one: a record naming a commit the
-/// clone lacks (its version rewritten and its pack gone, the record damaged) is of no use to
-/// readers either, and its versions are packed again.
-fn usable_records(
-    repo: &Path,
-    name: &str,
-    records: &[(String, Vec<(VersionId, ObjectId)>)],
-) -> Result<Usable, GitStepError> {
-    let claimed: Vec<ObjectId> = records
-        .iter()
-        .flat_map(|(_, r)| r.iter().map(|v| v.1))
-        .collect();
-    let present = present_commits(repo, &claimed)?;
-    let mut warnings = Vec::new();
-    let (mut packed, mut commits) = (HashSet::new(), Vec::new());
-    for (pack, versions) in records {
-        match versions.iter().find(|(_, c)| !present.contains(c)) {
-            Some((version, commit)) => warnings.push(format!(
-                "lake '{name}': git-packs/{pack}: its record names commit {} for version {version}, which the lake's versions do not make; they are packed again",
-                commit.to_hex()
-            )),
-            None => {
-                packed.extend(versions.iter().map(|(v, _)| v.clone()));
-                commits.push((pack.clone(), versions.iter().map(|(_, c)| *c).collect()));
-            }
-        }
-    }
-    Ok((packed, commits, warnings))
-}
-
-/// Which of `commits` the clone at `repo` holds as commits (`git cat-file --batch-check`).
-fn present_commits(repo: &Path, commits: &[ObjectId]) -> Result<HashSet<ObjectId>, GitError> {
-    if commits.is_empty() {
-        return Ok(HashSet::new());
-    }
-    let mut stdin = Vec::with_capacity(41 * commits.len());
-    for c in commits {
-        c.push_hex(&mut stdin);
-        stdin.push(b'\n');
-    }
-    let check = Git::in_repo(
-        repo,
-        ["cat-file", "--batch-check=%(objectname) %(objecttype)"],
-    );
-    let out = check.stdin(stdin).run()?;
-    Ok(out
-        .lines()
-        .filter_map(|l| l.strip_suffix(" commit"))
-        .filter_map(ObjectId::from_hex)
-        .collect())
-}
-
-fn exclusions(excluded: &[ObjectId]) -> Vec<u8> {
-    let mut stdin = Vec::with_capacity(42 * excluded.len());
-    for c in excluded {
-        stdin.push(b'^');
-        c.push_hex(&mut stdin);
-        stdin.push(b'\n');
-    }
-    stdin
 }
 
 /// Git's pack of every object the refs reach that `excluded` do not: its name and path.
@@ -595,39 +550,4 @@ fn pack_objects(
     let name = format!("pack-{}", hex.trim());
     let path = PathBuf::from(format!("{}-{}.pack", base.display(), hex.trim()));
     Ok((name, path))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Issue 48's goal, for the policy alone (versions standing for bytes): a base pack of
-    /// 100,000 versions, then 300 runs of `pack` after 10 new versions each. The base is never
-    /// merged, the versions written over all runs stay within 20x the 3,000 new ones, and
-    /// the list stays short.
-    #[test]
-    fn three_hundred_small_runs_never_rewrite_the_base_and_write_each_version_a_few_times() {
-        let commit = ObjectId::from_hex(&"1".repeat(40)).unwrap();
-        let mut packs: Vec<(String, Vec<ObjectId>)> = vec![("base".into(), vec![commit; 100_000])];
-        let mut written = 0;
-        for run in 0..300 {
-            let merged = geometric_merge(&packs, 10);
-            assert!(!merged.contains("base"), "run {run}");
-            let mut size = 10;
-            packs.retain(|(name, commits)| {
-                let keep = !merged.contains(name);
-                size += if keep { 0 } else { commits.len() };
-                keep
-            });
-            written += size;
-            packs.push((format!("run-{run}"), vec![commit; size]));
-            assert!(packs.len() <= 11, "run {run}: {} packs", packs.len());
-        }
-        assert!(written <= 20 * 3_000, "{written} versions written");
-        assert_eq!(packs[0].0, "base");
-        eprintln!(
-            "300 runs: {written} versions written, {} packs",
-            packs.len()
-        );
-    }
 }

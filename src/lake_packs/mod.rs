@@ -5,10 +5,12 @@
 //! and those blobs matched against what the store lists now (`import.rs`). Nothing a pack says
 //! can give a commit that reading the version would not give. The files' formats are here.
 
+mod ahead;
 pub(crate) mod claims;
 pub(crate) mod download;
 pub(crate) mod import;
 pub(crate) mod make;
+mod run;
 pub(crate) mod verify;
 
 use serde::de::{MapAccess, SeqAccess};
