@@ -1,5 +1,5 @@
-//! The folder backend: a lake in a local folder, confined to its root (`local.rs`), written on
-//! condition under lock files (`local_write.rs`, `lock.rs`).
+//! The folder backend: a lake in a local folder, confined to its root (`confined.rs`), written on
+//! condition under lock files (`swap.rs`, `lock.rs`).
 
 pub(crate) mod confined;
 mod lock;
