@@ -101,6 +101,17 @@ fn a_run_after_a_few_writes_reads_only_what_it_packs() {
     });
     let said = pack(&t, url);
     assert!(said.contains("6 new were packed"), "{said}");
+    // A tag the run planned to read is deleted before its clone reads it: Git refuses the
+    // refspec, and the run clones the whole history instead.
+    let mut tagged = later.clone();
+    tagged.chain(317, 317);
+    tagged.branch("main", 317).tag("gone", 317).refs_json();
+    server.put_files("above", "", &changed(&later, &tagged));
+    server.before_next_get("above", &index, move |objects| {
+        objects.remove("above/lake/refs/tags/gone");
+    });
+    let said = pack(&t, url);
+    assert!(said.contains(" 1 new were packed"), "{said}");
     let expected = read_one_by_one(&t, url);
     let (refs, _, stderr) = clone(&t, url, "above.git");
     same_refs(&expected, &refs);

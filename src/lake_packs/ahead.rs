@@ -42,7 +42,11 @@ pub(super) fn unchanged_since_packed(
 }
 
 /// The run over `records` (in the order they were made, each unchanged since packed) given
-/// the listing `listed` and the lake's `refs`.
+/// the listing `listed` and the lake's `refs`. The versions no pack holds are counted from the
+/// listing, which also shows versions no ref reaches (a push that lost its race): an upper
+/// bound, so the merge planned is the most the run merges (`run.rs` merges by what its clone
+/// reaches). Where no ref holds an unpacked version, nothing new is reachable (the packs'
+/// versions are closed under parents): no ref is read, nothing merged.
 pub(super) fn plan(
     records: &[Claimed],
     listed: &HashMap<VersionId, VersionFileEtags>,
@@ -56,6 +60,13 @@ pub(super) fn plan(
         .iter()
         .filter(|(v, f)| f.version_json.is_some() && !claimed.contains(v))
         .count();
+    if refs.iter().all(|(_, v)| claimed.contains(v)) {
+        return Ahead {
+            merged: HashSet::new(),
+            refs: Vec::new(),
+            depth: 1,
+        };
+    }
     let sizes: Vec<(String, usize)> = records.iter().map(|(p, r)| (p.clone(), r.len())).collect();
     let merged = geometric_merge(&sizes, new);
     let remerged: HashSet<&VersionId> = records
@@ -156,6 +167,13 @@ mod tests {
         // Nothing new: no ref to read, nothing merged.
         listed.remove(&id(10));
         listed.remove(&id(11));
+        let planned = plan(&records, &listed, &refs[1..]);
+        assert!(
+            planned.refs.is_empty() && planned.merged.is_empty(),
+            "{planned:?}"
+        );
+        // Versions no ref reaches (a push that lost its race) make no run either.
+        listed.insert(id(12), files("12"));
         let planned = plan(&records, &listed, &refs[1..]);
         assert!(
             planned.refs.is_empty() && planned.merged.is_empty(),

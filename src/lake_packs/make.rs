@@ -88,6 +88,9 @@ struct Survey {
     ahead: Option<ahead::Ahead>,
 }
 
+/// The most refs a run's clone above the packs names on Git's command line.
+const MAX_REFS_AHEAD: usize = 4096;
+
 async fn survey(lake: &Lake) -> Result<Survey, PackError> {
     let read_err = |why: String| PackError::Read {
         lake: lake.name(),
@@ -111,7 +114,10 @@ async fn survey(lake: &Lake) -> Result<Survey, PackError> {
         true => None,
         false => {
             let refs = lake.refs().await.map_err(|e| read_err(e.to_string()))?;
-            Some(ahead::plan(&packed.records, &tags, &refs))
+            let planned = ahead::plan(&packed.records, &tags, &refs);
+            // Each ref is a refspec on Git's command line: beyond a few thousand, the
+            // whole history is cloned instead.
+            Some(planned).filter(|a| a.refs.len() <= MAX_REFS_AHEAD)
         }
     };
     Ok(Survey {
@@ -134,7 +140,10 @@ pub(crate) async fn pack(job: &PackJob<'_>) -> Result<PackSummary, PackError> {
     let Packed { kept, records } = &survey.packed;
     if survey.ahead.as_ref().is_some_and(|a| a.refs.is_empty()) {
         return Ok(PackSummary {
-            packed_before: records.iter().map(|(_, r)| r.len()).sum(),
+            packed_before: (records.iter())
+                .flat_map(|(_, r)| r.iter().map(|(v, _)| v))
+                .collect::<HashSet<_>>()
+                .len(),
             packs_now: kept.len(),
             dry_run: job.dry_run,
             claims_added: survey.claims_added,
@@ -208,7 +217,12 @@ fn read_history(repo: &Path, job: &PackJob, survey: &Survey) -> Result<Run, Pack
     let name = job.lake.name();
     let records = &survey.packed.records;
     let cloned = match &survey.ahead {
-        Some(a) => clone_above(repo, job, a, records),
+        // A ref the plan names may be deleted before the clone reads it: Git then refuses
+        // the refspec, and the whole history is cloned instead.
+        Some(a) => clone_above(repo, job, a, records).or_else(|_| {
+            let _ = std::fs::remove_dir_all(repo);
+            clone(repo, job, &[]).map(|()| None)
+        }),
         None => clone(repo, job, &[]).map(|()| None),
     };
     let ahead = cloned.map_err(|why| PackError::Clone {

@@ -99,8 +99,10 @@ pub(super) fn run_whole(
 }
 
 /// The run planned ahead over a clone of the history above the packs it keeps, which holds
-/// the commits `present`: the commits of the kept packs it holds (its shallow boundary and
-/// below) are left out, and the records of the packs it merges are checked against it.
+/// the commits `present`: the records of the packs the plan merges are checked against it,
+/// the packs merged are those the versions the clone reaches call for (at most the plan's:
+/// the plan counted versions no ref reaches too), and the commits of every other pack the
+/// clone holds (its shallow boundary and below) are left out.
 pub(super) fn run_above(
     repo: &Path,
     name: &str,
@@ -108,20 +110,25 @@ pub(super) fn run_above(
     present: &HashSet<ObjectId>,
     ahead: &ahead::Ahead,
 ) -> Result<Run, GitStepError> {
-    let merged_only = |pack: &str| ahead.merged.contains(pack);
-    let (packed, usable, warnings) = usable_records(name, records, present, &merged_only);
-    let unmerged = usable.iter().filter(|(p, _)| !merged_only(p));
-    let excluded: Vec<ObjectId> = unmerged
-        .flat_map(|(_, c)| c.iter().copied())
-        .filter(|c| present.contains(c))
+    let planned = |pack: &str| ahead.merged.contains(pack);
+    let (packed, usable, warnings) = usable_records(name, records, present, &planned);
+    let held_besides = |merged: &dyn Fn(&str) -> bool| -> Vec<ObjectId> {
+        let kept = usable.iter().filter(|(p, _)| !merged(p));
+        let commits = kept.flat_map(|(_, c)| c.iter().copied());
+        commits.filter(|c| present.contains(c)).collect()
+    };
+    let reached = new_versions(repo, &held_besides(&|_| false))?.len();
+    let sizes: Vec<_> = usable.iter().map(|(p, c)| (p.clone(), c.len())).collect();
+    let merged: HashSet<String> = ahead::geometric_merge(&sizes, reached)
+        .into_iter()
+        .filter(|p| planned(p))
         .collect();
-    let usable: HashSet<&String> = usable.iter().map(|(p, _)| p).collect();
-    let merged = ahead.merged.iter().filter(|p| usable.contains(p)).cloned();
+    let excluded = held_besides(&|p| merged.contains(p));
     let new = new_versions(repo, &excluded)?;
     Ok(Run {
         excluded,
         new,
-        merged: merged.collect(),
+        merged,
         packed,
         warnings,
     })
