@@ -10,9 +10,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use super::ahead::{self, Claimed};
-use super::run::{
-    all_commits, exclusions, present_commits, run_above, run_whole, GitStepError, Run,
-};
+use super::run::{all_commits, exclusions, present_commits, run, GitStepError, Run, Scope};
 use super::{parse_list, parse_record, render_list, render_record};
 use super::{FormatError, MERGE_AT};
 use super::{PackedSignature, PackedVersion, Record};
@@ -244,12 +242,14 @@ fn read_history(repo: &Path, job: &PackJob, survey: &Survey) -> Result<Run, Pack
             present_commits(repo, &claimed).map_err(|e| git_err("cat-file")(e.into()))?
         }
     };
-    let whole = (&survey.packed.kept[..], survey.merge_all);
-    match ahead {
-        Some(ahead) => run_above(repo, &name, records, &present, ahead),
-        None => run_whole(repo, &name, records, &present, whole),
-    }
-    .map_err(git_err("log"))
+    let scope = match ahead {
+        Some(ahead) => Scope::Above(ahead),
+        None => Scope::Whole {
+            kept: &survey.packed.kept,
+            merge_all: survey.merge_all,
+        },
+    };
+    run(repo, &name, records, &present, scope).map_err(git_err("log"))
 }
 
 /// Writes the claims of `record`'s pack cut in pieces ([`super::claims`]), for readers that

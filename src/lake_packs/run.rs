@@ -61,70 +61,60 @@ pub(super) struct Run {
     pub warnings: Vec<String>,
 }
 
-/// The run over a clone of the whole history, which holds the commits `present` of those the
-/// records claim (every record merged when `merge_all`): the newest usable packs merged while
-/// they break a factor-2 progression.
-pub(super) fn run_whole(
-    repo: &Path,
-    name: &str,
-    records: &[Claimed],
-    present: &HashSet<ObjectId>,
-    (kept, merge_all): (&[String], bool),
-) -> Result<Run, GitStepError> {
-    let (packed, usable, warnings) = usable_records(name, records, present, &|_| true);
-    let commits_of = |merged: &HashSet<String>| -> Vec<ObjectId> {
-        let unmerged = usable.iter().filter(|(p, _)| !merged.contains(p));
-        unmerged.flat_map(|(_, c)| c.iter().copied()).collect()
-    };
-    let merged: HashSet<String> = match merge_all {
-        true => kept.iter().cloned().collect(),
-        false => {
-            let new = new_versions(repo, &commits_of(&HashSet::new()))?;
-            let sizes: Vec<_> = usable.iter().map(|(p, c)| (p.clone(), c.len())).collect();
-            ahead::geometric_merge(&sizes, new.len())
-        }
-    };
-    let excluded = match merge_all {
-        true => Vec::new(),
-        false => commits_of(&merged),
-    };
-    let new = new_versions(repo, &excluded)?;
-    Ok(Run {
-        excluded,
-        new,
-        merged,
-        packed,
-        warnings,
-    })
+/// How much of the history a run's clone holds: all of it, every listed pack merged or not
+/// (`merge_all`); or the history above the packs it keeps, as [`ahead::plan`] planned it.
+pub(super) enum Scope<'a> {
+    Whole { kept: &'a [String], merge_all: bool },
+    Above(&'a ahead::Ahead),
 }
 
-/// The run planned ahead over a clone of the history above the packs it keeps, which holds
-/// the commits `present`: the records of the packs the plan merges are checked against it,
-/// the packs merged are those the versions the clone reaches call for (at most the plan's:
-/// the plan counted versions no ref reaches too), and the commits of every other pack the
-/// clone holds (its shallow boundary and below) are left out.
-pub(super) fn run_above(
+/// The run over a clone that holds the commits `present` of those the records claim. The
+/// records of the packs it may merge (all of them, or those the plan merges) are checked
+/// against the clone; the newest usable packs are merged while they break a factor-2
+/// progression, counted by the new versions the clone reaches (above the packs, at most the
+/// plan's merge: the plan counted versions no ref reaches too); the commits of every other
+/// pack the clone holds (above the packs: its shallow boundary and below) are left out.
+pub(super) fn run(
     repo: &Path,
     name: &str,
     records: &[Claimed],
     present: &HashSet<ObjectId>,
-    ahead: &ahead::Ahead,
+    scope: Scope,
 ) -> Result<Run, GitStepError> {
-    let planned = |pack: &str| ahead.merged.contains(pack);
-    let (packed, usable, warnings) = usable_records(name, records, present, &planned);
-    let held_besides = |merged: &dyn Fn(&str) -> bool| -> Vec<ObjectId> {
-        let kept = usable.iter().filter(|(p, _)| !merged(p));
+    let may_merge = |pack: &str| match &scope {
+        Scope::Whole { .. } => true,
+        Scope::Above(ahead) => ahead.merged.contains(pack),
+    };
+    let (packed, usable, warnings) = usable_records(name, records, present, &may_merge);
+    if let Scope::Whole {
+        kept,
+        merge_all: true,
+    } = scope
+    {
+        return Ok(Run {
+            excluded: Vec::new(),
+            new: new_versions(repo, &[])?,
+            merged: kept.iter().cloned().collect(),
+            packed,
+            warnings,
+        });
+    }
+    let held_besides = |merged: &HashSet<String>| -> Vec<ObjectId> {
+        let kept = usable.iter().filter(|(p, _)| !merged.contains(p));
         let commits = kept.flat_map(|(_, c)| c.iter().copied());
         commits.filter(|c| present.contains(c)).collect()
     };
-    let reached = new_versions(repo, &held_besides(&|_| false))?.len();
+    let mut excluded = held_besides(&HashSet::new());
+    let mut new = new_versions(repo, &excluded)?;
     let sizes: Vec<_> = usable.iter().map(|(p, c)| (p.clone(), c.len())).collect();
-    let merged: HashSet<String> = ahead::geometric_merge(&sizes, reached)
+    let merged: HashSet<String> = ahead::geometric_merge(&sizes, new.len())
         .into_iter()
-        .filter(|p| planned(p))
+        .filter(|p| may_merge(p))
         .collect();
-    let excluded = held_besides(&|p| merged.contains(p));
-    let new = new_versions(repo, &excluded)?;
+    if !merged.is_empty() {
+        excluded = held_besides(&merged);
+        new = new_versions(repo, &excluded)?;
+    }
     Ok(Run {
         excluded,
         new,
