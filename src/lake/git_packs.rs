@@ -58,14 +58,16 @@ pub(crate) fn listed_files(
             if key.matches('/').count() != 2 {
                 continue;
             }
-            let file = key.rsplit('/').next().map(str::to_string);
-            let tag = part.take_e_tag(i).unwrap_or_default();
+            type Slot = fn(&mut VersionFileEtags) -> &mut Option<String>;
+            let slot: Option<Slot> = match key.rsplit('/').next() {
+                Some("version.json") => Some(|e| &mut e.version_json),
+                Some("dataset.json") => Some(|e| &mut e.dataset_json),
+                Some("version.json.sig") => Some(|e| &mut e.signature),
+                _ => None,
+            };
             let entry = out.entry(id).or_default();
-            match file.as_deref() {
-                Some("version.json") => entry.version_json = Some(tag),
-                Some("dataset.json") => entry.dataset_json = Some(tag),
-                Some("version.json.sig") => entry.signature = Some(tag),
-                _ => {}
+            if let Some(slot) = slot {
+                *slot(entry) = Some(part.take_e_tag(i).unwrap_or_default());
             }
         }
     }
