@@ -391,6 +391,9 @@ impl Walk<'_> {
                 missing.push((v, record_blob));
             }
         }
+        // In the listing's order, as the records were read: on a folder whose files are not
+        // cached, the disk then reads each version's files near the last ones.
+        missing.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let mut reads = spread_reads(
             self.reading,
             missing,

@@ -32,6 +32,12 @@ impl Budget {
             .await
             .expect("the budget's semaphore is never closed")
     }
+
+    /// Room for `size` bytes if there is some now, without waiting.
+    pub(crate) fn try_reserve(&self, size: u64) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        let n = size.min(u64::from(self.total)) as u32;
+        self.bytes.clone().try_acquire_many_owned(n).ok()
+    }
 }
 
 /// A file's bytes with their share of the budget, given back when this is dropped.
