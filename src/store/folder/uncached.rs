@@ -2,38 +2,60 @@
 //! threads, as a disk serves them best; cached files are read where they are asked for, since
 //! a hop to another thread would cost more than the read.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
+use parking_lot::Mutex;
 use tokio::sync::OwnedSemaphorePermit;
 
 use super::confined::{LocalDir, OpenFile};
 use crate::store::budget::Budget;
 use crate::store::error::{failed, StoreError};
 
-/// Reads that go to blocking threads after one that waited on the disk: a cold lake's reads
-/// wait in runs.
-const STAY_ON_THREADS: u32 = 1024;
+/// Counted reads between two decisions of where reads go.
+const WINDOW: u32 = 32;
 
-/// Whether reads have been waiting on the disk lately.
+/// The share of counted reads that went to the disk above which reads go to blocking threads:
+/// a hop there costs a read about 12 microseconds of CPU, and lets its wait on the disk (about
+/// 100) overlap many others'. Below it, a lake mostly cached gains less than the hops cost.
+const TO_THREADS_PERCENT: u32 = 15;
+
+/// A read here is counted once in so many: counting costs two system calls, a fifth of a
+/// cached read's time. A read on a blocking thread is always counted.
+const COUNT_ONE_IN: u32 = 16;
+
+/// Where reads go, decided anew every [`WINDOW`] counted reads from how many went to the disk.
 #[derive(Debug, Default)]
 pub(super) struct DiskWaits {
-    /// Reads still to send to blocking threads; each read from the cache takes one off, one
-    /// that waited on the disk starts the count again.
-    on_threads: AtomicU32,
+    on_threads: AtomicBool,
+    /// Reads asked for here so far: one in [`COUNT_ONE_IN`] is counted.
+    asked_here: AtomicU32,
+    window: Mutex<Window>,
+}
+
+#[derive(Debug, Default)]
+struct Window {
+    counted: u32,
+    to_disk: u32,
 }
 
 impl DiskWaits {
     pub(super) fn reads_wait(&self) -> bool {
-        self.on_threads.load(Ordering::Relaxed) > 0
+        self.on_threads.load(Ordering::Relaxed)
+    }
+
+    /// Whether to count the disk's blocks around the next read here.
+    fn counts_next(&self) -> bool {
+        self.asked_here.fetch_add(1, Ordering::Relaxed) % COUNT_ONE_IN == 0
     }
 
     pub(super) fn saw(&self, disk_read: bool) {
-        if disk_read {
-            self.on_threads.store(STAY_ON_THREADS, Ordering::Relaxed);
-        } else {
-            let _ = self
-                .on_threads
-                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+        let mut window = self.window.lock();
+        window.counted += 1;
+        window.to_disk += u32::from(disk_read);
+        if window.counted == WINDOW {
+            let waits = window.to_disk * 100 > TO_THREADS_PERCENT * WINDOW;
+            self.on_threads.store(waits, Ordering::Relaxed);
+            *window = Window::default();
         }
     }
 }
@@ -44,7 +66,7 @@ pub(super) struct Whole {
     pub(super) room: OwnedSemaphorePermit,
 }
 
-/// Reads `rel` here, timing the system calls for `waits`.
+/// Reads `rel` here; once in [`COUNT_ONE_IN`], tells `waits` whether it went to the disk.
 pub(super) async fn read_here(
     dir: &LocalDir,
     waits: &DiskWaits,
@@ -52,17 +74,22 @@ pub(super) async fn read_here(
     limit: u64,
     budget: &Budget,
 ) -> Result<Option<Whole>, StoreError> {
-    let before = blocks_read();
+    let before = waits.counts_next().then(blocks_read);
+    let went_to_disk = |before: Option<i64>| before.is_some_and(|b| blocks_read() > b);
     let Some(file) = opened(dir.open_for_read(rel), rel, limit)? else {
-        waits.saw(blocks_read() > before);
+        if before.is_some() {
+            waits.saw(went_to_disk(before));
+        }
         return Ok(None);
     };
     // Counted on this thread: the task may go on on another after the budget's wait.
-    let opening = blocks_read() > before;
+    let opening = went_to_disk(before);
     let room = budget.reserve(file.len()).await;
-    let before = blocks_read();
+    let before = before.map(|_| blocks_read());
     let bytes = file.read_all(rel, limit)?;
-    waits.saw(opening || blocks_read() > before);
+    if before.is_some() {
+        waits.saw(opening || went_to_disk(before));
+    }
     Ok(Some(Whole { bytes, room }))
 }
 
@@ -154,21 +181,26 @@ mod tests {
     }
 
     #[test]
-    fn a_read_from_the_disk_sends_reads_to_threads_until_enough_come_from_the_cache() {
+    fn reads_go_to_threads_while_enough_of_them_go_to_the_disk() {
         let waits = DiskWaits::default();
+        let window = |to_disk: u32| {
+            for i in 0..WINDOW {
+                waits.saw(i < to_disk);
+            }
+            waits.reads_wait()
+        };
+        assert!(!waits.reads_wait());
+        assert!(window(WINDOW));
+        assert!(window(WINDOW / 4));
+        assert!(!window(WINDOW / 8));
+        assert!(!window(0));
+        // Decided once a window is full, not before.
+        for _ in 0..WINDOW - 1 {
+            waits.saw(true);
+        }
         assert!(!waits.reads_wait());
         waits.saw(true);
-        for _ in 0..STAY_ON_THREADS - 1 {
-            waits.saw(false);
-        }
         assert!(waits.reads_wait());
-        waits.saw(true);
-        for _ in 0..STAY_ON_THREADS {
-            waits.saw(false);
-        }
-        assert!(!waits.reads_wait());
-        waits.saw(false);
-        assert!(!waits.reads_wait());
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
