@@ -45,7 +45,9 @@ impl DiskWaits {
 
     /// Whether to count the disk's blocks around the next read here.
     fn counts_next(&self) -> bool {
-        self.asked_here.fetch_add(1, Ordering::Relaxed) % COUNT_ONE_IN == 0
+        self.asked_here
+            .fetch_add(1, Ordering::Relaxed)
+            .is_multiple_of(COUNT_ONE_IN)
     }
 
     pub(super) fn saw(&self, disk_read: bool) {
