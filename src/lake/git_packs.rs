@@ -191,6 +191,20 @@ impl Lake {
         self.store.get(&path, CLAIMS_BLOCK_LIMIT).await
     }
 
+    /// The files of version `id` with their ETags, listed on their own: a version written
+    /// after `versions/` was listed.
+    pub(crate) async fn one_version_file_tags(
+        &self,
+        id: &VersionId,
+    ) -> Result<VersionFileEtags, StoreError> {
+        let folder = format!("versions/{id}/");
+        let listed = self
+            .store
+            .list_range(&folder, None, None, None, None)
+            .await?;
+        Ok(listed_files(&mut [listed]).remove(id).unwrap_or_default())
+    }
+
     /// Every file under `versions/` with its ETag (cloud stores; see
     /// [`Lake::list_version_files`]), by version, from version `from` on (all: `None`).
     /// `newest`: the newest version the refs name, where the ranges end.

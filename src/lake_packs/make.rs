@@ -308,8 +308,9 @@ async fn add_missing_claims(
 /// Signatures read at once at most.
 const SIGNATURES_IN_FLIGHT: usize = 32;
 
-/// The record's entries of versions `new` (parents first), with the ETags the listing gave,
-/// and the signature of each version the listing showed one for (read after the listing: one
+/// The record's entries of versions `new` (parents first), with the ETags the listing gave
+/// (a version written since, which the clone reached, has its own folder listed), and the
+/// signature of each version the listing showed one for (read after the listing: one
 /// replaced since has another ETag than the one recorded, and readers then read it).
 async fn packed_versions(
     lake: &Lake,
@@ -318,7 +319,10 @@ async fn packed_versions(
 ) -> Result<Vec<PackedVersion>, crate::store::StoreError> {
     use futures::StreamExt;
     let entry = |(commit, id): (ObjectId, VersionId)| async move {
-        let files = tags.get(&id).cloned().unwrap_or_default();
+        let files = match tags.get(&id) {
+            Some(files) => files.clone(),
+            None => lake.one_version_file_tags(&id).await?,
+        };
         let signature = match files.signature {
             Some(etag) => lake.signature(&id).await?.and_then(|bytes| {
                 let text = String::from_utf8(bytes.to_vec()).ok()?;
