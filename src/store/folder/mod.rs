@@ -62,10 +62,13 @@ impl Backend for Folder {
     // A cached read takes microseconds, less than a hop to a blocking thread would: reads go
     // to threads only while they wait on the disk.
     async fn get(&self, rel: &str, limit: u64, budget: &Budget) -> Result<Option<Got>, StoreError> {
-        let whole = match self.waits.reads_wait() {
-            false => uncached::read_here(&self.dir, &self.waits, rel, limit, budget).await?,
-            true => uncached::read_on_thread(&self.dir, &self.waits, rel, limit, budget).await?,
+        let asked = uncached::Asked {
+            dir: &self.dir,
+            rel,
+            limit,
+            budget,
         };
+        let whole = uncached::read(&self.waits, asked).await?;
         Ok(whole.map(|w| Got {
             bytes: Bytes::from(w.bytes),
             token: Token::default(),

@@ -62,6 +62,23 @@ impl DiskWaits {
     }
 }
 
+/// A read asked of the folder: a file, the most it may hold, the budget it is held in.
+#[derive(Clone, Copy)]
+pub(super) struct Asked<'a> {
+    pub(super) dir: &'a LocalDir,
+    pub(super) rel: &'a str,
+    pub(super) limit: u64,
+    pub(super) budget: &'a Budget,
+}
+
+/// Reads a file here, or on a blocking thread while reads wait on the disk.
+pub(super) async fn read(waits: &DiskWaits, asked: Asked<'_>) -> Result<Option<Whole>, StoreError> {
+    match waits.reads_wait() {
+        false => read_here(waits, asked).await,
+        true => read_on_thread(waits, asked).await,
+    }
+}
+
 /// A whole file with its share of the budget.
 pub(super) struct Whole {
     pub(super) bytes: Vec<u8>,
@@ -69,16 +86,11 @@ pub(super) struct Whole {
 }
 
 /// Reads `rel` here; once in [`COUNT_ONE_IN`], tells `waits` whether it went to the disk.
-pub(super) async fn read_here(
-    dir: &LocalDir,
-    waits: &DiskWaits,
-    rel: &str,
-    limit: u64,
-    budget: &Budget,
-) -> Result<Option<Whole>, StoreError> {
+async fn read_here(waits: &DiskWaits, asked: Asked<'_>) -> Result<Option<Whole>, StoreError> {
+    let (rel, limit) = (asked.rel, asked.limit);
     let before = waits.counts_next().then(blocks_read);
     let went_to_disk = |before: Option<i64>| before.is_some_and(|b| blocks_read() > b);
-    let Some(file) = opened(dir.open_for_read(rel), rel, limit)? else {
+    let Some(file) = opened(asked.dir.open_for_read(rel), rel, limit)? else {
         if before.is_some() {
             waits.saw(went_to_disk(before));
         }
@@ -86,7 +98,7 @@ pub(super) async fn read_here(
     };
     // Counted on this thread: the task may go on on another after the budget's wait.
     let opening = went_to_disk(before);
-    let room = budget.reserve(file.len()).await;
+    let room = asked.budget.reserve(file.len()).await;
     let before = before.map(|_| blocks_read());
     let bytes = file.read_all(rel, limit)?;
     if before.is_some() {
@@ -97,13 +109,13 @@ pub(super) async fn read_here(
 
 /// Reads `rel` on a blocking thread: opened and, if the budget has room at once, read there
 /// too; otherwise read on a second hop once it has.
-pub(super) async fn read_on_thread(
-    dir: &LocalDir,
-    waits: &DiskWaits,
-    rel: &str,
-    limit: u64,
-    budget: &Budget,
-) -> Result<Option<Whole>, StoreError> {
+async fn read_on_thread(waits: &DiskWaits, asked: Asked<'_>) -> Result<Option<Whole>, StoreError> {
+    let Asked {
+        dir,
+        rel,
+        limit,
+        budget,
+    } = asked;
     enum Opened {
         Read(Whole),
         Waiting(OpenFile),
@@ -213,9 +225,15 @@ mod tests {
             let read = |rel: &'static str, limit: u64, budget: Budget| {
                 let (dir, waits) = (&dir, &waits);
                 async move {
+                    let asked = Asked {
+                        dir,
+                        rel,
+                        limit,
+                        budget: &budget,
+                    };
                     match on_thread {
-                        false => read_here(dir, waits, rel, limit, &budget).await,
-                        true => read_on_thread(dir, waits, rel, limit, &budget).await,
+                        false => read_here(waits, asked).await,
+                        true => read_on_thread(waits, asked).await,
                     }
                 }
             };
@@ -237,9 +255,15 @@ mod tests {
                 let (dir, budget) = (dir.clone(), budget.clone());
                 async move {
                     let waits = DiskWaits::default();
+                    let asked = Asked {
+                        dir: &dir,
+                        rel: "large",
+                        limit: 5000,
+                        budget: &budget,
+                    };
                     let read = match on_thread {
-                        false => read_here(&dir, &waits, "large", 5000, &budget).await,
-                        true => read_on_thread(&dir, &waits, "large", 5000, &budget).await,
+                        false => read_here(&waits, asked).await,
+                        true => read_on_thread(&waits, asked).await,
                     };
                     read.unwrap().unwrap().bytes.len()
                 }
