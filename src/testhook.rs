@@ -70,6 +70,20 @@ pub fn reached(_point: Point) -> bool {
     false
 }
 
+/// For the folder tests: `GIT_REMOTE_FDL_TEST_FOLDER_READS_ON_THREADS` set sends every read of
+/// a folder lake to a blocking thread, as reads that wait on a disk go, whatever is cached.
+#[cfg(debug_assertions)]
+pub fn folder_reads_on_threads() -> bool {
+    std::env::var_os("GIT_REMOTE_FDL_TEST_FOLDER_READS_ON_THREADS").is_some()
+}
+
+/// Release builds: reads go where the disk sends them.
+#[cfg(not(debug_assertions))]
+#[inline(always)]
+pub fn folder_reads_on_threads() -> bool {
+    false
+}
+
 /// For the signal tests: the thread that handles a caught signal waits the milliseconds that
 /// `GIT_REMOTE_FDL_TEST_SIGNAL_DELAY_MS` gives before it acts, as a loaded machine delays it.
 #[cfg(debug_assertions)]

@@ -105,11 +105,24 @@ fn link_big_file(dir: &Path, files: &[String], make: impl Fn(usize) -> Vec<u8>, 
 
 #[test]
 fn memory_stays_under_a_fixed_ceiling_whatever_the_lake_holds() {
+    stays_under_a_fixed_ceiling(TestEnv::new());
+}
+
+/// The same, each file read on a blocking thread, as a folder's files are read while they
+/// wait on the disk (files larger than the budget has room for wait for it, then are read).
+#[test]
+fn memory_stays_under_a_fixed_ceiling_when_a_folder_is_read_on_threads() {
+    let mut t = TestEnv::new();
+    let on_threads = "GIT_REMOTE_FDL_TEST_FOLDER_READS_ON_THREADS";
+    t.env.push((on_threads.into(), "1".into()));
+    stays_under_a_fixed_ceiling(t);
+}
+
+fn stays_under_a_fixed_ceiling(t: TestEnv) {
     const MIB: usize = 1 << 20;
     // 12 versions with a 60 MiB dataset.json each, and 8 versions no ref reaches with a 15 MiB
     // version.json each: before, ls-remote held every file read (over 800 MiB). The tip's
     // message is 4 MiB: its commit is made from bytes kept on disk meanwhile.
-    let t = TestEnv::new();
     let mut l = LakeBuilder::new();
     l.chain(1, 11);
     l.version(12, &[11], &"a long message\n".repeat(4 * MIB / 15));

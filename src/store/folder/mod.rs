@@ -28,7 +28,7 @@ impl Folder {
     pub(in crate::store) fn open(path: &std::path::Path) -> Result<Folder, StoreError> {
         Ok(Folder {
             dir: LocalDir::open(path)?,
-            waits: Default::default(),
+            waits: std::sync::Arc::new(DiskWaits::new()),
         })
     }
 }

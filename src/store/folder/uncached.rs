@@ -26,6 +26,8 @@ const COUNT_ONE_IN: u32 = 16;
 /// Where reads go, decided anew every [`WINDOW`] counted reads from how many went to the disk.
 #[derive(Debug, Default)]
 pub(super) struct DiskWaits {
+    /// Every read on a thread, whatever the window says (a test's road).
+    forced: bool,
     on_threads: AtomicBool,
     /// Reads asked for here so far: one in [`COUNT_ONE_IN`] is counted.
     asked_here: AtomicU32,
@@ -39,8 +41,15 @@ struct Window {
 }
 
 impl DiskWaits {
+    pub(super) fn new() -> DiskWaits {
+        DiskWaits {
+            forced: crate::testhook::folder_reads_on_threads(),
+            ..DiskWaits::default()
+        }
+    }
+
     pub(super) fn reads_wait(&self) -> bool {
-        self.on_threads.load(Ordering::Relaxed)
+        self.forced || self.on_threads.load(Ordering::Relaxed)
     }
 
     /// Whether to count the disk's blocks around the next read here.
