@@ -393,10 +393,11 @@ fn unsafe_code_is_only_the_one_audited_call() {
     assert!(process.contains("// SAFETY:"));
 }
 
-/// Issue 7, item 14: the test hooks (crash points, the test panic, the peak-memory report) are
-/// read only by debug builds: every place in `src/` that names a `GIT_REMOTE_FDL_TEST_`
-/// variable is in a function or block under `#[cfg(debug_assertions)]`, and each such function
-/// of `testhook.rs` has a release twin that does nothing.
+/// Issue 7, item 14: the test hooks (crash points, the test panic, the peak-memory report, the
+/// folder's reads sent to threads) are read only by debug builds: every place in `src/` that
+/// names a `GIT_REMOTE_FDL_TEST_` variable is in a function or block under
+/// `#[cfg(debug_assertions)]`, and each such function of `testhook.rs` has a release twin that
+/// does nothing.
 #[test]
 fn test_hooks_are_compiled_only_into_debug_builds() {
     let mut seen = 0;
@@ -430,6 +431,7 @@ fn test_hooks_are_compiled_only_into_debug_builds() {
         "pub fn delay_signal_handling(",
         "pub fn keep_signal_delay_to_this_process(",
         "pub fn record_peak_memory(",
+        "pub fn folder_reads_on_threads(",
     ];
     for f in hook_fns {
         assert_eq!(
