@@ -173,12 +173,16 @@ impl LocalDir {
         }))
     }
 
-    /// Opens the regular file at `rel` for [`OpenFile::read_all`], its size known first.
-    pub(crate) fn open_for_read(&self, rel: &str) -> Result<Option<OpenFile>, StoreError> {
-        Ok(self.open_file(rel)?.map(|(file, meta)| OpenFile {
-            file,
-            len: meta.len(),
-        }))
+    /// Opens the regular file at `rel` for [`OpenFile::read_all`], its size known first and
+    /// refused over `limit`.
+    pub(crate) fn open_for_read(
+        &self,
+        rel: &str,
+        limit: u64,
+    ) -> Result<Option<OpenFile>, StoreError> {
+        self.open_file(rel)?
+            .map(|(file, meta)| OpenFile::within(file, meta.len(), rel, limit))
+            .transpose()
     }
 
     fn read(
@@ -189,34 +193,8 @@ impl LocalDir {
         let Some((file, meta)) = self.open_file(rel)? else {
             return Ok(None);
         };
-        if meta.len() > limit {
-            return Err(StoreError::TooLarge {
-                path: rel.to_string(),
-                limit,
-            });
-        }
-        // Reads the size fstat gave, in one read for a small file. Lake files are written whole
-        // and renamed into place, so an open file does not grow.
-        let mut buf = vec![0u8; meta.len() as usize];
-        let mut file = file;
-        let mut filled = 0;
-        while filled < buf.len() {
-            match file
-                .read(&mut buf[filled..])
-                .map_err(|e| io_error(rel, e))?
-            {
-                0 => break,
-                n => filled += n,
-            }
-        }
-        buf.truncate(filled);
-        if buf.len() as u64 > limit {
-            return Err(StoreError::TooLarge {
-                path: rel.to_string(),
-                limit,
-            });
-        }
-        Ok(Some((buf, meta)))
+        let bytes = OpenFile::within(file, meta.len(), rel, limit)?.read_all(rel, limit)?;
+        Ok(Some((bytes, meta)))
     }
 
     /// Every file below `prefix` (a folder path ending in `/`), as paths relative to the root,
@@ -317,6 +295,22 @@ pub(crate) struct OpenFile {
 }
 
 impl OpenFile {
+    /// The file `fstat` gave `len` bytes for, refused if that is more than `limit`.
+    fn within(
+        file: std::fs::File,
+        len: u64,
+        rel: &str,
+        limit: u64,
+    ) -> Result<OpenFile, StoreError> {
+        match len > limit {
+            true => Err(StoreError::TooLarge {
+                path: rel.to_string(),
+                limit,
+            }),
+            false => Ok(OpenFile { file, len }),
+        }
+    }
+
     pub(crate) fn len(&self) -> u64 {
         self.len
     }

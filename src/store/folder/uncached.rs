@@ -99,7 +99,7 @@ async fn read_here(waits: &DiskWaits, asked: Asked<'_>) -> Result<Option<Whole>,
     let (rel, limit) = (asked.rel, asked.limit);
     let before = waits.counts_next().then(blocks_read);
     let went_to_disk = |before: Option<i64>| before.is_some_and(|b| blocks_read() > b);
-    let Some(file) = opened(asked.dir.open_for_read(rel), rel, limit)? else {
+    let Some(file) = asked.dir.open_for_read(rel, limit)? else {
         if before.is_some() {
             waits.saw(went_to_disk(before));
         }
@@ -132,7 +132,7 @@ async fn read_on_thread(waits: &DiskWaits, asked: Asked<'_>) -> Result<Option<Wh
     let (dir, owned, room_now) = (dir.clone(), rel.to_string(), budget.clone());
     let (opened, disk_read) = tokio::task::spawn_blocking(move || {
         let before = blocks_read();
-        let result = opened(dir.open_for_read(&owned), &owned, limit).and_then(|file| {
+        let result = dir.open_for_read(&owned, limit).and_then(|file| {
             let Some(file) = file else { return Ok(None) };
             match room_now.try_reserve(file.len()) {
                 Some(room) => Ok(Some(Opened::Read(Whole {
@@ -158,21 +158,6 @@ async fn read_on_thread(waits: &DiskWaits, asked: Asked<'_>) -> Result<Option<Wh
                 .map_err(|e| failed(rel, e))??;
             Ok(Some(Whole { bytes, room }))
         }
-    }
-}
-
-/// The file opened, refused if larger than `limit`.
-fn opened(
-    file: Result<Option<OpenFile>, StoreError>,
-    rel: &str,
-    limit: u64,
-) -> Result<Option<OpenFile>, StoreError> {
-    match file? {
-        Some(f) if f.len() > limit => Err(StoreError::TooLarge {
-            path: rel.to_string(),
-            limit,
-        }),
-        other => Ok(other),
     }
 }
 
