@@ -128,6 +128,17 @@ impl Cache {
         self.loaded
     }
 
+    /// Whether the cache remembers any version's commit, without reading the commits file: a
+    /// file holding more than its header does.
+    pub(crate) fn remembers_commits(&self) -> bool {
+        match self.loaded {
+            true => !self.entries.is_empty() || !self.pending.is_empty(),
+            false => {
+                std::fs::metadata(self.path()).is_ok_and(|m| m.len() > HEADER.len() as u64 + 1)
+            }
+        }
+    }
+
     /// Reads the commits file, if not read yet.
     pub(crate) fn load_commits(&mut self) {
         if !self.loaded {

@@ -27,6 +27,17 @@ impl Known for Claimed<'_> {
 }
 
 impl Remote {
+    /// Starts reading the packs' claims indexes, for a listing outside any repository that
+    /// remembers nothing (no tips either: a listing that knows them may need no claims): they
+    /// come while the refs do.
+    pub(super) fn open_claims_early(&mut self) {
+        if self.claims_first && self.knows_nothing() {
+            let lake = self.lake.clone();
+            let open = async move { PackClaims::open(&lake).await };
+            self.claims_under_way = Some(tokio::spawn(open));
+        }
+    }
+
     /// The commits of `tips` by the packs' claims, with what was read above the packs; `None`
     /// on a folder, where the lake has no claims, or where they do not reach every tip.
     pub(super) async fn resolve_by_claims(
@@ -40,7 +51,11 @@ impl Remote {
         if lake.is_local() || !self.packs_allowed {
             return Ok(None);
         }
-        let Some(mut claims) = PackClaims::open(lake).await else {
+        let opened = match self.claims_under_way.take() {
+            Some(under_way) => under_way.await.ok().flatten(),
+            None => PackClaims::open(lake).await,
+        };
+        let Some(mut claims) = opened else {
             return Ok(None);
         };
         let Some(newest) = claims.newest().cloned() else {

@@ -14,14 +14,18 @@ use crate::progress::Progress;
 use crate::store::{StoreError, Token, Versioned};
 use crate::vouch::{objects_in, rewritten, Seen, Vetted};
 
-/// What resolving the tips gave: what was built, the tips' commits the cache gave, whether it
-/// knew nothing, and the records a shallow listing read as the index after all.
-type Resolution = (
-    history::Resolved,
-    Vec<(VersionId, ObjectId)>,
-    bool,
-    Option<IndexRecords>,
-);
+/// What resolving the tips gave.
+struct Resolution {
+    resolved: history::Resolved,
+    /// The tips' commits the cache gave.
+    tips_known: Vec<(VersionId, ObjectId)>,
+    nothing_known: bool,
+    /// The records a listing read as the index after all, where the claims did not reach.
+    late_index: Option<IndexRecords>,
+    /// The commits rest on the packs' claims, outside any repository: nothing built on them is
+    /// remembered, so that a later listing that checks the packs is not misled into walking.
+    on_claims: bool,
+}
 
 /// What a listing read: HEAD and the refs, and for a push what its writes are conditional on.
 struct ReadRefs {
@@ -176,6 +180,8 @@ impl Remote {
         defer_remember: bool,
     ) -> Result<Listing, RemoteError> {
         self.note_shallow_repo(for_push);
+        self.note_listing_only(for_push);
+        self.open_claims_early();
         let packs = self.pack_list_early(for_push);
         let (listing, index) = self.listing_early(for_push, packs.as_ref());
         let ReadRefs {
@@ -211,7 +217,13 @@ impl Remote {
             .iter()
             .map(|(n, v)| (v.clone(), format!("ref {n}")))
             .collect();
-        let (resolved, tips_known, nothing_known, late_index) = self
+        let Resolution {
+            resolved,
+            tips_known,
+            nothing_known,
+            late_index,
+            on_claims,
+        } = self
             .resolve_tips(&reading, &tips, progress, listing, packs)
             .await?;
         if let Some(index) = index.or(late_index) {
@@ -228,14 +240,16 @@ impl Remote {
         }
         // A clone's listing waits for its fetch ([`Remote::list_for_fetch`]).
         let unremembered = defer_remember && nothing_known && !for_push && self.repo.is_some();
-        if !unremembered {
-            self.remember(&commits, &resolved.built);
+        match (unremembered, on_claims) {
+            (true, _) => {}
+            (false, true) => self.remember(&commits, &HashMap::new()),
+            (false, false) => self.remember(&commits, &resolved.built),
         }
         Ok(Listing {
             head: Some(head),
             refs,
             commits,
-            whole_history: (nothing_known && !for_push && !self.shallow_listing)
+            whole_history: (nothing_known && !for_push && !self.shallow_listing && !on_claims)
                 .then_some(resolved.order),
             built: if for_push {
                 HashMap::new()
@@ -288,15 +302,25 @@ impl Remote {
         packs: Option<PacksUnderWay>,
     ) -> Result<Resolution, RemoteError> {
         self.load_cache().await;
-        let mut listing = listing;
+        let (mut listing, mut packs) = (listing, packs);
         let mut late_index = None;
-        if self.shallow_listing {
+        if self.shallow_listing || self.claims_first {
             if let Some(resolved) = self.resolve_by_claims(reading, tips, progress).await? {
                 let nothing_known = self.cache.as_ref().is_none_or(|c| c.commits().is_empty());
-                return Ok((resolved, Vec::new(), nothing_known, None));
+                return Ok(Resolution {
+                    resolved,
+                    tips_known: Vec::new(),
+                    nothing_known,
+                    late_index: None,
+                    on_claims: self.claims_first,
+                });
             }
-            // No claims reach the tips: the records as the index, as for a full clone.
-            if let Some((records_listing, index)) = self.versions_of_records(false) {
+            // No claims reach the tips: outside a repository the packs, checked; for a
+            // shallow fetch the records as the index, as for a full clone.
+            if std::mem::take(&mut self.claims_first) {
+                packs = self.pack_list_early(false);
+                (listing, late_index) = self.listing_early(false, packs.as_ref());
+            } else if let Some((records_listing, index)) = self.versions_of_records(false) {
                 listing = Some(records_listing);
                 late_index = Some(index);
             }
@@ -324,7 +348,13 @@ impl Remote {
         if let Some((version, cached, computed)) = rewritten {
             return Err(self.cache_mismatch(version, cached, computed));
         }
-        Ok((resolved, tips_known, nothing_known, late_index))
+        Ok(Resolution {
+            resolved,
+            tips_known,
+            nothing_known,
+            late_index,
+            on_claims: false,
+        })
     }
 
     /// The commit of every ref's version, when the file of refs knows them all; the tips it
@@ -369,8 +399,8 @@ impl Remote {
     ) -> Option<history::ListingUnderWay> {
         let lake = &self.lake;
         let knows_nothing = self.knows_nothing();
-        if for_push || !knows_nothing || !lake.can_list() || lake.is_local() || self.shallow_listing
-        {
+        let claims_first = self.shallow_listing || self.claims_first;
+        if for_push || !knows_nothing || !lake.can_list() || lake.is_local() || claims_first {
             return None;
         }
         let newest = self.lake.newest_in_refs_json()?;

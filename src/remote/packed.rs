@@ -97,8 +97,8 @@ impl Remote {
         let lake = &self.lake;
         let index = !lake.can_list() && !lake.is_local() && !self.trust_packs;
         // A shallow listing reads the packs' claims first, and the records only without them.
-        if for_push || !index || !self.packs_allowed || (self.shallow_listing && !self.claims_tried)
-        {
+        let claims_first = self.shallow_listing || self.claims_first;
+        if for_push || !index || !self.packs_allowed || (claims_first && !self.claims_tried) {
             return None;
         }
         let read_before = match self.knows_nothing() {
@@ -150,7 +150,8 @@ impl Remote {
         let checkable = lake.can_list() || self.trust_packs;
         let readable = checkable && !lake.is_local();
         let cache = self.cache.as_ref()?;
-        if for_push || !readable || !self.packs_allowed || self.shallow_listing {
+        if for_push || !readable || !self.packs_allowed || self.shallow_listing || self.claims_first
+        {
             return None;
         }
         let for_clone = self.knows_nothing();

@@ -5,6 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::error::RemoteError;
+use super::pack_claims::PackClaims;
 use crate::cache::{Cache, Preload};
 use crate::history::{BuiltVersion, Reading};
 use crate::lake::{Lake, VersionId};
@@ -38,9 +39,14 @@ pub(crate) struct Remote {
     /// Where readings leave each version's commit time (for `--shallow-since`).
     pub(super) times: Option<Times>,
     /// What the lake's packs claimed for a shallow fetch's listing, for its boundary.
-    pub(super) pack_claims: Option<super::pack_claims::PackClaims>,
+    pub(super) pack_claims: Option<PackClaims>,
     /// A shallow listing looked at the claims (its records' index may then be read).
     pub(super) claims_tried: bool,
+    /// A listing no fetch can follow (outside any repository) takes the refs' commits from the
+    /// packs' claims first, as a shallow fetch's listing does ([`Remote::note_listing_only`]).
+    pub(super) claims_first: bool,
+    /// The packs' claims indexes, being read while the refs are (for a listing on claims).
+    pub(super) claims_under_way: Option<tokio::task::JoinHandle<Option<PackClaims>>>,
     /// Commits this session's shallow fetches installed (Git's tag backfill fetches again).
     pub(super) shallow_fetched: HashSet<ObjectId>,
 }
@@ -137,6 +143,21 @@ impl Remote {
         }
     }
 
+    /// Outside any repository a listing is all there is (`git ls-remote`, `git-remote-fdl ls`):
+    /// where nothing remembered names the commits, it takes the refs' commits from the lake's
+    /// packs' claims, as a shallow clone's listing does, rather than downloading and checking
+    /// every pack (at 1,000,000 versions, 1.5 GB). Not where signatures are required: every
+    /// version a listing names is then read and checked.
+    pub(super) fn note_listing_only(&mut self, for_push: bool) {
+        let remembered = self.cache.as_ref().is_some_and(Cache::remembers_commits);
+        self.claims_first = !for_push
+            && self.repo.is_none()
+            && self.packs_allowed
+            && self.require_signatures.is_none()
+            && !self.lake.is_local()
+            && !remembered;
+    }
+
     /// Whether the next fetch must be a shallow one ([`Remote::fetch_shallow`]), Git having
     /// asked for no limit: the repository is shallow.
     pub(crate) fn fetches_shallow(&self) -> bool {
@@ -174,6 +195,8 @@ impl Remote {
             times: None,
             pack_claims: None,
             claims_tried: false,
+            claims_first: false,
+            claims_under_way: None,
             shallow_fetched: HashSet::new(),
         };
         remote.warn_if_damaged();
