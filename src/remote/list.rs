@@ -22,9 +22,21 @@ struct Resolution {
     nothing_known: bool,
     /// The records a listing read as the index after all, where the claims did not reach.
     late_index: Option<IndexRecords>,
-    /// The commits rest on the packs' claims, outside any repository: nothing built on them is
-    /// remembered, so that a later listing that checks the packs is not misled into walking.
-    on_claims: bool,
+}
+
+impl Resolution {
+    /// What was built, the tips' commits the cache gave, and whether it knew nothing; the
+    /// records read as the index (`index`, or those read after all) remembered.
+    fn taken(
+        self,
+        remote: &Remote,
+        index: Option<IndexRecords>,
+    ) -> (history::Resolved, Vec<(VersionId, ObjectId)>, bool) {
+        if let Some(index) = index.or(self.late_index) {
+            remote.remember_index(index);
+        }
+        (self.resolved, self.tips_known, self.nothing_known)
+    }
 }
 
 /// What a listing read: HEAD and the refs, and for a push what its writes are conditional on.
@@ -179,9 +191,7 @@ impl Remote {
         for_push: bool,
         defer_remember: bool,
     ) -> Result<Listing, RemoteError> {
-        self.note_shallow_repo(for_push);
-        self.note_listing_only(for_push);
-        self.open_claims_early();
+        self.note_what_follows(for_push);
         let packs = self.pack_list_early(for_push);
         let (listing, index) = self.listing_early(for_push, packs.as_ref());
         let ReadRefs {
@@ -217,18 +227,8 @@ impl Remote {
             .iter()
             .map(|(n, v)| (v.clone(), format!("ref {n}")))
             .collect();
-        let Resolution {
-            resolved,
-            tips_known,
-            nothing_known,
-            late_index,
-            on_claims,
-        } = self
-            .resolve_tips(&reading, &tips, progress, listing, packs)
-            .await?;
-        if let Some(index) = index.or(late_index) {
-            self.remember_index(index);
-        }
+        let got = self.resolve_tips(&reading, &tips, progress, listing, packs);
+        let (resolved, tips_known, nothing_known) = got.await?.taken(self, index);
         // The map of every version read, grown by a few tips rather than copied.
         let mut commits = resolved.commits;
         commits.extend(tips_known);
@@ -240,16 +240,14 @@ impl Remote {
         }
         // A clone's listing waits for its fetch ([`Remote::list_for_fetch`]).
         let unremembered = defer_remember && nothing_known && !for_push && self.repo.is_some();
-        match (unremembered, on_claims) {
-            (true, _) => {}
-            (false, true) => self.remember(&commits, &HashMap::new()),
-            (false, false) => self.remember(&commits, &resolved.built),
+        if !unremembered {
+            self.remember(&commits, &resolved.built);
         }
         Ok(Listing {
             head: Some(head),
             refs,
             commits,
-            whole_history: (nothing_known && !for_push && !self.shallow_listing && !on_claims)
+            whole_history: (nothing_known && !for_push && !self.shallow_listing)
                 .then_some(resolved.order),
             built: if for_push {
                 HashMap::new()
@@ -305,14 +303,19 @@ impl Remote {
         let (mut listing, mut packs) = (listing, packs);
         let mut late_index = None;
         if self.shallow_listing || self.claims_first {
-            if let Some(resolved) = self.resolve_by_claims(reading, tips, progress).await? {
+            if let Some(mut resolved) = self.resolve_by_claims(reading, tips, progress).await? {
                 let nothing_known = self.cache.as_ref().is_none_or(|c| c.commits().is_empty());
+                if self.claims_first {
+                    // Outside a repository nothing built on claims is remembered (no fetch
+                    // follows): a later listing would take it as checked and walk below it.
+                    resolved.built.clear();
+                    resolved.order.clear();
+                }
                 return Ok(Resolution {
                     resolved,
                     tips_known: Vec::new(),
                     nothing_known,
                     late_index: None,
-                    on_claims: self.claims_first,
                 });
             }
             // No claims reach the tips: outside a repository the packs, checked; for a
@@ -353,7 +356,6 @@ impl Remote {
             tips_known,
             nothing_known,
             late_index,
-            on_claims: false,
         })
     }
 

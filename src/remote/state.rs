@@ -136,11 +136,19 @@ impl Remote {
 
     /// A listing for a fetch into a shallow repository is one for a shallow fetch: no objects
     /// from below its boundary.
-    pub(super) fn note_shallow_repo(&mut self, for_push: bool) {
+    fn note_shallow_repo(&mut self, for_push: bool) {
         let repo = self.repo.as_ref();
         if !for_push && repo.is_some_and(|r| crate::repo::shallow::exists(r.git_dir())) {
             self.shallow_listing = true;
         }
+    }
+
+    /// What may follow the next listing, which decides how it is read: a shallow fetch, or
+    /// nothing at all.
+    pub(super) fn note_what_follows(&mut self, for_push: bool) {
+        self.note_shallow_repo(for_push);
+        self.note_listing_only(for_push);
+        self.open_claims_early();
     }
 
     /// Outside any repository a listing is all there is (`git ls-remote`, `git-remote-fdl ls`):
@@ -148,7 +156,7 @@ impl Remote {
     /// packs' claims, as a shallow clone's listing does, rather than downloading and checking
     /// every pack (at 1,000,000 versions, 1.5 GB). Not where signatures are required: every
     /// version a listing names is then read and checked.
-    pub(super) fn note_listing_only(&mut self, for_push: bool) {
+    fn note_listing_only(&mut self, for_push: bool) {
         let remembered = self.cache.as_ref().is_some_and(Cache::remembers_commits);
         self.claims_first = !for_push
             && self.repo.is_none()
