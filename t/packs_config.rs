@@ -114,6 +114,34 @@ fn ls_remote_outside_a_repository_names_a_packed_lake_s_refs_by_its_packs() {
     }
 }
 
+/// Refs spread over a long history want many blocks of claims: where the pack's record costs
+/// fewer requests (for not many more bytes), it is read whole instead, and names them alike.
+#[test]
+fn refs_spread_over_the_history_are_named_from_the_record_in_fewer_requests() {
+    let mut t = TestEnv::new();
+    let mut l = lake(600, 300);
+    for n in (100..=600).step_by(100) {
+        l.tag(&format!("t{n}"), n);
+    }
+    l.refs_json();
+    let at = t.lake_at(Where::S3, "spread", &l);
+    pack(&t, &at.url);
+    let expected = read_one_by_one(&t, &at.url);
+    let (stdout, stderr) = t.traced(".", &["ls-remote", &at.url]);
+    assert_eq!(parse_ls_remote(&stdout), expected);
+    // 8 refs in the 3 blocks of a pack of 600 versions: the record, about 130 KB, in one
+    // request instead of three blocks.
+    let gets = |what: &str| {
+        stderr
+            .lines()
+            .filter(|l| l.contains("store: GET git-packs/") && l.contains(what))
+            .count()
+    };
+    assert_eq!(gets(".json ->"), 2, "the list and the record: {stderr}");
+    assert_eq!(gets(".claims/index"), 1, "{stderr}");
+    assert_eq!(gets(".claims/"), 1, "no block: {stderr}");
+}
+
 /// `fdlUsePacks` off (`fdl.usePacks` outside any repository): the lake's packs are not read at
 /// all, not even `git-packs/list.json`.
 #[test]

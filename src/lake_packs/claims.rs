@@ -18,6 +18,9 @@ const MAGIC: &str = "fdl-claims 1";
 /// Bytes of a block's line: a version ID, a space, a commit ID, a newline.
 const LINE: usize = 36 + 1 + 40 + 1;
 
+/// Bytes of a whole block.
+pub(crate) const BLOCK_BYTES: usize = PER_BLOCK * LINE;
+
 /// What a pack's claims index says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ClaimsIndex {

@@ -14,6 +14,26 @@ use crate::mapping::ObjectId;
 /// Blocks of claims read at once.
 const BLOCKS_IN_FLIGHT: usize = 64;
 
+/// About the bytes of a version's entry in a pack's record (its ID, commit, two ETags and the
+/// JSON around them; a signed version's is larger).
+const RECORD_BYTES_A_VERSION: usize = 220;
+
+/// The parts a whole file is read in, at first (`store/cloud/parts.rs`).
+const PART_BYTES: usize = 8 << 20;
+
+/// The largest record read whole instead of its blocks.
+const RECORD_AT_MOST: usize = 64 << 20;
+
+/// Whether reading a pack's record whole takes fewer requests than reading `blocks` of its
+/// claims, for at most four times their bytes (many refs spread over a long history: 1,000
+/// tags over 100,000 versions want 390 blocks, or a record of about 20 MB in 3 parts).
+fn record_is_cheaper(index: &ClaimsIndex, blocks: usize) -> bool {
+    let bytes = index.firsts.len() * claims::PER_BLOCK * RECORD_BYTES_A_VERSION;
+    blocks > bytes.div_ceil(PART_BYTES) + 1
+        && bytes <= 4 * blocks * claims::BLOCK_BYTES
+        && bytes <= RECORD_AT_MOST
+}
+
 /// What the lake's packs claim, read as needed.
 pub(crate) struct PackClaims {
     /// Each listed pack that has claims, with its index.
@@ -86,6 +106,7 @@ impl PackClaims {
                 }
             }
         }
+        self.read_records_instead(lake, &mut wanted).await;
         let reads = wanted.into_iter().map(|(p, b)| {
             let name = self.packs[p].0.clone();
             async move { (p, b, lake.claims_block(&name, b).await) }
@@ -119,5 +140,70 @@ impl PackClaims {
             }
         }
         notes
+    }
+
+    /// Reads whole the records of the packs of which so many `wanted` blocks are wanted that
+    /// the record costs fewer requests ([`record_is_cheaper`]), and takes their blocks out of
+    /// `wanted`. A record that cannot be read or taken leaves its blocks to be read.
+    async fn read_records_instead(&mut self, lake: &Lake, wanted: &mut HashSet<(usize, usize)>) {
+        let mut blocks: HashMap<usize, usize> = HashMap::new();
+        for (p, _) in wanted.iter() {
+            *blocks.entry(*p).or_default() += 1;
+        }
+        let whole = (blocks.into_iter())
+            .filter(|(p, n)| record_is_cheaper(&self.packs[*p].1, *n))
+            .map(|(p, _)| {
+                let name = self.packs[p].0.clone();
+                async move { (p, lake.pack_record(&name).await) }
+            });
+        let records: Vec<_> = futures::stream::iter(whole)
+            .buffer_unordered(BLOCKS_IN_FLIGHT)
+            .collect()
+            .await;
+        for (p, got) in records {
+            let name = &self.packs[p].0;
+            let Some(record) = (got.ok().flatten())
+                .and_then(|raw| crate::lake_packs::parse_record(name, &raw).ok())
+            else {
+                continue;
+            };
+            for v in record.versions {
+                self.found.entry(v.id).or_insert((v.commit, p));
+            }
+            for b in 0..self.packs[p].1.firsts.len() {
+                self.read.insert((p, b));
+            }
+            wanted.retain(|(q, _)| *q != p);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn index_of(blocks: usize) -> ClaimsIndex {
+        let id = |n: usize| VersionId::parse(&format!("019b76da-0000-7000-8000-{n:012}")).unwrap();
+        ClaimsIndex {
+            firsts: (0..blocks).map(|b| id(b * claims::PER_BLOCK)).collect(),
+            last: id(blocks * claims::PER_BLOCK - 1),
+        }
+    }
+
+    #[test]
+    fn a_record_is_read_whole_only_where_it_saves_requests_for_not_many_more_bytes() {
+        // 100,000 versions (391 blocks, a record of about 21 MB in 3 parts).
+        let pack = index_of(391);
+        assert!(record_is_cheaper(&pack, 390), "1,000 tags over the history");
+        assert!(!record_is_cheaper(&pack, 4), "a few refs: their blocks");
+        assert!(
+            !record_is_cheaper(&pack, 50),
+            "21 MB for 50 blocks of 20 KB"
+        );
+        // 1,000,000 versions: a record of about 215 MB is never read for its claims.
+        assert!(!record_is_cheaper(&index_of(3907), 3907));
+        // A small pack: one part, so more than two blocks wanted.
+        assert!(record_is_cheaper(&index_of(4), 3));
+        assert!(!record_is_cheaper(&index_of(4), 2));
     }
 }
