@@ -62,9 +62,11 @@ impl Lake {
     /// seen before, sorted), so that many refs still take one round trip; it is handed out by
     /// the first ref listing, and thrown away if `fdl.json` says this is no lake.
     ///
-    /// With `pack_list`, on a store that cannot list (plain HTTP), `git-packs/list.json` is
-    /// read in that round trip too: there a clone reads the packs' records before any version,
-    /// and the list would otherwise cost a round trip of its own.
+    /// With `pack_list` (a session that remembers nothing of the lake: most likely a clone, or
+    /// a listing outside any repository), `git-packs/list.json` is read in that round trip
+    /// too: a clone reads the packs' records (over plain HTTP before any version), a listing
+    /// outside a repository their claims or, without packs, every version, and the list would
+    /// otherwise cost a round trip of its own.
     pub(crate) async fn open_listing(
         store: Store,
         hints: &[String],
@@ -89,7 +91,7 @@ impl Lake {
             }
         };
         let pack_list = async {
-            match pack_list && !store.can_list() {
+            match pack_list && !store.is_local() {
                 true => Some(read_pack_list(&store).await),
                 false => None,
             }

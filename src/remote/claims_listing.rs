@@ -6,12 +6,22 @@
 use std::collections::HashMap;
 
 use super::error::RemoteError;
-use super::pack_claims::PackClaims;
+use super::pack_claims::{EarlyClaims, PackClaims};
+use super::packed::every_version;
 use super::state::Remote;
-use crate::history::{self, Known, Reading, Resolved, Summaries, Summary};
+use crate::history::{self, Known, ListingUnderWay, Reading, Resolved, Summaries, Summary};
 use crate::lake::VersionId;
 use crate::mapping::ObjectId;
 use crate::progress::Progress;
+
+/// What a listing on the packs' claims gave.
+pub(super) enum ByClaims {
+    /// Every tip's commit, and the versions read above the packs.
+    Named(Resolved),
+    /// The claims do not name every tip; where the lake turned out to have no packs at all,
+    /// the listing of every version, already under way.
+    Not(Option<ListingUnderWay>),
+}
 
 /// The packs' claims as the commits of versions a walk need not read.
 struct Claimed<'a>(&'a PackClaims);
@@ -30,36 +40,40 @@ impl Remote {
     /// Starts reading the packs' claims indexes, for a listing outside any repository that
     /// remembers nothing (no tips either: a listing that knows them may need no claims): they
     /// come while the refs do.
+    /// Where the lake turns out to have no packs at all, the listing of every version such a
+    /// listing then needs starts at once, rather than once the refs are read.
     pub(super) fn open_claims_early(&mut self) {
         if self.claims_first && self.knows_nothing() {
             let lake = self.lake.clone();
-            let open = async move { PackClaims::open(&lake).await };
+            let newest = lake.newest_in_refs_json().filter(|_| lake.can_list());
+            let list_all = move |lake| newest.map(|n| every_version(lake, n, None));
+            let open = EarlyClaims::read(lake, list_all);
             self.claims_under_way = Some(tokio::spawn(open));
         }
     }
 
-    /// The commits of `tips` by the packs' claims, with what was read above the packs; `None`
-    /// on a folder, where the lake has no claims, or where they do not reach every tip.
+    /// The commits of `tips` by the packs' claims, with what was read above the packs; not on
+    /// a folder, where the lake has no claims, or where they do not reach every tip.
     pub(super) async fn resolve_by_claims(
         &mut self,
         reading: &Reading,
         tips: &[(VersionId, String)],
         progress: &dyn Progress,
-    ) -> Result<Option<Resolved>, RemoteError> {
+    ) -> Result<ByClaims, RemoteError> {
         self.claims_tried = true;
         let lake = &self.lake;
         if lake.is_local() || !self.packs_allowed {
-            return Ok(None);
+            return Ok(ByClaims::Not(None));
         }
-        let opened = match self.claims_under_way.take() {
-            Some(under_way) => under_way.await.ok().flatten(),
-            None => PackClaims::open(lake).await,
+        let (opened, listing) = match self.claims_under_way.take() {
+            Some(under_way) => under_way.await.unwrap_or_default().into_parts(),
+            None => (PackClaims::open(lake).await, None),
         };
         let Some(mut claims) = opened else {
-            return Ok(None);
+            return Ok(ByClaims::Not(listing));
         };
         let Some(newest) = claims.newest().cloned() else {
-            return Ok(None);
+            return Ok(ByClaims::Not(None));
         };
         let notes = claims.look_up(lake, tips.iter().map(|(v, _)| v)).await;
         let unclaimed: Vec<(VersionId, String)> = tips
@@ -75,7 +89,7 @@ impl Remote {
                 && below.iter().all(|p| claims.commit(p).is_some());
             if !reached {
                 self.say(notes);
-                return Ok(None);
+                return Ok(ByClaims::Not(None));
             }
             let mut data = Summaries::default();
             for (v, s) in read {
@@ -92,7 +106,7 @@ impl Remote {
         }
         self.say(notes);
         self.pack_claims = Some(claims);
-        Ok(Some(resolved))
+        Ok(ByClaims::Named(resolved))
     }
 
     fn say(&self, notes: Vec<String>) {

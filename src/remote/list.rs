@@ -3,9 +3,10 @@
 
 use std::collections::HashMap;
 
+use super::claims_listing::ByClaims;
 use super::error::RemoteError;
 use super::listing::Listing;
-use super::packed::{EarlyTags, IndexRecords, PacksUnderWay};
+use super::packed::{every_version, EarlyTags, IndexRecords, PacksUnderWay};
 use super::state::Remote;
 use crate::history::{self, Known, Reading};
 use crate::lake::{self, LakeError, VersionId};
@@ -303,26 +304,35 @@ impl Remote {
         let (mut listing, mut packs) = (listing, packs);
         let mut late_index = None;
         if self.shallow_listing || self.claims_first {
-            if let Some(mut resolved) = self.resolve_by_claims(reading, tips, progress).await? {
-                let nothing_known = self.cache.as_ref().is_none_or(|c| c.commits().is_empty());
-                if self.claims_first {
-                    // Outside a repository nothing built on claims is remembered (no fetch
-                    // follows): a later listing would take it as checked and walk below it.
-                    resolved.built.clear();
-                    resolved.order.clear();
+            let by_claims = self.resolve_by_claims(reading, tips, progress).await?;
+            let early_listing = match by_claims {
+                ByClaims::Not(early_listing) => early_listing,
+                ByClaims::Named(mut resolved) => {
+                    let nothing_known = self.cache.as_ref().is_none_or(|c| c.commits().is_empty());
+                    if self.claims_first {
+                        // Outside a repository nothing built on claims is remembered (no fetch
+                        // follows): a later listing would take it as checked and walk below it.
+                        resolved.built.clear();
+                        resolved.order.clear();
+                    }
+                    return Ok(Resolution {
+                        resolved,
+                        tips_known: Vec::new(),
+                        nothing_known,
+                        late_index: None,
+                    });
                 }
-                return Ok(Resolution {
-                    resolved,
-                    tips_known: Vec::new(),
-                    nothing_known,
-                    late_index: None,
-                });
-            }
-            // No claims reach the tips: outside a repository the packs, checked; for a
-            // shallow fetch the records as the index, as for a full clone.
+            };
+            // No claims reach the tips: outside a repository the packs, checked (a lake
+            // without any has its listing under way already); for a shallow fetch the
+            // records as the index, as for a full clone.
             if std::mem::take(&mut self.claims_first) {
-                packs = self.pack_list_early(false);
-                (listing, late_index) = self.listing_early(false, packs.as_ref());
+                if early_listing.is_some() {
+                    listing = early_listing;
+                } else {
+                    packs = self.pack_list_early(false);
+                    (listing, late_index) = self.listing_early(false, packs.as_ref());
+                }
             } else if let Some((records_listing, index)) = self.versions_of_records(false) {
                 listing = Some(records_listing);
                 late_index = Some(index);
@@ -406,14 +416,7 @@ impl Remote {
             return None;
         }
         let newest = self.lake.newest_in_refs_json()?;
-        let lake = self.lake.clone();
-        Some(history::ListingUnderWay(tokio::spawn(async move {
-            let mut parts = lake.list_version_files(None, Some(&newest)).await?;
-            if let Some(tags) = tags {
-                tags.keep(&mut parts);
-            }
-            Ok(lake::listed_versions(&parts, None))
-        })))
+        Some(every_version(self.lake.clone(), newest, tags))
     }
 
     /// `refs.json` with its token, for a push to rewrite: `None` (left as it is) when it is

@@ -7,6 +7,7 @@ use std::collections::{HashMap, HashSet};
 
 use futures::StreamExt;
 
+use crate::history::ListingUnderWay;
 use crate::lake::{Lake, VersionId};
 use crate::lake_packs::claims::{self, ClaimsIndex};
 use crate::mapping::ObjectId;
@@ -44,12 +45,51 @@ pub(crate) struct PackClaims {
     read: HashSet<(usize, usize)>,
 }
 
+/// The packs' claims, read while a listing's refs are: or where the lake has no pack list,
+/// the listing of every version, started as soon as that is known.
+#[derive(Default)]
+pub(crate) struct EarlyClaims {
+    claims: Option<PackClaims>,
+    listing: Option<ListingUnderWay>,
+}
+
+impl EarlyClaims {
+    /// Reads `git-packs/list.json` and the claims indexes it names; without a list, what
+    /// `list_all` starts instead.
+    pub(crate) async fn read(
+        lake: Lake,
+        list_all: impl FnOnce(Lake) -> Option<ListingUnderWay>,
+    ) -> EarlyClaims {
+        match lake.pack_list().await {
+            Ok(Some(list)) => EarlyClaims {
+                claims: PackClaims::of_list(&lake, &list.bytes).await,
+                listing: None,
+            },
+            Ok(None) => EarlyClaims {
+                claims: None,
+                listing: list_all(lake),
+            },
+            Err(_) => EarlyClaims::default(),
+        }
+    }
+
+    /// The claims, and the listing started where there were none.
+    pub(crate) fn into_parts(self) -> (Option<PackClaims>, Option<ListingUnderWay>) {
+        (self.claims, self.listing)
+    }
+}
+
 impl PackClaims {
     /// The claims indexes of the packs `list.json` names (read side by side); `None` where
     /// there is no pack list.
     pub(crate) async fn open(lake: &Lake) -> Option<PackClaims> {
         let list = lake.pack_list().await.ok()??;
-        let names = crate::lake_packs::parse_list(&list.bytes).ok()?;
+        PackClaims::of_list(lake, &list.bytes).await
+    }
+
+    /// The claims indexes of the packs `list` (`git-packs/list.json`, as read) names.
+    pub(crate) async fn of_list(lake: &Lake, list: &[u8]) -> Option<PackClaims> {
+        let names = crate::lake_packs::parse_list(list).ok()?;
         let reads = names.into_iter().map(|name| async move {
             let index = lake.claims_index(&name).await.ok().flatten();
             let file = format!("git-packs/{name}.claims/index");

@@ -18,7 +18,7 @@ use super::fetch::Want;
 use super::state::Remote;
 use crate::history::ListingUnderWay;
 use crate::lake::git_packs::{listed_files, VersionFileEtags};
-use crate::lake::VersionId;
+use crate::lake::{listed_versions, Lake, VersionId};
 use crate::lake_packs::download::has_in;
 use crate::lake_packs::import::{import, read_records, Checks, ReadRecord, Taken, Trust};
 use crate::lake_packs::verify::Signing;
@@ -358,4 +358,20 @@ fn worth_their_download(
         }
     }
     (chosen, weighed)
+}
+
+/// The listing of every version of `lake`, split up to `newest`, started now; the ETags it
+/// shows kept for the lake's packs being read (`tags`).
+pub(super) fn every_version(
+    lake: Lake,
+    newest: VersionId,
+    tags: Option<Arc<EarlyTags>>,
+) -> ListingUnderWay {
+    ListingUnderWay(tokio::spawn(async move {
+        let mut parts = lake.list_version_files(None, Some(&newest)).await?;
+        if let Some(tags) = tags {
+            tags.keep(&mut parts);
+        }
+        Ok(listed_versions(&parts, None))
+    }))
 }

@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::error::RemoteError;
-use super::pack_claims::PackClaims;
+use super::pack_claims::{EarlyClaims, PackClaims};
 use crate::cache::{Cache, Preload};
 use crate::history::{BuiltVersion, Reading};
 use crate::lake::{Lake, VersionId};
@@ -46,7 +46,7 @@ pub(crate) struct Remote {
     /// packs' claims first, as a shallow fetch's listing does ([`Remote::note_listing_only`]).
     pub(super) claims_first: bool,
     /// The packs' claims indexes, being read while the refs are (for a listing on claims).
-    pub(super) claims_under_way: Option<tokio::task::JoinHandle<Option<PackClaims>>>,
+    pub(super) claims_under_way: Option<tokio::task::JoinHandle<EarlyClaims>>,
     /// Commits this session's shallow fetches installed (Git's tag backfill fetches again).
     pub(super) shallow_fetched: HashSet<ObjectId>,
 }
