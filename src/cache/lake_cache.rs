@@ -132,7 +132,7 @@ impl Cache {
     /// file holding more than its header does.
     pub(crate) fn remembers_commits(&self) -> bool {
         match self.loaded {
-            true => !self.entries.is_empty() || !self.pending.is_empty(),
+            true => !self.entries.is_empty(),
             false => {
                 std::fs::metadata(self.path()).is_ok_and(|m| m.len() > HEADER.len() as u64 + 1)
             }
