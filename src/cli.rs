@@ -157,7 +157,8 @@ Configuration (git config, for a remote named <remote>):
   remote.<remote>.fdlRequireSignatures true    fetch only versions signed by a trusted key
   remote.<remote>.fdlAllowedSignersFile <file> the keys you trust (else gpg.ssh.allowedSignersFile)
   remote.<remote>.fdlSignatureNamespace <ns>   the signature namespace (default fdl)
-  remote.<remote>.fdlTrustPacks true           over plain HTTP, clone from the lake's packs
+  remote.<remote>.fdlTrustPacks true           over plain HTTP or from a folder, clone from
+                                               the lake's packs
   remote.<remote>.fdlUsePacks false            never read the lake's packs (also fdl.usePacks)
   remote.<remote>.fdlUnsafeIgnoreConditionalWrites true
                                                push to a store that failed the store check

@@ -112,8 +112,8 @@ fn read(
     }
 }
 
-/// What a check holds against: the store's listing of `versions/` (`None`: a store that cannot
-/// list, whose packs the user trusts), and the commits already known of versions a pack's
+/// What a check holds against: the store's listing of `versions/` (`None`: packs the user trusts
+/// where nothing can check them: plain HTTP, a local folder), and the commits already known of versions a pack's
 /// versions descend from.
 pub(crate) struct Against<'a> {
     pub listed: Option<&'a HashMap<VersionId, VersionFileEtags>>,

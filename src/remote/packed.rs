@@ -140,17 +140,21 @@ impl Remote {
         }
     }
 
-    /// Where the lake is read from a store that lists (or whose packs the user trusts), the
-    /// list of packs is read while the ref files are, then the records of the packs it names
+    /// Where the lake is read from a cloud store that lists, or where the user trusts its
+    /// packs (plain HTTP, a local folder), the list of packs is read while the ref files are, then the records of the packs it names
     /// (where the lake is known, only of those the repository has not installed and no fetch
     /// weighed before). Outside any repository, the packs are checked in a scratch repository
     /// of the user's cache, which keeps the commits they gave.
     pub(super) fn pack_list_early(&self, for_push: bool) -> Option<PacksUnderWay> {
         let lake = &self.lake;
-        let checkable = lake.can_list() || self.trust_packs;
-        let readable = checkable && !lake.is_local();
+        // A folder's listing has no ETags to check a packed version by.
+        let checkable = (lake.can_list() && !lake.is_local()) || self.trust_packs;
         let cache = self.cache.as_ref()?;
-        if for_push || !readable || !self.packs_allowed || self.shallow_listing || self.claims_first
+        if for_push
+            || !checkable
+            || !self.packs_allowed
+            || self.shallow_listing
+            || self.claims_first
         {
             return None;
         }
@@ -266,7 +270,7 @@ impl Remote {
             *listing = Some(ListingUnderWay(tokio::spawn(async move { done })));
             tags.found.lock().take()
         };
-        let trust = match self.lake.can_list() {
+        let trust = match self.lake.can_list() && !self.lake.is_local() {
             true => Trust::Listed(Box::pin(listed)),
             false => Trust::Trusted,
         };
