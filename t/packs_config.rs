@@ -1,6 +1,6 @@
 //! Issue 22: which readers take a lake's packs, as Git's configuration says: `git ls-remote`
-//! outside any repository, `fdlUsePacks` and `git -c`, `fdlTrustPacks` over plain HTTP, and
-//! the remote's booleans as `pack` reads them.
+//! outside any repository, `fdlUsePacks` and `git -c`, `fdlTrustPacks` over plain HTTP and
+//! from a local folder, and the remote's booleans as `pack` reads them.
 
 use crate::packs::{
     clone, pack, pack_names, read_one_by_one, requests_traced, rewrite_version, same_refs,
@@ -323,4 +323,41 @@ fn pack_reads_the_remotes_booleans_as_git_does_and_refuses_a_read_only_lake() {
         "{stderr}"
     );
     assert!(!std::path::Path::new(&format!("{}/git-packs", &url[5..])).exists());
+}
+
+/// A fetch from a folder whose packs the user trusts takes the versions a new pack holds from
+/// it, as a clone does, and gives the commits a read one by one gives.
+#[test]
+fn on_a_local_folder_a_trusted_fetch_takes_a_new_pack() {
+    use crate::packs_fetch::{grow_to, grown};
+    let mut t = TestEnv::new();
+    let at = t.lake_at(Where::Local, "grows", &grown(100, 100));
+    pack(&t, &at.url);
+    let trust = "remote.origin.fdlTrustPacks=true";
+    t.ok(
+        ".",
+        &["clone", "-q", "--bare", "-c", trust, &at.url, "f.git"],
+    );
+    grow_to(&at, 100, 100, 400);
+    pack(&t, &at.url);
+    let newest = listed_packs_in(&at.dir).pop().unwrap();
+    let specs = ["+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"];
+    let out = t.git("f.git", &["fetch", "-q", "origin", specs[0], specs[1]]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && !stderr.contains("warning"),
+        "{stderr}"
+    );
+    let pack = t.path("f.git").join(format!("objects/pack/{newest}.pack"));
+    assert!(pack.exists(), "the new pack is taken: {newest}");
+    let got = t.ok(
+        "f.git",
+        &["for-each-ref", "--format=%(objectname) %(refname)"],
+    );
+    for (commit, name) in read_one_by_one(&t, &at.url)
+        .iter()
+        .filter(|(_, n)| n != "HEAD")
+    {
+        assert!(got.contains(&format!("{commit} {name}")), "{name}: {got}");
+    }
 }
