@@ -8,7 +8,9 @@
 //! - store requests for a cold clone, a warm `ls-remote` and a fetch of 10 new versions, beside
 //!   the minimum the layout allows;
 //! - with `FDL_BENCH_MILLION_S3=<versions>x<ms>` (`make bench-million`), the S3 rows of a packed
-//!   lake that grew for years (`clone/million.rs`).
+//!   lake that grew for years (`clone/million.rs`);
+//! - with `FDL_BENCH_GEOMETRIC=<base>x<runs>x<versions a run>`, many runs of `pack` on a lake
+//!   that grows a little before each (`clone/geometric.rs`).
 
 // The shared test support is one crate's private modules, `pub` to one another.
 #![allow(unreachable_pub)]
@@ -24,6 +26,9 @@ use support::{median, LakeBuilder, TestEnv};
 
 #[path = "clone/million.rs"]
 mod million;
+
+#[path = "clone/geometric.rs"]
+mod geometric;
 
 fn time<T>(f: impl FnOnce() -> T) -> (T, f64) {
     let start = Instant::now();
@@ -379,6 +384,7 @@ fn main() {
         folder_figures(n);
     }
     million::s3_rows();
+    geometric::rows();
     let versions: u64 = std::env::var("FDL_BENCH_VERSIONS")
         .ok()
         .and_then(|v| v.parse().ok())

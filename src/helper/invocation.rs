@@ -117,8 +117,8 @@ impl Configured {
         self.use_packs.clone()
     }
 
-    /// Whether a clone over plain HTTP or from a local folder takes versions from the lake's packs, checking only
-    /// that each commit is what its blobs make (`fdlTrustPacks`).
+    /// Whether a clone over plain HTTP or from a local folder takes versions from the lake's
+    /// packs, checking only that each commit is what its blobs make (`fdlTrustPacks`).
     pub(super) fn trust_packs(&self) -> Result<bool, Fatal> {
         self.trust_packs.clone()
     }

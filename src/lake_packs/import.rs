@@ -38,8 +38,8 @@ pub(crate) struct Taken {
 }
 
 /// How far packs are believed: `Listed` checks each version against the store's listing (one
-/// under way, awaited while the packs download; if it gives none, one made here); `Trusted` (plain
-/// HTTP or a local folder, with `fdlTrustPacks`) only recomputes commits.
+/// under way, awaited while the packs download; if it gives none, one made here); `Trusted`
+/// (plain HTTP or a local folder, with `fdlTrustPacks`) only recomputes commits.
 pub(crate) enum Trust<'a> {
     Listed(BoxFuture<'a, Option<HashMap<VersionId, VersionFileEtags>>>),
     Trusted,

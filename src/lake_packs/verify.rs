@@ -112,9 +112,9 @@ fn read(
     }
 }
 
-/// What a check holds against: the store's listing of `versions/` (`None`: packs the user trusts
-/// where nothing can check them: plain HTTP, a local folder), and the commits already known of versions a pack's
-/// versions descend from.
+/// What a check holds against: the store's listing of `versions/` (`None`: packs the user
+/// trusts where nothing can check them: plain HTTP, a local folder), and the commits already
+/// known of versions a pack's versions descend from.
 pub(crate) struct Against<'a> {
     pub listed: Option<&'a HashMap<VersionId, VersionFileEtags>>,
     pub known: &'a (dyn Fn(&VersionId) -> Option<ObjectId> + Sync),

@@ -141,10 +141,11 @@ impl Remote {
     }
 
     /// Where the lake is read from a cloud store that lists, or where the user trusts its
-    /// packs (plain HTTP, a local folder), the list of packs is read while the ref files are, then the records of the packs it names
-    /// (where the lake is known, only of those the repository has not installed and no fetch
-    /// weighed before). Outside any repository, the packs are checked in a scratch repository
-    /// of the user's cache, which keeps the commits they gave.
+    /// packs (plain HTTP, a local folder), the list of packs is read while the ref files are,
+    /// then the records of the packs it names (where the lake is known, only of those the
+    /// repository has not installed and no fetch weighed before). Outside any repository, the
+    /// packs are checked in a scratch repository of the user's cache, which keeps the commits
+    /// they gave.
     pub(super) fn pack_list_early(&self, for_push: bool) -> Option<PacksUnderWay> {
         let lake = &self.lake;
         // A folder's listing has no ETags to check a packed version by.
