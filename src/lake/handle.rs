@@ -150,6 +150,12 @@ impl Lake {
         self.store.can_list()
     }
 
+    /// Whether the store's listing gives each file an ETag that shows it unchanged since: a
+    /// cloud store's does; a folder's gives none, and plain HTTP does not list.
+    pub(crate) fn lists_etags(&self) -> bool {
+        self.store.can_list() && !self.store.is_local()
+    }
+
     /// Whether the store is a local folder.
     pub(crate) fn is_local(&self) -> bool {
         self.store.is_local()

@@ -148,8 +148,7 @@ impl Remote {
     /// they gave.
     pub(super) fn pack_list_early(&self, for_push: bool) -> Option<PacksUnderWay> {
         let lake = &self.lake;
-        // A folder's listing has no ETags to check a packed version by.
-        let checkable = (lake.can_list() && !lake.is_local()) || self.trust_packs;
+        let checkable = lake.lists_etags() || self.trust_packs;
         let cache = self.cache.as_ref()?;
         if for_push
             || !checkable
@@ -271,7 +270,7 @@ impl Remote {
             *listing = Some(ListingUnderWay(tokio::spawn(async move { done })));
             tags.found.lock().take()
         };
-        let trust = match self.lake.can_list() && !self.lake.is_local() {
+        let trust = match self.lake.lists_etags() {
             true => Trust::Listed(Box::pin(listed)),
             false => Trust::Trusted,
         };
