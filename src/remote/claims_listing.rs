@@ -40,6 +40,7 @@ impl Remote {
     /// Starts reading the packs' claims indexes, for a listing outside any repository that
     /// remembers nothing (no tips either: a listing that knows them may need no claims): they
     /// come while the refs do.
+    ///
     /// Where the lake turns out to have no packs at all, the listing of every version such a
     /// listing then needs starts at once, rather than once the refs are read.
     pub(super) fn open_claims_early(&mut self) {
