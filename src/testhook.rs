@@ -84,6 +84,23 @@ pub fn folder_reads_on_threads() -> bool {
     false
 }
 
+/// For the packs tests: `GIT_REMOTE_FDL_TEST_SUGGEST_TRUST_AT` lowers how many versions a
+/// fetch reads one by one before it suggests trusting the lake's packs.
+#[cfg(debug_assertions)]
+pub fn suggest_trusting_packs_at(default: usize) -> usize {
+    std::env::var("GIT_REMOTE_FDL_TEST_SUGGEST_TRUST_AT")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Release builds: the helper's own threshold.
+#[cfg(not(debug_assertions))]
+#[inline(always)]
+pub fn suggest_trusting_packs_at(default: usize) -> usize {
+    default
+}
+
 /// For the signal tests: the thread that handles a caught signal waits the milliseconds that
 /// `GIT_REMOTE_FDL_TEST_SIGNAL_DELAY_MS` gives before it acts, as a loaded machine delays it.
 #[cfg(debug_assertions)]

@@ -432,6 +432,7 @@ fn test_hooks_are_compiled_only_into_debug_builds() {
         "pub fn keep_signal_delay_to_this_process(",
         "pub fn record_peak_memory(",
         "pub fn folder_reads_on_threads(",
+        "pub fn suggest_trusting_packs_at(",
     ];
     for f in hook_fns {
         assert_eq!(

@@ -361,3 +361,71 @@ fn on_a_local_folder_a_trusted_fetch_takes_a_new_pack() {
         assert!(got.contains(&format!("{commit} {name}")), "{name}: {got}");
     }
 }
+
+/// A clone that reads a packed lake's versions one by one where nothing checks its packs (a
+/// folder, plain HTTP) suggests trusting them, Git-style, from a number of versions on (lowered
+/// here through a test hook); not where they were used, not below that number, not where the
+/// lake has no packs, not on a store whose listing checks them, not with the advice turned off.
+#[test]
+fn reading_a_packed_lake_one_by_one_suggests_trusting_its_packs() {
+    let mut t = TestEnv::new();
+    t.set("GIT_REMOTE_FDL_TEST_SUGGEST_TRUST_AT", "12");
+    let url = t.local_lake("served", &lake(12, 6));
+    let unpacked = t.local_lake("unpacked", &lake(12, 6));
+    let no_hint = |stderr: &str| !stderr.contains("hint:") && !stderr.contains("warning");
+    assert!(no_hint(&clone_says(&t, &[&unpacked], "unpacked.git")));
+    pack(&t, &url);
+
+    let said = clone_says(&t, &[&url], "folder.git");
+    let expected = [
+        "hint: This lake's packs (git-packs/) were not used, so each of the 12 versions\n",
+        "hint: was read and mapped one by one: a local folder's listing cannot check the\n",
+        "hint:\n",
+        "hint: \tgit config remote.origin.fdlTrustPacks true\n",
+        "hint: -c remote.origin.fdlTrustPacks=true.\n",
+        "hint: Disable this message with \"git config advice.fdlTrustPacks false\"\n",
+    ];
+    for line in expected {
+        assert!(said.contains(line), "{line:?} in {said}");
+    }
+    // Followed, the hint's setting takes the packs, and the next fetch says nothing.
+    t.ok(
+        "folder.git",
+        &["config", "remote.origin.fdlTrustPacks", "true"],
+    );
+    let fetched = t.git("folder.git", &["fetch", "origin"]);
+    assert!(no_hint(&String::from_utf8_lossy(&fetched.stderr)));
+    let trusted = "remote.origin.fdlTrustPacks=true";
+    assert!(no_hint(&clone_says(
+        &t,
+        &["-c", trusted, &url],
+        "trusted.git"
+    )));
+    let quiet = "advice.fdlTrustPacks=false";
+    assert!(no_hint(&clone_says(&t, &["-c", quiet, &url], "quiet.git")));
+
+    let server = crate::support::http::serve(&t.path("served"));
+    let http = clone_says(&t, &[&format!("fdl::{}", server.url)], "http.git");
+    assert!(
+        http.contains("one by one: plain HTTP lists nothing to check the\n"),
+        "{http}"
+    );
+
+    t.set("GIT_REMOTE_FDL_TEST_SUGGEST_TRUST_AT", "13");
+    assert!(no_hint(&clone_says(&t, &[&url], "fewer.git")));
+    t.set("GIT_REMOTE_FDL_TEST_SUGGEST_TRUST_AT", "12");
+    let s3 = t.lake_at(Where::S3, "listed", &lake(12, 6));
+    pack(&t, &s3.url);
+    assert!(no_hint(&clone_says(&t, &[&s3.url], "s3.git")));
+}
+
+/// What `git clone --bare <args> <dest>` said on stderr; it must succeed.
+fn clone_says(t: &TestEnv, args: &[&str], dest: &str) -> String {
+    let mut all = vec!["clone", "--bare"];
+    all.extend(args);
+    all.push(dest);
+    let out = t.git(".", &all);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    stderr
+}

@@ -287,6 +287,7 @@ impl<W: Write> Session<W> {
         let lake_name = crate::redact::for_terminal(&remote.lake().name());
         self.show_warnings(&[]);
         let outcome = outcome?;
+        self.suggest_trusting_packs(outcome.versions).await;
         if verbose && outcome.versions > 0 {
             warn!(
                 "Fetched {} version{} ({} objects) from lake '{lake_name}'",
@@ -425,6 +426,45 @@ impl<W: Write> Session<W> {
         let lake = self.remote.iter().flat_map(|r| r.take_warnings());
         for w in lake.chain(more.iter().cloned()) {
             warn!("warning: {}", crate::redact::for_terminal(&w));
+        }
+    }
+
+    /// After a fetch that read many versions one by one where the lake's packs could have
+    /// given them, Git-style hints on trusting the packs (`advice.fdlTrustPacks` false
+    /// silences them, as Git's `advice.*` do).
+    async fn suggest_trusting_packs(&self, versions: usize) {
+        let name = self.invocation.remote_name();
+        let Some(remote) = self.remote.as_ref() else {
+            return;
+        };
+        if !crate::config::is_remote_name(name) || !remote.suggests_trusting_packs(versions).await {
+            return;
+        }
+        let why = match remote.lake().is_local() {
+            true => "a local folder's listing cannot",
+            false => "plain HTTP lists nothing to",
+        };
+        let name = crate::redact::for_terminal(name);
+        let lines = [
+            format!(
+                "This lake's packs (git-packs/) were not used, so each of the {versions} versions"
+            ),
+            format!("was read and mapped one by one: {why} check the"),
+            "packs against the lake's files. If you trust whoever writes the packs as".into(),
+            "much as whoever writes the versions, read the packs instead (each commit".into(),
+            "is still made again from their blobs; see PACKS in git-remote-fdl(1)):".into(),
+            String::new(),
+            format!("\tgit config remote.{name}.fdlTrustPacks true"),
+            String::new(),
+            "for this repository's next fetches, or clone with".into(),
+            format!("-c remote.{name}.fdlTrustPacks=true."),
+            "Disable this message with \"git config advice.fdlTrustPacks false\"".into(),
+        ];
+        for line in lines {
+            match line.is_empty() {
+                true => warn!("hint:"),
+                false => warn!("hint: {line}"),
+            }
         }
     }
 
