@@ -289,19 +289,44 @@ fn side_by_side(
     keep_first: bool,
 ) -> (f64, f64) {
     let (mut lake_runs, mut git_runs) = (Vec::new(), Vec::new());
+    let (mut lake_read, mut git_read) = (Vec::new(), Vec::new());
     for i in 0..RUNS {
         let (from_lake, dest) = (
             format!("{prefix}lake-{i}.git"),
             format!("{prefix}plain-{i}.git"),
         );
-        lake_runs.push(timed(|| t.ok(".", &clone_lake(url, config, &from_lake))));
-        git_runs.push(timed(|| t.ok(".", &clone_plain(&dest))));
+        let (secs, read) = read_from_disk(|| t.ok(".", &clone_lake(url, config, &from_lake)));
+        lake_runs.push(secs);
+        lake_read.push(read);
+        let (secs, read) = read_from_disk(|| t.ok(".", &clone_plain(&dest)));
+        git_runs.push(secs);
+        git_read.push(read);
         if i > 0 || !keep_first {
             remove(t, &from_lake);
             remove(t, &dest);
         }
     }
+    let mib = |runs: Vec<f64>| median(runs) / 1024.0;
+    println!(
+        "  (read from the disk during those clones, median: {:.0} MiB from the lake, {:.0} MiB by git clone --no-local; /proc/vmstat pgpgin, the whole machine's)",
+        mib(lake_read),
+        mib(git_read)
+    );
     (median(lake_runs), median(git_runs))
+}
+
+/// The seconds `f` takes ([`timed`]) and the KiB the whole machine read from its disks
+/// meanwhile (`pgpgin` of `/proc/vmstat`): what of the clone's input the page cache lacked.
+fn read_from_disk<T>(f: impl FnOnce() -> T) -> (f64, f64) {
+    let paged_in = || {
+        let vmstat = std::fs::read_to_string("/proc/vmstat").unwrap_or_default();
+        let line = vmstat.lines().find_map(|l| l.strip_prefix("pgpgin "));
+        line.and_then(|n| n.trim().parse::<f64>().ok())
+            .unwrap_or(f64::NAN)
+    };
+    let before = paged_in();
+    let secs = timed(f);
+    (secs, paged_in() - before)
 }
 
 /// `git clone` of the lake at `url` into `dest`, `config` (`-c` pairs) given first.
