@@ -378,8 +378,8 @@ fn reading_a_packed_lake_one_by_one_suggests_trusting_its_packs() {
 
     let said = clone_says(&t, &[&url], "folder.git");
     let expected = [
-        "hint: This lake's packs (git-packs/) were not used, so each of the 12 versions\n",
-        "hint: was read and mapped one by one: a local folder's listing cannot check the\n",
+        "hint: This lake has packs (git-packs/), but each of the 12 versions was read\n",
+        "hint: and mapped one by one: a local folder's listing cannot check the packs\n",
         "hint:\n",
         "hint: \tgit config remote.origin.fdlTrustPacks true\n",
         "hint: -c remote.origin.fdlTrustPacks=true.\n",
@@ -407,7 +407,7 @@ fn reading_a_packed_lake_one_by_one_suggests_trusting_its_packs() {
     let server = crate::support::http::serve(&t.path("served"));
     let http = clone_says(&t, &[&format!("fdl::{}", server.url)], "http.git");
     assert!(
-        http.contains("one by one: plain HTTP lists nothing to check the\n"),
+        http.contains("one by one: plain HTTP lists nothing to check the packs\n"),
         "{http}"
     );
 

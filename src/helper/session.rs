@@ -447,12 +447,12 @@ impl<W: Write> Session<W> {
         let name = crate::redact::for_terminal(name);
         let lines = [
             format!(
-                "This lake's packs (git-packs/) were not used, so each of the {versions} versions"
+                "This lake has packs (git-packs/), but each of the {versions} versions was read"
             ),
-            format!("was read and mapped one by one: {why} check the"),
-            "packs against the lake's files. If you trust whoever writes the packs as".into(),
-            "much as whoever writes the versions, read the packs instead (each commit".into(),
-            "is still made again from their blobs; see PACKS in git-remote-fdl(1)):".into(),
+            format!("and mapped one by one: {why} check the packs"),
+            "against the lake's files. If you trust whoever writes the packs as much".into(),
+            "as whoever writes the versions, read the packs instead (each commit is".into(),
+            "still made again from their blobs; see PACKS in git-remote-fdl(1)):".into(),
             String::new(),
             format!("\tgit config remote.{name}.fdlTrustPacks true"),
             String::new(),

@@ -338,9 +338,7 @@ impl Remote {
         crate::session_pack::write_keep(&keep, false).ok()?;
         Some(keep)
     }
-}
 
-impl Remote {
     /// Whether a fetch that read and mapped `versions` versions should suggest trusting the
     /// lake's packs (`fdlTrustPacks`): on a lake whose listing cannot check them (plain HTTP,
     /// a local folder), with packs neither trusted nor turned off, from
