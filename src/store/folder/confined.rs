@@ -185,29 +185,6 @@ impl LocalDir {
             .transpose()
     }
 
-    /// Whether [`LocalDir::open_cached`] and [`OpenFile::read_cached`] can tell what the page
-    /// cache holds here (Linux 5.12 and later, with `openat2` allowed).
-    pub(crate) fn opens_cached(&self) -> bool {
-        self.beneath
-            .as_ref()
-            .is_some_and(|root| root.opens_cached())
-    }
-
-    /// Opens the regular file at `rel` only if the kernel has its whole path in memory
-    /// (`RESOLVE_CACHED`), so that the open does not wait on the disk; its size refused over
-    /// `limit`, as [`LocalDir::open_for_read`]. Its content may still not be in memory.
-    pub(crate) fn open_cached(&self, rel: &str, limit: u64) -> Result<CachedOpen, StoreError> {
-        match self.beneath.as_ref().and_then(|root| root.file_cached(rel)) {
-            Some(Ok(file)) => {
-                let (file, meta) = checked_file(rel, file)?;
-                OpenFile::within(file, meta.len(), rel, limit).map(CachedOpen::File)
-            }
-            Some(Err(e)) if is_absent(&e) => Ok(CachedOpen::Absent),
-            Some(Err(e)) => Err(io_error(rel, e)),
-            None => Ok(CachedOpen::Unknown),
-        }
-    }
-
     fn read(
         &self,
         rel: &str,
@@ -311,16 +288,6 @@ impl LocalDir {
     }
 }
 
-/// What an open that must not wait on the disk found ([`LocalDir::open_cached`]).
-pub(crate) enum CachedOpen {
-    File(OpenFile),
-    /// Nothing there, as the kernel's cache already knows.
-    Absent,
-    /// Not all of its path is in memory, it leads through a symlink, or the kernel cannot
-    /// say: opened where waiting is fine ([`LocalDir::open_for_read`]).
-    Unknown,
-}
-
 /// A file opened for reading, with its size as `fstat` gave it.
 pub(crate) struct OpenFile {
     file: std::fs::File,
@@ -368,40 +335,6 @@ impl OpenFile {
     }
 }
 
-impl OpenFile {
-    /// The whole file if the page cache holds it (`preadv2` with `RWF_NOWAIT`, which fails
-    /// rather than wait on the disk); `None` if part of it is not there: then
-    /// [`OpenFile::read_all`], where waiting is fine, reads it from the start.
-    #[cfg(target_os = "linux")]
-    pub(crate) fn read_cached(&self, rel: &str, limit: u64) -> Result<Option<Vec<u8>>, StoreError> {
-        use rustix::io::{Errno, ReadWriteFlags};
-        let mut buf = vec![0u8; self.len.min(limit) as usize];
-        let mut filled = 0;
-        while filled < buf.len() {
-            let mut part = [std::io::IoSliceMut::new(&mut buf[filled..])];
-            match rustix::io::preadv2(&self.file, &mut part, filled as u64, ReadWriteFlags::NOWAIT)
-            {
-                Ok(0) => break,
-                Ok(n) => filled += n,
-                Err(Errno::AGAIN) => return Ok(None),
-                Err(Errno::OPNOTSUPP | Errno::INVAL | Errno::NOSYS | Errno::PERM) => {
-                    beneath::no_cached_reads();
-                    return Ok(None);
-                }
-                Err(e) => return Err(io_error(rel, e.into())),
-            }
-        }
-        buf.truncate(filled);
-        Ok(Some(buf))
-    }
-
-    /// Elsewhere nothing tells what the page cache holds.
-    #[cfg(not(target_os = "linux"))]
-    pub(crate) fn read_cached(&self, _: &str, _: u64) -> Result<Option<Vec<u8>>, StoreError> {
-        Ok(None)
-    }
-}
-
 /// The file opened for `rel` with its metadata, if it is a regular file.
 fn checked_file(
     rel: &str,
@@ -429,15 +362,6 @@ mod beneath {
     /// that filters it): every read then takes the checks of `LocalDir::open_file`.
     static UNSUPPORTED: AtomicBool = AtomicBool::new(false);
 
-    /// Set once the kernel or the file system turned down an open or a read that must not
-    /// wait (`RESOLVE_CACHED` before Linux 5.12, `RWF_NOWAIT` on a file system without it):
-    /// reads then go where `uncached.rs`'s count of disk reads sends them.
-    static NO_CACHED: AtomicBool = AtomicBool::new(false);
-
-    pub(in crate::store) fn no_cached_reads() {
-        NO_CACHED.store(true, Relaxed);
-    }
-
     #[derive(Debug)]
     pub(in crate::store) struct Root(std::os::fd::OwnedFd);
 
@@ -445,34 +369,6 @@ mod beneath {
         pub(in crate::store) fn open(root: &std::path::Path) -> Option<Root> {
             let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
             rustix::fs::open(root, flags, Mode::empty()).ok().map(Root)
-        }
-
-        pub(in crate::store) fn opens_cached(&self) -> bool {
-            !UNSUPPORTED.load(Relaxed) && !NO_CACHED.load(Relaxed)
-        }
-
-        /// [`Root::file`], only where the kernel has every part of the path in memory
-        /// (`RESOLVE_CACHED`); `None` where it has not, or cannot say.
-        pub(in crate::store) fn file_cached(
-            &self,
-            rel: &str,
-        ) -> Option<std::io::Result<std::fs::File>> {
-            if !self.opens_cached() {
-                return None;
-            }
-            let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
-            let resolve =
-                ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS | ResolveFlags::CACHED;
-            match rustix::fs::openat2(&self.0, rel, flags, Mode::empty(), resolve) {
-                Ok(fd) => Some(Ok(std::fs::File::from(fd))),
-                // Not in memory (or a race with a rename), leaving the root, a symlink's loop.
-                Err(Errno::AGAIN | Errno::XDEV | Errno::LOOP) => None,
-                Err(Errno::NOSYS | Errno::INVAL | Errno::TOOBIG | Errno::PERM) => {
-                    no_cached_reads();
-                    None
-                }
-                Err(e) => Some(Err(e.into())),
-            }
         }
 
         /// The regular file or other node at `rel`, opened for reading without blocking (a
@@ -510,14 +406,6 @@ mod beneath {
         }
 
         pub fn file(&self, _: &str) -> Option<std::io::Result<std::fs::File>> {
-            None
-        }
-
-        pub fn opens_cached(&self) -> bool {
-            false
-        }
-
-        pub fn file_cached(&self, _: &str) -> Option<std::io::Result<std::fs::File>> {
             None
         }
     }

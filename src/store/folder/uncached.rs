@@ -1,14 +1,13 @@
 //! A folder's reads when its files are not in the page cache: many at once on blocking
 //! threads, as a disk serves them best; cached files are read where they are asked for, since
-//! a hop to another thread would cost more than the read. Which is which the kernel says for
-//! each read (Linux 5.12 and later); elsewhere a count of the reads that went to the disk.
+//! a hop to another thread would cost more than the read.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use parking_lot::Mutex;
 use tokio::sync::OwnedSemaphorePermit;
 
-use super::confined::{CachedOpen, LocalDir, OpenFile};
+use super::confined::{LocalDir, OpenFile};
 use crate::store::budget::Budget;
 use crate::store::error::{failed, StoreError};
 
@@ -81,40 +80,12 @@ pub(super) struct Asked<'a> {
     pub(super) budget: &'a Budget,
 }
 
-/// Reads a file here if the page cache holds it, else on a blocking thread; where the kernel
-/// cannot tell, here or on a thread as the count of reads that went to the disk says.
+/// Reads a file here, or on a blocking thread while reads wait on the disk.
 pub(super) async fn read(waits: &DiskWaits, asked: Asked<'_>) -> Result<Option<Whole>, StoreError> {
-    if asked.dir.opens_cached() && !waits.forced {
-        return read_cached_first(waits, asked).await;
-    }
     match waits.reads_wait() {
         false => read_here(waits, asked).await,
         true => read_on_thread(waits, asked).await,
     }
-}
-
-/// Reads `rel` here if its path and content are in memory (`RESOLVE_CACHED`, `RWF_NOWAIT`),
-/// otherwise on a blocking thread: only a read that would wait on the disk pays the hop, and
-/// such reads wait side by side, however few or many of them a lake's clone meets.
-async fn read_cached_first(
-    waits: &DiskWaits,
-    asked: Asked<'_>,
-) -> Result<Option<Whole>, StoreError> {
-    let (rel, limit) = (asked.rel, asked.limit);
-    let file = match asked.dir.open_cached(rel, limit)? {
-        CachedOpen::File(file) => file,
-        CachedOpen::Absent => return Ok(None),
-        CachedOpen::Unknown => return read_on_thread(waits, asked).await,
-    };
-    let room = asked.budget.reserve(file.len()).await;
-    if let Some(bytes) = file.read_cached(rel, limit)? {
-        return Ok(Some(Whole { bytes, room }));
-    }
-    let owned = rel.to_string();
-    let bytes = tokio::task::spawn_blocking(move || file.read_all(&owned, limit))
-        .await
-        .map_err(|e| failed(rel, e))??;
-    Ok(Some(Whole { bytes, room }))
 }
 
 /// A whole file with its share of the budget.
@@ -244,7 +215,7 @@ mod tests {
     async fn both_roads_read_the_same_and_refuse_the_same() {
         let (_root, dir) = lake_with(&[("small", 100), ("large", 3000)]);
         let waits = DiskWaits::default();
-        for road in [Road::Here, Road::OnThread, Road::CachedFirst] {
+        for on_thread in [false, true] {
             let read = |rel: &'static str, limit: u64, budget: Budget| {
                 let (dir, waits) = (&dir, &waits);
                 async move {
@@ -254,7 +225,10 @@ mod tests {
                         limit,
                         budget: &budget,
                     };
-                    road.read(waits, asked).await
+                    match on_thread {
+                        false => read_here(waits, asked).await,
+                        true => read_on_thread(waits, asked).await,
+                    }
                 }
             };
             let small = read("small", 1000, Budget::new(1 << 20)).await.unwrap();
@@ -281,7 +255,10 @@ mod tests {
                         limit: 5000,
                         budget: &budget,
                     };
-                    let read = road.read(&waits, asked).await;
+                    let read = match on_thread {
+                        false => read_here(&waits, asked).await,
+                        true => read_on_thread(&waits, asked).await,
+                    };
                     read.unwrap().unwrap().bytes.len()
                 }
             });
@@ -290,67 +267,5 @@ mod tests {
             drop(held);
             assert_eq!(waiting.await.unwrap(), 3000);
         }
-    }
-
-    #[derive(Clone, Copy)]
-    enum Road {
-        Here,
-        OnThread,
-        CachedFirst,
-    }
-
-    impl Road {
-        async fn read(
-            self,
-            waits: &DiskWaits,
-            asked: Asked<'_>,
-        ) -> Result<Option<Whole>, StoreError> {
-            match self {
-                Road::Here => read_here(waits, asked).await,
-                Road::OnThread => read_on_thread(waits, asked).await,
-                Road::CachedFirst => read_cached_first(waits, asked).await,
-            }
-        }
-    }
-
-    /// A file whose pages the kernel dropped is not read where it is asked for (that would
-    /// wait on the disk), and the road that tries the page cache first still reads it whole.
-    #[cfg(target_os = "linux")]
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_file_not_in_the_page_cache_is_read_where_waiting_is_fine() {
-        // In the crate's folder, on a disk: a tmpfs keeps every page in memory.
-        let root = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
-        let path = root.path().join("evicted");
-        let file = std::fs::File::create(&path).unwrap();
-        std::io::Write::write_all(&mut &file, &vec![b'y'; 20_000]).unwrap();
-        file.sync_all().unwrap();
-        rustix::fs::fadvise(&file, 0, None, rustix::fs::Advice::DontNeed).unwrap();
-        let dir = LocalDir::open(root.path()).unwrap();
-        assert!(dir.opens_cached(), "Linux 5.12 or later has RESOLVE_CACHED");
-        let CachedOpen::File(open) = dir.open_cached("evicted", 1 << 20).unwrap() else {
-            panic!("its path was just looked up: it is in memory");
-        };
-        assert!(open.read_cached("evicted", 1 << 20).unwrap().is_none());
-        let budget = Budget::new(1 << 20);
-        let asked = Asked {
-            dir: &dir,
-            rel: "evicted",
-            limit: 1 << 20,
-            budget: &budget,
-        };
-        let whole = read_cached_first(&DiskWaits::default(), asked).await;
-        assert_eq!(whole.unwrap().unwrap().bytes, vec![b'y'; 20_000]);
-        let cached = dir.open_cached("evicted", 1 << 20).unwrap();
-        let CachedOpen::File(open) = cached else {
-            panic!("still in memory");
-        };
-        assert_eq!(
-            open.read_cached("evicted", 1 << 20).unwrap().unwrap().len(),
-            20_000
-        );
-        assert!(matches!(
-            dir.open_cached("absent", 10).unwrap(),
-            CachedOpen::Absent | CachedOpen::Unknown
-        ));
     }
 }
