@@ -42,6 +42,7 @@ mod packs;
 mod packs_config;
 mod packs_fetch;
 mod packs_geometric;
+mod packs_index;
 mod packs_large;
 mod packs_leftovers;
 mod packs_limits;

@@ -74,6 +74,19 @@ pub(crate) enum Unverified {
 const COMMIT_LIMIT: u64 = VERSION_JSON_LIMIT + (64 << 10);
 /// A version's tree: two entries.
 const TREE_LIMIT: u64 = 1 << 10;
+/// The largest object an honest pack holds: a version's commit, tree or files at their limits.
+pub(super) const LARGEST_OBJECT: u64 = max(
+    max(COMMIT_LIMIT, TREE_LIMIT),
+    max(VERSION_JSON_LIMIT, DATASET_JSON_LIMIT),
+);
+
+const fn max(a: u64, b: u64) -> u64 {
+    if a > b {
+        a
+    } else {
+        b
+    }
+}
 
 /// The most bytes an honest pack of `versions` versions can hold: each version's commit, tree
 /// and two blobs at the limits above, stored without compression (zlib then adds 5 bytes a

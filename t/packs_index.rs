@@ -1,0 +1,140 @@
+//! Issue 48: a lake's pack indexed in the helper's own process (gix's indexer) as Git's
+//! `index-pack` indexes it: the same index and reverse index, byte for byte, and a pack Git
+//! would refuse (damaged, with junk after its checksum, a header that counts too many objects)
+//! refused, its versions then read one by one.
+
+use crate::packs::{listed_packs, pack, read_one_by_one, same_refs};
+use crate::support::{lake, TestEnv, Where};
+
+/// Clones the folder lake at `url` into `dir` through its packs (`fdlTrustPacks`); its refs,
+/// the names of the files in its `objects/pack`, and what Git said.
+fn trusted_clone(
+    t: &TestEnv,
+    url: &str,
+    dir: &str,
+) -> (Vec<(String, String)>, Vec<String>, String) {
+    let trusted = "remote.origin.fdlTrustPacks=true";
+    let out = t.git(".", &["clone", "-q", "--bare", "-c", trusted, url, dir]);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "clone: {stderr}");
+    t.ok(dir, &["fsck", "--no-dangling"]);
+    let refs = t.ok(dir, &["for-each-ref", "--format=%(objectname) %(refname)"]);
+    let refs = refs
+        .lines()
+        .map(|l| {
+            let (c, n) = l.split_once(' ').unwrap();
+            (c.to_string(), n.to_string())
+        })
+        .collect();
+    let mut files: Vec<String> = std::fs::read_dir(t.path(dir).join("objects/pack"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    (refs, files, stderr)
+}
+
+#[test]
+fn a_lake_pack_is_indexed_byte_for_byte_as_git_index_pack_indexes_it() {
+    let mut t = TestEnv::new();
+    let at = t.lake_at(Where::Local, "indexed", &lake(40, 20));
+    pack(&t, &at.url);
+    let name = listed_packs(&at).remove(0);
+    let (_, files, stderr) = trusted_clone(&t, &at.url, "cloned.git");
+    assert!(!stderr.contains("warning"), "{stderr}");
+    let expected: Vec<String> = ["idx", "pack", "rev"]
+        .iter()
+        .map(|ext| format!("{name}.{ext}"))
+        .collect();
+    assert_eq!(files, expected);
+
+    // Git's own index of the lake's pack, beside it.
+    let lake_pack = at.dir.join(format!("git-packs/{name}.pack"));
+    let copy = t.path(&format!("{name}.pack"));
+    std::fs::copy(&lake_pack, &copy).unwrap();
+    t.ok(".", &["init", "-q", "--bare", "plain.git"]);
+    let idx = t.path("by-git.idx");
+    let out = t.git(
+        "plain.git",
+        &[
+            "-c",
+            "pack.writeReverseIndex=true",
+            "index-pack",
+            "-o",
+            idx.to_str().unwrap(),
+            copy.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let installed = t.path("cloned.git/objects/pack");
+    for ext in ["idx", "rev"] {
+        let ours = std::fs::read(installed.join(format!("{name}.{ext}"))).unwrap();
+        let git = std::fs::read(idx.with_extension(ext)).unwrap();
+        assert!(
+            ours == git,
+            "{ext}: {} bytes beside Git's {}",
+            ours.len(),
+            git.len()
+        );
+        let mode = std::fs::metadata(installed.join(format!("{name}.{ext}"))).unwrap();
+        assert!(
+            mode.permissions().readonly(),
+            "{ext} is read-only, as Git makes it"
+        );
+    }
+    let verified = t.git(
+        "cloned.git",
+        &["verify-pack", &format!("objects/pack/{name}.idx")],
+    );
+    assert!(
+        verified.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verified.stderr)
+    );
+}
+
+#[test]
+fn a_pack_git_would_refuse_is_refused_and_its_versions_read_one_by_one() {
+    let mut t = TestEnv::new();
+    let at = t.lake_at(Where::Local, "damaged", &lake(30, 15));
+    pack(&t, &at.url);
+    let name = listed_packs(&at).remove(0);
+    let expected = read_one_by_one(&t, &at.url);
+    let path = at.dir.join(format!("git-packs/{name}.pack"));
+    let good = std::fs::read(&path).unwrap();
+
+    let mut junk = good.clone();
+    junk.extend_from_slice(b"trailing bytes");
+    let mut counted = good.clone();
+    counted[8..12].copy_from_slice(&u32::MAX.to_be_bytes());
+    let mut flipped = good.clone();
+    let middle = flipped.len() / 2;
+    flipped[middle] ^= 0x40;
+    let cases: [(&str, &[u8], &str); 4] = [
+        ("junk", &junk, "14 bytes of junk after its checksum"),
+        ("counted", &counted, "counts more objects than it holds"),
+        ("flipped", &flipped, "the pack cannot be indexed"),
+        ("empty", b"PACK\0\0\0\x02\0\0\0\0", "it is not a pack"),
+    ];
+    for (dir, bytes, why) in cases {
+        std::fs::write(&path, bytes).unwrap();
+        let dest = format!("{dir}.git");
+        let (refs, files, stderr) = trusted_clone(&t, &at.url, &dest);
+        same_refs(&expected, &refs);
+        assert!(
+            stderr.contains(why) && stderr.contains("its versions are read one by one"),
+            "{dir}: {stderr}"
+        );
+        assert!(
+            files
+                .iter()
+                .all(|f| !f.contains(&name) && !f.starts_with("tmp_")),
+            "{dir}: {files:?}"
+        );
+    }
+}
