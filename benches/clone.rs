@@ -273,6 +273,23 @@ fn trusted_pack_clones(t: &TestEnv, url: &str) {
         git_secs,
         lake_secs / git_secs
     );
+    let peak = helper_peak_kib(
+        t,
+        ".",
+        &clone_lake(url, &["-c", TRUSTED], "trusted-peak.git"),
+    );
+    remove(t, "trusted-peak.git");
+    let native = native_peak_kib(t, &clone_plain("trusted-plain-peak.git"));
+    remove(t, "trusted-plain-peak.git");
+    if let (Some(kib), Some(git)) = (peak, native) {
+        println!(
+            "  {:<28} {:>9.1} MiB  git clone --no-local {:>7.1} MiB  {:>5.2}x (the pages of the pack it maps count)",
+            "helper peak, packs trusted",
+            kib as f64 / 1024.0,
+            git as f64 / 1024.0,
+            kib as f64 / git as f64
+        );
+    }
     cold_clones(t, url, &["-c", TRUSTED]);
 }
 

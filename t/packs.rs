@@ -37,7 +37,20 @@ pub(crate) fn clone(
     url: &str,
     dir: &str,
 ) -> (Vec<(String, String)>, Vec<String>, String) {
-    let out = t.git(".", &["clone", "-q", "--bare", url, dir]);
+    clone_with(t, &[], url, dir)
+}
+
+/// [`clone`], with `config` (`-c` and its pair, as many as given) before the address.
+pub(crate) fn clone_with(
+    t: &TestEnv,
+    config: &[&str],
+    url: &str,
+    dir: &str,
+) -> (Vec<(String, String)>, Vec<String>, String) {
+    let mut args = vec!["clone", "-q", "--bare"];
+    args.extend(config);
+    args.extend([url, dir]);
+    let out = t.git(".", &args);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "clone: {stderr}");
     let refs = t.ok(dir, &["for-each-ref", "--format=%(objectname) %(refname)"]);

@@ -3,29 +3,18 @@
 //! would refuse (damaged, with junk after its checksum, a header that counts too many objects)
 //! refused, its versions then read one by one.
 
-use crate::packs::{listed_packs, pack, read_one_by_one, same_refs};
+use crate::packs::{clone_with, listed_packs, pack, read_one_by_one, same_refs};
 use crate::support::{lake, TestEnv, Where};
 
 /// Clones the folder lake at `url` into `dir` through its packs (`fdlTrustPacks`); its refs,
-/// the names of the files in its `objects/pack`, and what Git said.
+/// the names of every file in its `objects/pack`, and what Git said.
 fn trusted_clone(
     t: &TestEnv,
     url: &str,
     dir: &str,
 ) -> (Vec<(String, String)>, Vec<String>, String) {
-    let trusted = "remote.origin.fdlTrustPacks=true";
-    let out = t.git(".", &["clone", "-q", "--bare", "-c", trusted, url, dir]);
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "clone: {stderr}");
-    t.ok(dir, &["fsck", "--no-dangling"]);
-    let refs = t.ok(dir, &["for-each-ref", "--format=%(objectname) %(refname)"]);
-    let refs = refs
-        .lines()
-        .map(|l| {
-            let (c, n) = l.split_once(' ').unwrap();
-            (c.to_string(), n.to_string())
-        })
-        .collect();
+    let trusted = ["-c", "remote.origin.fdlTrustPacks=true"];
+    let (refs, _, stderr) = clone_with(t, &trusted, url, dir);
     let mut files: Vec<String> = std::fs::read_dir(t.path(dir).join("objects/pack"))
         .unwrap()
         .flatten()

@@ -31,6 +31,8 @@ pub(crate) enum IndexError {
     NotAPack(&'static str),
     #[error("it has {0} bytes of junk after its checksum")]
     Junk(u64),
+    #[error("it holds an object of {size} bytes, over the limit of {limit}")]
+    OverLimit { size: u64, limit: u64 },
     #[error("{0}")]
     Refused(String),
 }
@@ -61,6 +63,8 @@ pub(crate) fn index(pack: &Path, idx: &Path, largest_object: u64) -> Result<Stri
     let mut entries = Measured {
         inner: entries,
         end: HEADER,
+        limit: largest_object,
+        over: None,
     };
     let mut out = std::io::BufWriter::with_capacity(1 << 20, create(idx).map_err(io(idx))?);
     let resolver = || {
@@ -78,8 +82,12 @@ pub(crate) fn index(pack: &Path, idx: &Path, largest_object: u64) -> Result<Stri
         kind,
         usize::try_from(alloc_limit).ok(),
         version,
-    )
-    .map_err(|e| IndexError::Refused(e.to_string()))?;
+    );
+    if let Some(size) = entries.over {
+        let limit = largest_object;
+        return Err(IndexError::OverLimit { size, limit });
+    }
+    let outcome = outcome.map_err(|e| IndexError::Refused(e.to_string()))?;
     // Git would find the pack's checksum where the file ends, not where the entries end.
     let junk = len.saturating_sub(entries.end + TRAILER);
     if junk > 0 {
@@ -163,18 +171,28 @@ fn create(path: &Path) -> std::io::Result<std::fs::File> {
     Ok(file)
 }
 
-/// The pack's entries, noting where the last one read ends.
+/// The pack's entries, noting where the last one read ends; cut short at the first whose
+/// inflated size is over `limit` (noted in `over`), so that the indexer never holds it.
 struct Measured<I> {
     inner: I,
     end: u64,
+    limit: u64,
+    over: Option<u64>,
 }
 
 impl<I: Iterator<Item = gix::error::Result<input::Entry>>> Iterator for Measured<I> {
     type Item = I::Item;
 
     fn next(&mut self) -> Option<Self::Item> {
+        if self.over.is_some() {
+            return None;
+        }
         let next = self.inner.next();
         if let Some(Ok(e)) = &next {
+            if e.decompressed_size > self.limit {
+                self.over = Some(e.decompressed_size);
+                return None;
+            }
             self.end = e.pack_offset + u64::from(e.header_size) + e.compressed_size;
         }
         next
