@@ -38,29 +38,27 @@ fn a_lake_pack_is_indexed_byte_for_byte_as_git_index_pack_indexes_it() {
         .collect();
     assert_eq!(files, expected);
 
-    // Git's own index of the lake's pack, beside it.
     let lake_pack = at.dir.join(format!("git-packs/{name}.pack"));
+    same_as_git_index(&t, &lake_pack, &name, "cloned.git");
+}
+
+/// The index and reverse index `dir` holds of pack `name` are what Git's `index-pack` writes
+/// of the pack at `pack`, byte for byte, read-only as Git makes them.
+fn same_as_git_index(t: &TestEnv, pack: &std::path::Path, name: &str, dir: &str) {
     let copy = t.path(&format!("{name}.pack"));
-    std::fs::copy(&lake_pack, &copy).unwrap();
-    t.ok(".", &["init", "-q", "--bare", "plain.git"]);
-    let idx = t.path("by-git.idx");
-    let out = t.git(
-        "plain.git",
-        &[
-            "-c",
-            "pack.writeReverseIndex=true",
-            "index-pack",
-            "-o",
-            idx.to_str().unwrap(),
-            copy.to_str().unwrap(),
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let installed = t.path("cloned.git/objects/pack");
+    std::fs::copy(pack, &copy).unwrap();
+    let idx = t.path(&format!("{name}.by-git.idx"));
+    let (idx_arg, copy_arg) = (idx.to_str().unwrap(), copy.to_str().unwrap());
+    let by_git = [
+        "-c",
+        "pack.writeReverseIndex=true",
+        "index-pack",
+        "-o",
+        idx_arg,
+        copy_arg,
+    ];
+    t.ok(".", &by_git);
+    let installed = t.path(&format!("{dir}/objects/pack"));
     for ext in ["idx", "rev"] {
         let ours = std::fs::read(installed.join(format!("{name}.{ext}"))).unwrap();
         let git = std::fs::read(idx.with_extension(ext)).unwrap();
@@ -76,15 +74,91 @@ fn a_lake_pack_is_indexed_byte_for_byte_as_git_index_pack_indexes_it() {
             "{ext} is read-only, as Git makes it"
         );
     }
-    let verified = t.git(
-        "cloned.git",
-        &["verify-pack", &format!("objects/pack/{name}.idx")],
-    );
+    let verified = t.git(dir, &["verify-pack", &format!("objects/pack/{name}.idx")]);
     assert!(
         verified.status.success(),
         "{}",
         String::from_utf8_lossy(&verified.stderr)
     );
+}
+
+/// `pack` writes whole objects; another writer's pack may hold deltas, which gix's own
+/// indexer resolves: the same index as Git's again, and the same commits.
+#[test]
+fn a_lake_pack_with_deltas_is_indexed_as_git_indexes_it() {
+    let mut t = TestEnv::new();
+    let at = t.lake_at(Where::Local, "deltas", &lake(40, 20));
+    pack(&t, &at.url);
+    let name = listed_packs(&at).remove(0);
+    let expected = read_one_by_one(&t, &at.url);
+    // The same objects packed again by Git, with deltas, under their new checksum.
+    t.ok(".", &["init", "-q", "--bare", "repack.git"]);
+    let lake_pack = at.dir.join(format!("git-packs/{name}.pack"));
+    let held = t.path(&format!("repack.git/objects/pack/{name}.pack"));
+    std::fs::copy(&lake_pack, &held).unwrap();
+    t.ok("repack.git", &["index-pack", held.to_str().unwrap()]);
+    let all = t.ok(
+        "repack.git",
+        &[
+            "cat-file",
+            "--batch-all-objects",
+            "--batch-check=%(objectname)",
+        ],
+    );
+    let out = t
+        .command(
+            "git",
+            "repack.git",
+            &[
+                "pack-objects",
+                "--no-reuse-object",
+                "--window=50",
+                "--depth=50",
+                "deltified",
+            ],
+        )
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child.stdin.take().unwrap().write_all(all.as_bytes())?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    assert!(out.status.success());
+    let new = format!("pack-{}", String::from_utf8_lossy(&out.stdout).trim());
+    let deltified = t.path(&format!("repack.git/deltified-{}.pack", &new[5..]));
+    let stats = t.ok(
+        "repack.git",
+        &[
+            "verify-pack",
+            "-v",
+            deltified.with_extension("idx").to_str().unwrap(),
+        ],
+    );
+    assert!(
+        stats.contains("chain length = 1"),
+        "Git made no delta: {stats}"
+    );
+    at.write_bytes(
+        &format!("git-packs/{new}.pack"),
+        &std::fs::read(&deltified).unwrap(),
+    );
+    let record = at.read(&format!("git-packs/{name}.json")).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&record).unwrap();
+    v["pack"] = new.clone().into();
+    at.write(&format!("git-packs/{new}.json"), &v.to_string());
+    at.write(
+        "git-packs/list.json",
+        &format!("{{\"format\": 1, \"packs\": [\"{new}\"]}}"),
+    );
+
+    let (refs, files, stderr) = trusted_clone(&t, &at.url, "deltas.git");
+    assert!(!stderr.contains("warning"), "{stderr}");
+    same_refs(&expected, &refs);
+    assert!(files.contains(&format!("{new}.pack")), "{files:?}");
+    same_as_git_index(&t, &deltified, &new, "deltas.git");
 }
 
 #[test]

@@ -1,14 +1,19 @@
-//! A downloaded lake's pack indexed in this process by gix's pack indexer, as `git index-pack`
-//! would index it: every object inflated and hashed (SHA-1 with collision detection), the
-//! pack's checksum checked, a thin pack refused, and the same version-2 index written. It
-//! runs on every core, where Git's `index-pack` inflates and hashes a pack without deltas
-//! (what `pack` writes) on one.
+//! A downloaded lake's pack indexed in this process, as `git index-pack` would index it: every
+//! object inflated and hashed (SHA-1 with collision detection), the pack's checksum checked, a
+//! thin pack refused, and the same version-2 index and reverse index written. A pack of whole
+//! objects (what `pack` writes) is read once, in order, by gix's pack reader while threads
+//! inflate and hash its objects, holding 28 bytes an object; a pack with deltas or tags goes to
+//! gix's own indexer, which resolves deltas but maps the whole pack while it does.
 
 use std::io::{Read, Seek};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
 use gix_pack::data::input;
+use parking_lot::Mutex;
+
+use crate::mapping::{Kind, ObjectId};
+use crate::session_pack::{index_offset, write_index};
 
 /// Bytes of a pack's header (`PACK`, version, count) and of its trailing checksum.
 const HEADER: u64 = 12;
@@ -33,20 +38,236 @@ pub(crate) enum IndexError {
     Junk(u64),
     #[error("it holds an object of {size} bytes, over the limit of {limit}")]
     OverLimit { size: u64, limit: u64 },
+    #[error("it holds a {0} that shows a SHA-1 collision attack")]
+    Collision(&'static str),
+    #[error("an object at offset {0} does not inflate to the size its header gives")]
+    BadObject(u64),
     #[error("{0}")]
     Refused(String),
 }
 
-/// Indexes pack `pack` into `idx` (a version-2 index, synced to the disk with the pack), where
-/// no object is larger than `largest_object` bytes; returns the pack's checksum in hex.
+/// Indexes pack `pack` into `idx` (a version-2 index, synced to the disk with the pack, and
+/// its reverse index beside it), where no object is larger than `largest_object` bytes;
+/// returns the pack's checksum in hex.
 pub(crate) fn index(pack: &Path, idx: &Path, largest_object: u64) -> Result<String, IndexError> {
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| IndexError::Io { path, source }
-    };
     let file = std::fs::File::open(pack).map_err(io(pack))?;
     let len = file.metadata().map_err(io(pack))?.len();
     let objects = objects_in(&file, len).map_err(io(pack))??;
+    let checksum = match index_whole(file, len, idx, largest_object)? {
+        Some(checksum) => checksum,
+        None => index_resolving(pack, len, objects, idx, largest_object)?,
+    };
+    std::fs::File::open(pack)
+        .and_then(|f| f.sync_all())
+        .map_err(io(pack))?;
+    Ok(checksum.to_hex().to_string())
+}
+
+/// What makes an I/O error of `path` an [`IndexError`].
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> IndexError {
+    let path = path.to_path_buf();
+    move |source| IndexError::Io { path, source }
+}
+
+/// Objects handed to a hashing thread at once.
+const BATCH: usize = 256;
+
+/// An object of the pack to inflate and hash: its kind, its compressed bytes, its size, and
+/// its offset (as the index holds it) and CRC-32.
+struct Job {
+    kind: Kind,
+    compressed: Vec<u8>,
+    size: u64,
+    at: u64,
+    offset: u32,
+    crc: u32,
+}
+
+/// An object indexed: its ID, offset as the index holds it, and CRC-32.
+type Indexed = (ObjectId, u32, u32);
+
+/// Indexes pack `file` if it holds whole commits, trees and blobs only: each entry read in
+/// order (gix's reader checks each entry's size, CRC-32 and the pack's checksum), inflated and
+/// hashed on every core. `None`, with nothing written, where the pack holds a delta or a tag.
+fn index_whole(
+    file: std::fs::File,
+    len: u64,
+    idx: &Path,
+    largest_object: u64,
+) -> Result<Option<gix::ObjectId>, IndexError> {
+    let read = std::io::BufReader::with_capacity(1 << 20, file);
+    let mut entries = input::BytesToEntriesIter::new_from_header(
+        read,
+        input::Mode::Verify,
+        input::EntryDataMode::KeepAndCrc32,
+        gix::hash::Kind::Sha1,
+    )
+    .map_err(|e| IndexError::Refused(e.to_string()))?;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    let (send, receive) = std::sync::mpsc::sync_channel::<Vec<Job>>(threads * 2);
+    let receive = Mutex::new(receive);
+    let mut large = Vec::new();
+    let (fed, hashed) = std::thread::scope(|scope| {
+        let hashers: Vec<_> = (0..threads)
+            .map(|_| scope.spawn(|| hash_all(&receive)))
+            .collect();
+        let fed = feed(&mut entries, &send, &mut large, largest_object);
+        drop(send);
+        let mut hashed: Result<Vec<Indexed>, IndexError> = Ok(Vec::new());
+        for h in hashers {
+            let got = h.join().unwrap_or_else(|_| {
+                Err(IndexError::Refused(
+                    "a thread hashing its objects failed".into(),
+                ))
+            });
+            hashed = match (hashed, got) {
+                (Ok(mut all), Ok(mut more)) => {
+                    all.append(&mut more);
+                    Ok(all)
+                }
+                (Err(e), _) | (_, Err(e)) => Err(e),
+            };
+        }
+        (fed, hashed)
+    });
+    let Some((end, checksum)) = fed? else {
+        return Ok(None);
+    };
+    let mut hashed = hashed?;
+    junk_after(len, end)?;
+    write_index(
+        idx,
+        &mut hashed,
+        &large,
+        &checksum.as_slice().try_into().expect("SHA-1"),
+    )
+    .and_then(read_only)
+    .map_err(io(idx))?;
+    let real = |code: u32| match code & 0x8000_0000 {
+        0 => u64::from(code),
+        _ => large[(code & 0x7fff_ffff) as usize],
+    };
+    let mut order: Vec<u32> = (0..hashed.len() as u32).collect();
+    order.sort_unstable_by_key(|&i| real(hashed[i as usize].1));
+    let rev = idx.with_extension("rev");
+    write_reverse_index(order, &rev, &checksum).map_err(io(&rev))?;
+    Ok(Some(checksum))
+}
+
+/// Hands the pack's entries to the hashing threads in batches; where the last ends and the
+/// pack's checksum, or `None` at the first delta or tag.
+fn feed(
+    entries: &mut impl Iterator<Item = gix::error::Result<input::Entry>>,
+    send: &std::sync::mpsc::SyncSender<Vec<Job>>,
+    large: &mut Vec<u64>,
+    largest_object: u64,
+) -> Result<Option<(u64, gix::ObjectId)>, IndexError> {
+    let (mut end, mut trailer) = (HEADER, None);
+    let mut batch = Vec::with_capacity(BATCH);
+    for entry in entries {
+        let mut e = entry.map_err(|e| IndexError::Refused(e.to_string()))?;
+        if e.decompressed_size > largest_object {
+            let (size, limit) = (e.decompressed_size, largest_object);
+            return Err(IndexError::OverLimit { size, limit });
+        }
+        use gix_pack::data::entry::Header;
+        let kind = match e.header {
+            Header::Commit => Kind::Commit,
+            Header::Tree => Kind::Tree,
+            Header::Blob => Kind::Blob,
+            _ => return Ok(None),
+        };
+        end = e.pack_offset + u64::from(e.header_size) + e.compressed_size;
+        trailer = e.trailer.or(trailer);
+        batch.push(Job {
+            kind,
+            compressed: e.compressed.take().unwrap_or_default(),
+            size: e.decompressed_size,
+            at: e.pack_offset,
+            offset: index_offset(e.pack_offset, large),
+            crc: e.crc32.unwrap_or_default(),
+        });
+        if batch.len() == BATCH && send.send(std::mem::take(&mut batch)).is_err() {
+            break;
+        }
+    }
+    if !batch.is_empty() {
+        let _ = send.send(batch);
+    }
+    let trailer = trailer.ok_or(IndexError::NotAPack("it is cut short"))?;
+    Ok(Some((end, trailer)))
+}
+
+/// Inflates and hashes the objects the feeder sends, until it stops; after a failure the
+/// rest is taken and dropped, so that the feeder never waits on a full channel.
+fn hash_all(
+    receive: &Mutex<std::sync::mpsc::Receiver<Vec<Job>>>,
+) -> Result<Vec<Indexed>, IndexError> {
+    let mut out = Vec::new();
+    let mut failed = None;
+    let mut inflate = flate2::Decompress::new(true);
+    let mut data = Vec::new();
+    loop {
+        let batch = receive.lock().recv();
+        let Ok(batch) = batch else { break };
+        if failed.is_some() {
+            continue;
+        }
+        for job in batch {
+            match hash(job, &mut inflate, &mut data) {
+                Ok(indexed) => out.push(indexed),
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+    }
+    failed.map_or(Ok(out), Err)
+}
+
+/// One object inflated (exactly to its size, the whole stream) and hashed.
+fn hash(
+    job: Job,
+    inflate: &mut flate2::Decompress,
+    data: &mut Vec<u8>,
+) -> Result<Indexed, IndexError> {
+    let bad = IndexError::BadObject(job.at);
+    let size = usize::try_from(job.size).map_err(|_| IndexError::BadObject(job.at))?;
+    data.clear();
+    data.reserve_exact(size);
+    inflate.reset(true);
+    let status = inflate.decompress_vec(&job.compressed, data, flate2::FlushDecompress::Finish);
+    let whole = matches!(status, Ok(flate2::Status::StreamEnd))
+        && data.len() == size
+        && inflate.total_in() == job.compressed.len() as u64;
+    if !whole {
+        return Err(bad);
+    }
+    let id =
+        crate::mapping::object_id(job.kind, data).map_err(|c| IndexError::Collision(c.kind))?;
+    Ok((id, job.offset, job.crc))
+}
+
+/// Git finds a pack's checksum where its file ends: nothing may follow the entries' end
+/// `end` but the checksum.
+fn junk_after(len: u64, end: u64) -> Result<(), IndexError> {
+    match len.saturating_sub(end + TRAILER) {
+        0 => Ok(()),
+        junk => Err(IndexError::Junk(junk)),
+    }
+}
+
+/// Indexes pack `pack` with gix's own indexer, which resolves deltas (on every core, the pack
+/// mapped whole while it does); its checksum.
+fn index_resolving(
+    pack: &Path,
+    len: u64,
+    objects: u64,
+    idx: &Path,
+    largest_object: u64,
+) -> Result<gix::ObjectId, IndexError> {
+    let file = std::fs::File::open(pack).map_err(io(pack))?;
     // A hostile header or entry cannot make the indexer allocate more than the pack's size
     // allows, nor inflate more than the lake allows for one file.
     let alloc_limit = largest_object.max(objects.saturating_mul(TABLE_BYTES_PER_OBJECT));
@@ -88,19 +309,17 @@ pub(crate) fn index(pack: &Path, idx: &Path, largest_object: u64) -> Result<Stri
         return Err(IndexError::OverLimit { size, limit });
     }
     let outcome = outcome.map_err(|e| IndexError::Refused(e.to_string()))?;
-    // Git would find the pack's checksum where the file ends, not where the entries end.
-    let junk = len.saturating_sub(entries.end + TRAILER);
-    if junk > 0 {
-        return Err(IndexError::Junk(junk));
-    }
+    junk_after(len, entries.end)?;
     let synced = out.into_inner().map_err(|e| e.into_error());
     synced.and_then(|f| f.sync_all()).map_err(io(idx))?;
+    let index = gix_pack::index::File::at(idx, gix::hash::Kind::Sha1)
+        .map_err(|e| IndexError::Refused(e.to_string()))?;
+    let mut order: Vec<u32> = (0..index.num_objects()).collect();
+    order.sort_unstable_by_key(|&i| index.pack_offset_at_index(i));
+    drop(index);
     let rev = idx.with_extension("rev");
-    write_reverse_index(idx, &rev, &outcome.data_hash).map_err(io(&rev))?;
-    std::fs::File::open(pack)
-        .and_then(|f| f.sync_all())
-        .map_err(io(pack))?;
-    Ok(outcome.data_hash.to_hex().to_string())
+    write_reverse_index(order, &rev, &outcome.data_hash).map_err(io(&rev))?;
+    Ok(outcome.data_hash)
 }
 
 /// The objects pack header counts, once it proves to be a pack's header whose count the
@@ -125,18 +344,14 @@ fn objects_in(mut file: &std::fs::File, len: u64) -> std::io::Result<Result<u64,
     })
 }
 
-/// Writes beside index `idx` the reverse index Git writes with it (`pack.writeReverseIndex`,
-/// Git's `gitformat-pack(5)`): each object's position in the index, in the pack's order,
+/// Writes to `rev` the reverse index Git writes beside an index (`pack.writeReverseIndex`,
+/// Git's `gitformat-pack(5)`): each object's position in the index (`order`), in the pack's order,
 /// behind `RIDX`, version 1 and SHA-1's ID, then the pack's checksum and the file's own.
 fn write_reverse_index(
-    idx: &Path,
+    order: Vec<u32>,
     rev: &Path,
     pack_checksum: &gix::ObjectId,
 ) -> std::io::Result<()> {
-    let index =
-        gix_pack::index::File::at(idx, gix::hash::Kind::Sha1).map_err(std::io::Error::other)?;
-    let mut order: Vec<u32> = (0..index.num_objects()).collect();
-    order.sort_unstable_by_key(|&i| index.pack_offset_at_index(i));
     let mut bytes = Vec::with_capacity(12 + order.len() * 4 + 40);
     bytes.extend_from_slice(b"RIDX");
     bytes.extend_from_slice(&1u32.to_be_bytes());
@@ -165,6 +380,11 @@ fn create(path: &Path) -> std::io::Result<std::fs::File> {
         .write(true)
         .create_new(true)
         .open(path)?;
+    read_only(file)
+}
+
+/// `file`, made read-only, as Git makes a pack's index.
+fn read_only(file: std::fs::File) -> std::io::Result<std::fs::File> {
     let mut read_only = file.metadata()?.permissions();
     read_only.set_readonly(true);
     file.set_permissions(read_only)?;

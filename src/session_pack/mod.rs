@@ -145,11 +145,7 @@ impl PackWriter {
 
     /// An offset as the index's table of 4-byte offsets holds it.
     fn offset_entry(&mut self, offset: u64) -> u32 {
-        if offset < LARGE_OFFSET {
-            return offset as u32;
-        }
-        self.large.push(offset);
-        LARGE_OFFSET as u32 | (self.large.len() - 1) as u32
+        index_offset(offset, &mut self.large)
     }
 
     /// Compresses and appends `data` in pieces, never holding its compressed form whole.
@@ -418,6 +414,38 @@ impl Hashed {
         self.sha.update(bytes);
         self.out.write_all(bytes)
     }
+}
+
+/// Offset `offset` as a version-2 index's table of 4-byte offsets holds it: itself below
+/// 2 GiB, else the high bit and its place in `large`, where it is added.
+pub(crate) fn index_offset(offset: u64, large: &mut Vec<u64>) -> u32 {
+    if offset < LARGE_OFFSET {
+        return offset as u32;
+    }
+    large.push(offset);
+    LARGE_OFFSET as u32 | (large.len() - 1) as u32
+}
+
+/// Writes to a new file `path` the version-2 index of a pack whose checksum is `checksum`:
+/// `entries` (ID, [`index_offset`], CRC-32; sorted here by ID) and `large`; synced to disk.
+pub(crate) fn write_index(
+    path: &Path,
+    entries: &mut [(ObjectId, u32, u32)],
+    large: &[u64],
+    checksum: &[u8; 20],
+) -> std::io::Result<File> {
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)?;
+    let mut index = Hashed::new(file);
+    index_body(entries, large, &mut index)?;
+    index.write_all(checksum)?;
+    let digest: [u8; 20] = index.sha.clone().finalize().into();
+    index.write_all(&digest)?;
+    let file = index.out.into_inner().map_err(|e| e.into_error())?;
+    file.sync_all()?;
+    Ok(file)
 }
 
 /// A version-2 index of `entries` (sorted here) up to its trailer: the pack's checksum, then
