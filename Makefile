@@ -107,7 +107,7 @@ $(MANPAGE): docs/git-remote-fdl.md docs/md2man.py
 # artifact under fuzz/artifacts/ and a failed run; commit the input to fuzz/seeds/<target>/ and
 # it stays a failing test until fixed. `fuzz-ci` is what CI runs: 30 s a target.
 FUZZ_SECONDS ?= 600
-FUZZ_TARGETS := protocol record refs_json pack_formats redact deflate_round_trip
+FUZZ_TARGETS := protocol record refs_json pack_formats lake_pack redact deflate_round_trip
 fuzz:
 	@command -v cargo-fuzz >/dev/null || cargo install --locked cargo-fuzz
 	cd fuzz && for t in $(FUZZ_TARGETS); do \

@@ -45,6 +45,19 @@ pub fn pack_formats(data: &[u8]) {
     let _ = crate::lake_packs::parse_record("pack-0123456789abcdef0123456789abcdef01234567", data);
 }
 
+/// A lake's pack as a clone indexes one it downloaded: whole objects on the helper's own road,
+/// a pack with deltas or tags by gix's indexer (files in a temporary folder, removed after).
+pub fn lake_pack(data: &[u8]) {
+    let Ok(dir) = tempfile::tempdir() else {
+        return;
+    };
+    let pack = dir.path().join("fuzzed.pack");
+    if std::fs::write(&pack, data).is_ok() {
+        let idx = dir.path().join("fuzzed.idx");
+        let _ = crate::lake_packs::index_pack::index(&pack, &idx, 1 << 20);
+    }
+}
+
 /// Text on its way to the terminal: redacted, escaped, cut.
 pub fn redact(data: &[u8]) {
     let text = String::from_utf8_lossy(data);

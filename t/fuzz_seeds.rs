@@ -6,11 +6,12 @@ use std::path::PathBuf;
 
 type Target = fn(&[u8]);
 
-const TARGETS: [(&str, Target); 6] = [
+const TARGETS: [(&str, Target); 7] = [
     ("protocol", git_remote_fdl::fuzz::protocol),
     ("record", git_remote_fdl::fuzz::record),
     ("refs_json", git_remote_fdl::fuzz::refs_json),
     ("pack_formats", git_remote_fdl::fuzz::pack_formats),
+    ("lake_pack", git_remote_fdl::fuzz::lake_pack),
     ("redact", git_remote_fdl::fuzz::redact),
     (
         "deflate_round_trip",

@@ -9,7 +9,7 @@ mod ahead;
 pub(crate) mod claims;
 pub(crate) mod download;
 pub(crate) mod import;
-mod index_pack;
+pub(crate) mod index_pack;
 pub(crate) mod make;
 mod run;
 pub(crate) mod verify;
