@@ -69,8 +69,10 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> IndexError {
     move |source| IndexError::Io { path, source }
 }
 
-/// Objects handed to a hashing thread at once.
+/// Objects handed to a hashing thread at once: as many as fit in this many compressed bytes
+/// (one at least), at most `BATCH`, so that what waits in the channel stays small.
 const BATCH: usize = 256;
+const BATCH_BYTES: usize = 1 << 20;
 
 /// An object of the pack to inflate and hash: its kind, its compressed bytes, its size, and
 /// its offset (as the index holds it) and CRC-32.
@@ -104,14 +106,22 @@ fn index_whole(
     )
     .map_err(|e| IndexError::Refused(e.to_string()))?;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
-    let (send, receive) = std::sync::mpsc::sync_channel::<Vec<Job>>(threads * 2);
-    let receive = Mutex::new(receive);
+    let (send, receive) = std::sync::mpsc::sync_channel::<Vec<Job>>(threads);
+    // Held by the hashing threads alone: were they all gone, a send fails, never waits.
+    let receive = std::sync::Arc::new(Mutex::new(receive));
     let mut large = Vec::new();
     let (fed, hashed) = std::thread::scope(|scope| {
-        let hashers: Vec<_> = (0..threads)
-            .map(|_| scope.spawn(|| hash_all(&receive)))
-            .collect();
-        let fed = feed(&mut entries, &send, &mut large, largest_object);
+        let spawn = |_| {
+            let hasher = std::thread::Builder::new().name("fdl-index-pack".into());
+            let receive = std::sync::Arc::clone(&receive);
+            hasher.spawn_scoped(scope, move || hash_all(&receive)).ok()
+        };
+        let hashers: Vec<_> = (0..threads).filter_map(spawn).collect();
+        drop(receive);
+        let fed = match hashers.is_empty() {
+            true => Err(IndexError::Refused("no thread to hash its objects".into())),
+            false => feed(&mut entries, &send, &mut large, largest_object),
+        };
         drop(send);
         let mut hashed: Result<Vec<Indexed>, IndexError> = Ok(Vec::new());
         for h in hashers {
@@ -163,7 +173,7 @@ fn feed(
     largest_object: u64,
 ) -> Result<Option<(u64, gix::ObjectId)>, IndexError> {
     let (mut end, mut trailer) = (HEADER, None);
-    let mut batch = Vec::with_capacity(BATCH);
+    let (mut batch, mut bytes) = (Vec::with_capacity(BATCH), 0);
     for entry in entries {
         let mut e = entry.map_err(|e| IndexError::Refused(e.to_string()))?;
         if e.decompressed_size > largest_object {
@@ -179,20 +189,25 @@ fn feed(
         };
         end = e.pack_offset + u64::from(e.header_size) + e.compressed_size;
         trailer = e.trailer.or(trailer);
+        let compressed = e.compressed.take().unwrap_or_default();
+        bytes += compressed.len();
         batch.push(Job {
             kind,
-            compressed: e.compressed.take().unwrap_or_default(),
+            compressed,
             size: e.decompressed_size,
             at: e.pack_offset,
             offset: index_offset(e.pack_offset, large),
             crc: e.crc32.unwrap_or_default(),
         });
-        if batch.len() == BATCH && send.send(std::mem::take(&mut batch)).is_err() {
-            break;
+        if batch.len() == BATCH || bytes >= BATCH_BYTES {
+            bytes = 0;
+            if send.send(std::mem::take(&mut batch)).is_err() {
+                return Err(IndexError::Refused("its objects' hashing stopped".into()));
+            }
         }
     }
-    if !batch.is_empty() {
-        let _ = send.send(batch);
+    if !batch.is_empty() && send.send(batch).is_err() {
+        return Err(IndexError::Refused("its objects' hashing stopped".into()));
     }
     let trailer = trailer.ok_or(IndexError::NotAPack("it is cut short"))?;
     Ok(Some((end, trailer)))
