@@ -213,11 +213,7 @@ impl PackWriter {
         let checksum = checksum.and_then(|c| {
             // No thread to be had (a process limit): made now.
             written.unwrap_or_else(|| index_body(&mut entries, &large, &mut index))?;
-            index.write_all(&c)?;
-            let digest: [u8; 20] = index.sha.clone().finalize().into();
-            index.write_all(&digest)?;
-            let file = index.out.into_inner().map_err(|e| e.into_error())?;
-            file.sync_all()?;
+            index.close(&c)?;
             Ok(c)
         });
         let checksum = match checksum {
@@ -414,6 +410,16 @@ impl Hashed {
         self.sha.update(bytes);
         self.out.write_all(bytes)
     }
+
+    /// Ends an index: the pack's checksum, then the index's own, flushed and synced to disk.
+    fn close(mut self, pack_checksum: &[u8; 20]) -> std::io::Result<File> {
+        self.write_all(pack_checksum)?;
+        let digest: [u8; 20] = self.sha.clone().finalize().into();
+        self.write_all(&digest)?;
+        let file = self.out.into_inner().map_err(|e| e.into_error())?;
+        file.sync_all()?;
+        Ok(file)
+    }
 }
 
 /// Offset `offset` as a version-2 index's table of 4-byte offsets holds it: itself below
@@ -440,12 +446,7 @@ pub(crate) fn write_index(
         .open(path)?;
     let mut index = Hashed::new(file);
     index_body(entries, large, &mut index)?;
-    index.write_all(checksum)?;
-    let digest: [u8; 20] = index.sha.clone().finalize().into();
-    index.write_all(&digest)?;
-    let file = index.out.into_inner().map_err(|e| e.into_error())?;
-    file.sync_all()?;
-    Ok(file)
+    index.close(checksum)
 }
 
 /// A version-2 index of `entries` (sorted here) up to its trailer: the pack's checksum, then
