@@ -22,9 +22,9 @@ fn temporaries(dir: &std::path::Path) -> Vec<String> {
     found
 }
 
-/// Git >= 2.41 writes a reverse index (`.rev`) beside `index-pack -o`'s index: it is kept
-/// with its pack, as `git fetch` keeps its own, and no temporary file is left for the next
-/// fetch to call a killed fetch's.
+/// The helper writes a reverse index (`.rev`) beside a lake pack's index, as Git >= 2.41's
+/// `index-pack` does: it is kept with its pack, as `git fetch` keeps its own, and no temporary
+/// file is left for the next fetch to call a killed fetch's.
 #[test]
 fn a_clone_or_a_listing_from_a_packed_lake_leaves_no_temporary_file() {
     let mut t = TestEnv::new();
@@ -37,17 +37,9 @@ fn a_clone_or_a_listing_from_a_packed_lake_leaves_no_temporary_file() {
     assert_eq!(temporaries(&dir), Vec::<String>::new());
     let counted = t.ok("cloned.git", &["count-objects", "-v"]);
     assert!(counted.contains("garbage: 0"), "{counted}");
-    // Kept as Git keeps the reverse index of a pack it fetched.
+    // Kept as Git keeps the reverse index of a pack it fetched, whatever Git's version.
     let rev = dir.join(format!("objects/pack/{name}.rev"));
-    let version = t.ok(".", &["version"]);
-    let numbers: Vec<u32> = version
-        .trim_start_matches("git version ")
-        .split('.')
-        .take(2)
-        .map(|n| n.trim().parse().unwrap_or(0))
-        .collect();
-    let git_writes_rev = numbers >= vec![2, 41];
-    assert_eq!(rev.is_file(), git_writes_rev, "{}", rev.display());
+    assert!(rev.is_file(), "{}", rev.display());
     let out = t.git("cloned.git", &["fetch", "origin"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
